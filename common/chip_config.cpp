@@ -1,0 +1,411 @@
+#include "common/chip_config.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace tpuemu {
+namespace {
+
+using json = nlohmann::json;
+
+std::vector<ParamSpec> build_params() {
+  std::vector<ParamSpec> p;
+  auto add = [&](std::string path, Quantity q, std::string description, double min_value,
+                 ParamSpec::FieldRef (*field)(ChipConfig&)) {
+    p.push_back(ParamSpec{std::move(path), q, std::move(description), min_value, false, field});
+  };
+  using Q = Quantity;
+  add("clock", Q::kFrequency, "core clock", 1e6, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.clock_hz; });
+  add("tensorcores_per_chip", Q::kCount, "TensorCores per chip (2 = megacore, sharing the chip's HBM)", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.tensorcores_per_chip; });
+  add("mxu.count", Q::kCount, "matrix units per TensorCore", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.count; });
+  add("mxu.size", Q::kCount, "systolic array dimension (size x size MACs)", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.size; });
+  add("mxu.cycles_per_tile", Q::kCycles, "issue interval of one (sublanes x size) LHS tile when saturated", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.cycles_per_tile; });
+  add("mxu.result_fifo_depth", Q::kCount, "results an MXU result FIFO holds before multiplies stall", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.result_fifo_depth; });
+  add("vpu.sublanes", Q::kCount, "sublanes of a vreg", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.sublanes; });
+  add("vpu.lanes", Q::kCount, "lanes of a vreg (32-bit each)", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.lanes; });
+  add("vpu.vregs", Q::kCount, "vector registers", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.vregs; });
+  add("vpu.mask_regs", Q::kCount, "vector mask registers", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.mask_regs; });
+  add("scalar.sregs", Q::kCount, "scalar registers (32-bit)", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.scalar.sregs; });
+  add("scalar.predicates", Q::kCount, "predicate registers", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.scalar.predicates; });
+  add("xlu.count", Q::kCount, "cross-lane units per TensorCore", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.count; });
+  add("xlu.fifo_depth", Q::kCount, "results an XLU FIFO holds", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.fifo_depth; });
+  add("eup.fifo_depth", Q::kCount, "results the EUP FIFO holds", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.eup.fifo_depth; });
+
+  // One capacity per capped slot class, one latency per latency class. These
+  // lambdas cannot capture, so the class is recovered from the path at use.
+  static constexpr auto slot_field = [](ChipConfig&) -> ParamSpec::FieldRef { return static_cast<std::uint64_t*>(nullptr); };
+  for (SlotClass s : kCappedSlotClasses) {
+    p.push_back(ParamSpec{fmt::format("slots.{}", preset_key(s)), Q::kCount,
+                          fmt::format("{} ops per bundle", to_string(s)), 1, false, slot_field});
+  }
+  static constexpr auto latency_field = [](ChipConfig&) -> ParamSpec::FieldRef { return static_cast<std::uint64_t*>(nullptr); };
+  for (std::size_t i = 0; i < kLatencyClassCount; ++i) {
+    const auto lc = static_cast<LatencyClass>(i);
+    p.push_back(ParamSpec{fmt::format("latency.{}", preset_key(lc)), Q::kCycles,
+                          fmt::format("latency of latency class '{}'", preset_key(lc)), 0, false, latency_field});
+  }
+  add("branch.delay_slots", Q::kCount, "bundles after a branch that execute whatever it decides", 0,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.branch_delay_slots; });
+
+  add("vmem.size", Q::kBytes, "vector memory per TensorCore", 4096,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.size_bytes; });
+  add("vmem.bandwidth", Q::kBandwidth, "VMEM port bandwidth seen by DMA", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.bandwidth; });
+  add("vmem.latency", Q::kCycles, "VMEM access latency", 0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.latency_cycles; });
+  add("smem.size", Q::kBytes, "scalar memory per TensorCore", 4, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.smem.size_bytes; });
+  add("sflag.count", Q::kCount, "sync flags per TensorCore", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.sflag.count; });
+  add("hbm.size", Q::kBytes, "HBM per chip (shared by its TensorCores)", 4096,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.size_bytes; });
+  add("hbm.bandwidth", Q::kBandwidth, "HBM bandwidth per chip", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.bandwidth; });
+  add("hbm.latency", Q::kTime, "HBM access latency", 0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.latency_s; });
+  add("dma.engines", Q::kCount, "DMA engines per TensorCore", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.engines; });
+  add("dma.chunk_size", Q::kBytes, "transfer chunk: DMAs are split into chunks of this size (fidelity vs speed)", 32,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.chunk_bytes; });
+  add("dma.max_in_flight", Q::kCount, "DMA descriptors in flight per TensorCore", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.max_in_flight; });
+  add("ici.link_bandwidth", Q::kBandwidth, "ICI bandwidth per link, one way", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.link_bandwidth; });
+  add("ici.links_per_chip", Q::kCount, "ICI links per chip", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.links_per_chip; });
+  add("ici.hop_latency", Q::kTime, "latency of one ICI hop", 0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.hop_latency_s; });
+  add("ici.torus_dims", Q::kCount, "torus dimensionality (1, 2 or 3)", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.torus_dims; });
+  add("ici.wrap_multiple", Q::kCount, "an axis has wraparound links iff its length is a multiple of this", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.wrap_multiple; });
+  p.push_back(ParamSpec{"ici.max_slice", Q::kCount, "largest slice, e.g. 16x16 or 16x20x28", 0, true,
+                        [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.max_slice; }});
+  return p;
+}
+
+const std::vector<ParamSpec>& params_table() {
+  static const std::vector<ParamSpec> table = build_params();
+  return table;
+}
+
+// Resolves the storage of `spec` in `c`, including the per-class arrays.
+ParamSpec::FieldRef field_of(const ParamSpec& spec, ChipConfig& c) {
+  std::string_view path = spec.path;
+  if (path.starts_with("slots.")) {
+    return &c.slot_capacity[static_cast<std::size_t>(*slot_class_from_key(path.substr(6)))];
+  }
+  if (path.starts_with("latency.")) {
+    return &c.latency_cycles[static_cast<std::size_t>(*latency_class_from_key(path.substr(8)))];
+  }
+  return spec.field(c);
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string unknown_field_message(std::string_view path) {
+  std::string_view best;
+  std::size_t best_distance = 4;
+  for (const auto& spec : params_table()) {
+    const std::size_t d = edit_distance(path, spec.path);
+    if (d < best_distance) {
+      best_distance = d;
+      best = spec.path;
+    }
+  }
+  if (best.empty()) return "unknown field (see `tpuemu params` for the list)";
+  return fmt::format("unknown field; did you mean '{}'?", best);
+}
+
+std::string value_text(const json& v, const std::string& origin, const std::string& path) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_unsigned() || v.is_number_integer()) return v.dump();
+  if (v.is_number_float()) return fmt::format("{:.17g}", v.get<double>());
+  throw ConfigError(origin, path, fmt::format("expected a number or a string with a unit, got {}", v.dump()));
+}
+
+bool is_leaf(const json& v) { return !v.is_object() || v.contains("value"); }
+
+void collect(const json& node, const std::string& prefix, const std::string& origin, ChipSpec& spec) {
+  for (const auto& [key, v] : node.items()) {
+    if (key == "$comment") continue;
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (!is_leaf(v)) {
+      if (v.empty()) throw ConfigError(origin, path, "empty group");
+      collect(v, path, origin, spec);
+      continue;
+    }
+    if (find_param(path) == nullptr) throw ConfigError(origin, path, unknown_field_message(path));
+    ChipSpec::Value value;
+    value.origin = origin;
+    value.provenance = {Provenance::Kind::kUser, origin};
+    if (v.is_object()) {
+      int provenance_keys = 0;
+      for (const auto& [leaf_key, leaf_value] : v.items()) {
+        if (leaf_key == "value" || leaf_key == "note" || leaf_key == "unit") continue;
+        Provenance::Kind kind;
+        if (leaf_key == "source") {
+          kind = Provenance::Kind::kSource;
+        } else if (leaf_key == "derived") {
+          kind = Provenance::Kind::kDerived;
+        } else if (leaf_key == "assumed") {
+          kind = Provenance::Kind::kAssumed;
+        } else if (leaf_key == "user") {
+          kind = Provenance::Kind::kUser;
+        } else {
+          throw ConfigError(origin, path,
+                            fmt::format("unknown key '{}' (a parameter takes value, unit, note and one of "
+                                        "source, derived, assumed, user)", leaf_key));
+        }
+        if (!leaf_value.is_string()) throw ConfigError(origin, path, fmt::format("'{}' must be a string", leaf_key));
+        if (++provenance_keys > 1) throw ConfigError(origin, path, "more than one of source/derived/assumed/user");
+        value.provenance = {kind, leaf_value.get<std::string>()};
+      }
+      value.text = value_text(v.at("value"), origin, path);
+      if (v.contains("unit")) {
+        const ParamSpec* spec_of = find_param(path);
+        if (!v.at("unit").is_string() ||
+            (!spec_of->is_text && v.at("unit").get<std::string>() != base_unit(spec_of->quantity))) {
+          throw ConfigError(origin, path,
+                            fmt::format("'unit' must be \"{}\" (the base unit); write other units inside the value",
+                                        base_unit(spec_of->quantity)));
+        }
+      }
+    } else {
+      value.text = value_text(v, origin, path);
+    }
+    spec.values[path] = std::move(value);
+  }
+}
+
+std::vector<std::uint64_t> parse_slice(std::string_view text) {
+  std::vector<std::uint64_t> dims;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find('x', start), text.size());
+    const std::string_view part = text.substr(start, end - start);
+    if (part.empty()) return {};
+    std::uint64_t v = 0;
+    for (char ch : part) {
+      if (ch < '0' || ch > '9') return {};
+      v = v * 10 + static_cast<std::uint64_t>(ch - '0');
+      if (v > 1'000'000) return {};
+    }
+    if (v == 0) return {};
+    dims.push_back(v);
+    start = end + 1;
+  }
+  return dims;
+}
+
+}  // namespace
+
+ConfigError::ConfigError(std::string file, std::string field, const std::string& message)
+    : std::runtime_error(field.empty() ? fmt::format("{}: {}", file, message)
+                                       : fmt::format("{}: field '{}': {}", file, field, message)),
+      file_(std::move(file)),
+      field_(std::move(field)) {}
+
+std::string_view to_string(Provenance::Kind kind) {
+  switch (kind) {
+    case Provenance::Kind::kSource: return "source";
+    case Provenance::Kind::kDerived: return "derived";
+    case Provenance::Kind::kAssumed: return "assumed";
+    case Provenance::Kind::kUser: return "user";
+  }
+  return "user";
+}
+
+std::span<const ParamSpec> chip_params() { return params_table(); }
+
+const ParamSpec* find_param(std::string_view path) {
+  for (const auto& spec : params_table()) {
+    if (spec.path == path) return &spec;
+  }
+  return nullptr;
+}
+
+double ChipConfig::peak_bf16_flops() const {
+  return static_cast<double>(mxus_per_chip()) * static_cast<double>(mxu.size * mxu.size) * 2.0 * clock_hz;
+}
+
+double ChipConfig::ici_bandwidth_per_chip() const { return ici.link_bandwidth * static_cast<double>(ici.links_per_chip); }
+
+std::vector<std::uint64_t> ChipConfig::max_slice_dims() const { return parse_slice(ici.max_slice); }
+
+Cycles ChipConfig::seconds_to_cycles(double seconds) const {
+  return Cycles(static_cast<std::uint64_t>(std::ceil(seconds * clock_hz - 1e-9)));
+}
+
+ChipSpec parse_chip_spec(std::string_view json_text, const std::string& origin) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    // nlohmann reports "[json.exception.parse_error.101] parse error at line L, column C: ..."
+    std::string what = e.what();
+    const auto pos = what.find("] ");
+    throw ConfigError(origin, "", pos == std::string::npos ? what : what.substr(pos + 2));
+  }
+  if (!doc.is_object()) throw ConfigError(origin, "", "a chip file must hold a JSON object");
+  ChipSpec spec;
+  spec.origin = origin;
+  auto text_field = [&](const char* key) -> std::optional<std::string> {
+    if (!doc.contains(key)) return std::nullopt;
+    if (!doc.at(key).is_string()) throw ConfigError(origin, key, "must be a string");
+    return doc.at(key).get<std::string>();
+  };
+  spec.name = text_field("name");
+  spec.description = text_field("description");
+  spec.base = text_field("base");
+  json params = doc;
+  for (const char* key : {"name", "description", "base", "origins", "derived"}) params.erase(key);
+  // The output of chip_config_json nests the parameters under "params".
+  if (params.contains("params")) {
+    json inner = params.at("params");
+    params.erase("params");
+    if (!inner.is_object()) throw ConfigError(origin, "params", "must be an object");
+    params.update(inner);
+  }
+  collect(params, "", origin, spec);
+  return spec;
+}
+
+void apply_override(ChipSpec& spec, std::string_view assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    throw ConfigError("--set", std::string(assignment), "expected PATH=VALUE, e.g. hbm.bandwidth=1.0e12");
+  }
+  const std::string path(assignment.substr(0, eq));
+  if (find_param(path) == nullptr) throw ConfigError("--set", path, unknown_field_message(path));
+  ChipSpec::Value value;
+  value.text = std::string(assignment.substr(eq + 1));
+  value.origin = "--set";
+  value.provenance = {Provenance::Kind::kUser, fmt::format("--set {}", assignment)};
+  spec.values[path] = std::move(value);
+}
+
+ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
+  ChipConfig c;
+  std::map<std::string, const ChipSpec::Value*, std::less<>> merged;
+  for (const ChipSpec& layer : layers) {
+    if (layer.name) c.name = *layer.name;
+    if (layer.description) c.description = *layer.description;
+    c.origins.push_back(layer.origin);
+    for (const auto& [path, value] : layer.values) merged[path] = &value;
+  }
+  const std::string last_origin = layers.empty() ? std::string("<none>") : layers.back().origin;
+  if (c.name.empty()) throw ConfigError(last_origin, "name", "missing: every chip needs a name");
+
+  // 1. Parse every declared parameter.
+  for (const ParamSpec& spec : params_table()) {
+    auto it = merged.find(spec.path);
+    if (it == merged.end()) {
+      throw ConfigError(last_origin, spec.path, fmt::format("missing ({}, in {})", spec.description,
+                                                             spec.is_text ? "text" : std::string(quantity_name(spec.quantity))));
+    }
+    const ChipSpec::Value& v = *it->second;
+    const ParamSpec::FieldRef ref = field_of(spec, c);
+    if (spec.is_text) {
+      *std::get<std::string*>(ref) = v.text;
+    } else {
+      double value = 0;
+      try {
+        value = parse_quantity(v.text, spec.quantity);
+      } catch (const UnitError& e) {
+        throw ConfigError(v.origin, spec.path, e.what());
+      }
+      if (value < spec.min_value) {
+        throw ConfigError(v.origin, spec.path,
+                          fmt::format("{} is below the minimum {}", v.text, format_quantity(spec.min_value, spec.quantity)));
+      }
+      if (auto* d = std::get_if<double*>(&ref)) {
+        **d = value;
+      } else {
+        *std::get<std::uint64_t*>(ref) = static_cast<std::uint64_t>(value);
+      }
+    }
+    c.provenance[spec.path] = v.provenance;
+  }
+
+  // 2. Cross-field rules.
+  auto origin_of = [&](std::string_view path) { return merged.find(path)->second->origin; };
+  if (c.ici.torus_dims > 3) throw ConfigError(origin_of("ici.torus_dims"), "ici.torus_dims", "must be 1, 2 or 3");
+  const auto dims = c.max_slice_dims();
+  if (dims.empty()) {
+    throw ConfigError(origin_of("ici.max_slice"), "ici.max_slice",
+                      fmt::format("'{}' is not a slice shape like 16x16 or 16x20x28", c.ici.max_slice));
+  }
+  if (dims.size() != c.ici.torus_dims) {
+    throw ConfigError(origin_of("ici.max_slice"), "ici.max_slice",
+                      fmt::format("'{}' has {} axes but ici.torus_dims is {}", c.ici.max_slice, dims.size(), c.ici.torus_dims));
+  }
+  if (c.dma.chunk_bytes % 32 != 0) {
+    throw ConfigError(origin_of("dma.chunk_size"), "dma.chunk_size", "must be a whole number of 32-byte granules");
+  }
+  const std::uint64_t row_bytes = c.vpu.lanes * 4;
+  if (c.vmem.size_bytes % row_bytes != 0) {
+    throw ConfigError(origin_of("vmem.size"), "vmem.size",
+                      fmt::format("must be a whole number of {}-byte rows (vpu.lanes x 4 B)", row_bytes));
+  }
+  if (c.mxu.size % c.vpu.lanes != 0 && c.vpu.lanes % c.mxu.size != 0) {
+    throw ConfigError(origin_of("mxu.size"), "mxu.size",
+                      fmt::format("{} does not tile the {} vector lanes (one must divide the other)", c.mxu.size, c.vpu.lanes));
+  }
+  return c;
+}
+
+std::variant<double, std::uint64_t, std::string> param_value(const ChipConfig& config, const ParamSpec& spec) {
+  ChipConfig& mutable_config = const_cast<ChipConfig&>(config);  // field_of hands out pointers; only read here
+  return std::visit([](auto* p) -> std::variant<double, std::uint64_t, std::string> { return *p; },
+                    field_of(spec, mutable_config));
+}
+
+std::string format_param(const ChipConfig& config, const ParamSpec& spec) {
+  const auto v = param_value(config, spec);
+  if (const auto* text = std::get_if<std::string>(&v)) return *text;
+  const double number = std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<std::uint64_t>(v));
+  return format_quantity(number, spec.quantity);
+}
+
+std::string chip_config_json(const ChipConfig& config) {
+  json out;
+  out["name"] = config.name;
+  out["description"] = config.description;
+  out["origins"] = config.origins;
+  json params = json::object();
+  for (const ParamSpec& spec : params_table()) {
+    json leaf;
+    std::visit([&](const auto& v) { leaf["value"] = v; }, param_value(config, spec));
+    if (!spec.is_text && !base_unit(spec.quantity).empty()) leaf["unit"] = base_unit(spec.quantity);
+    const auto& prov = config.provenance.at(spec.path);
+    leaf[std::string(to_string(prov.kind))] = prov.text;
+    params[json::json_pointer("/" + [&] {
+      std::string p = spec.path;
+      std::replace(p.begin(), p.end(), '.', '/');
+      return p;
+    }())] = leaf;
+  }
+  out["params"] = params;
+  out["derived"] = {
+      {"peak_bf16_flops", config.peak_bf16_flops()},
+      {"mxus_per_chip", config.mxus_per_chip()},
+      {"ici_bandwidth_per_chip", config.ici_bandwidth_per_chip()},
+      {"flops_per_hbm_byte", config.peak_bf16_flops() / config.hbm.bandwidth},
+  };
+  return out.dump(2);
+}
+
+}  // namespace tpuemu

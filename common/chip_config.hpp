@@ -1,0 +1,183 @@
+// Chip configuration in two layers (house style 3):
+//  * ChipSpec: what a JSON preset, a --chip-file or a --set override says,
+//    field by field, each with its provenance; nothing is checked yet.
+//  * ChipConfig: the immutable, validated runtime configuration in base units
+//    (Hz, B, B/s, s, cycles), resolved from a chain of ChipSpecs.
+// Every parameter is declared once in chip_params() with its unit and
+// description; parsing, validation, --set, `tpuemu params` and the JSON dump
+// all derive from that table.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/machine_classes.hpp"
+#include "common/types.hpp"
+#include "common/units.hpp"
+
+namespace tpuemu {
+
+// A bad preset or override. what() reads "<file>: field '<field>': <message>".
+class ConfigError : public std::runtime_error {
+ public:
+  ConfigError(std::string file, std::string field, const std::string& message);
+  [[nodiscard]] const std::string& file() const { return file_; }
+  [[nodiscard]] const std::string& field() const { return field_; }
+
+ private:
+  std::string file_;
+  std::string field_;
+};
+
+// Where a number comes from: a citation, arithmetic on cited numbers, an
+// assumption, or a user override.
+struct Provenance {
+  enum class Kind { kSource, kDerived, kAssumed, kUser };
+  Kind kind = Kind::kUser;
+  std::string text;
+};
+std::string_view to_string(Provenance::Kind kind);
+
+struct ChipConfig {
+  std::string name;
+  std::string description;
+
+  double clock_hz = 0;
+  std::uint64_t tensorcores_per_chip = 0;
+
+  struct Mxu {
+    std::uint64_t count = 0;  // per TensorCore
+    std::uint64_t size = 0;   // systolic array is size x size
+    std::uint64_t cycles_per_tile = 0;
+    std::uint64_t result_fifo_depth = 0;
+  } mxu;
+  struct Vpu {
+    std::uint64_t sublanes = 0;
+    std::uint64_t lanes = 0;
+    std::uint64_t vregs = 0;
+    std::uint64_t mask_regs = 0;
+  } vpu;
+  struct Scalar {
+    std::uint64_t sregs = 0;
+    std::uint64_t predicates = 0;
+  } scalar;
+  struct Xlu {
+    std::uint64_t count = 0;
+    std::uint64_t fifo_depth = 0;
+  } xlu;
+  struct Eup {
+    std::uint64_t fifo_depth = 0;
+  } eup;
+  // Per-bundle capacity of each slot class (kPseudo is unlimited and unused).
+  std::array<std::uint64_t, kSlotClassCount> slot_capacity{};
+  std::array<std::uint64_t, kLatencyClassCount> latency_cycles{};
+  std::uint64_t branch_delay_slots = 0;
+
+  struct Vmem {
+    std::uint64_t size_bytes = 0;
+    double bandwidth = 0;  // B/s
+    std::uint64_t latency_cycles = 0;
+  } vmem;
+  struct Smem {
+    std::uint64_t size_bytes = 0;
+  } smem;
+  struct Sflag {
+    std::uint64_t count = 0;
+  } sflag;
+  struct Hbm {
+    std::uint64_t size_bytes = 0;
+    double bandwidth = 0;  // B/s
+    double latency_s = 0;
+  } hbm;
+  struct Dma {
+    std::uint64_t engines = 0;
+    std::uint64_t chunk_bytes = 0;
+    std::uint64_t max_in_flight = 0;
+  } dma;
+  struct Ici {
+    double link_bandwidth = 0;  // B/s, one way, per link
+    std::uint64_t links_per_chip = 0;
+    double hop_latency_s = 0;
+    std::uint64_t torus_dims = 0;
+    std::uint64_t wrap_multiple = 0;  // an axis wraps iff its length is a multiple of this
+    std::string max_slice;            // e.g. "16x20x28"
+  } ici;
+
+  // Parameter path -> where its value came from.
+  std::map<std::string, Provenance, std::less<>> provenance;
+  // Files and overrides this config was resolved from, base first.
+  std::vector<std::string> origins;
+
+  // Derived numbers.
+  [[nodiscard]] std::uint64_t mxus_per_chip() const { return tensorcores_per_chip * mxu.count; }
+  // MXUs per chip x size^2 MACs x 2 FLOP x clock.
+  [[nodiscard]] double peak_bf16_flops() const;
+  [[nodiscard]] double ici_bandwidth_per_chip() const;  // all links, one way
+  [[nodiscard]] std::vector<std::uint64_t> max_slice_dims() const;
+  [[nodiscard]] std::uint64_t slot_capacity_of(SlotClass c) const { return slot_capacity[static_cast<std::size_t>(c)]; }
+  [[nodiscard]] Cycles latency(LatencyClass c) const { return Cycles(latency_cycles[static_cast<std::size_t>(c)]); }
+  [[nodiscard]] double cycles_to_seconds(Cycles c) const { return static_cast<double>(c.value()) / clock_hz; }
+  // Whole cycles needed to cover `seconds` (rounded up).
+  [[nodiscard]] Cycles seconds_to_cycles(double seconds) const;
+};
+
+// One declared parameter.
+struct ParamSpec {
+  std::string path;  // dotted, e.g. "hbm.bandwidth"
+  Quantity quantity;
+  std::string description;
+  double min_value = 0;  // inclusive lower bound in base units
+  bool is_text = false;  // free text (only ici.max_slice)
+  using FieldRef = std::variant<double*, std::uint64_t*, std::string*>;
+  FieldRef (*field)(ChipConfig&) = nullptr;
+};
+
+// Every parameter of a chip, in presentation order.
+std::span<const ParamSpec> chip_params();
+const ParamSpec* find_param(std::string_view path);
+
+// The value of `spec` in `config`, in base units (or text).
+std::variant<double, std::uint64_t, std::string> param_value(const ChipConfig& config, const ParamSpec& spec);
+// The same with a readable unit: "820 GB/s", "16 GiB", "4 cycles".
+std::string format_param(const ChipConfig& config, const ParamSpec& spec);
+
+// One layer of configuration as written, before validation.
+struct ChipSpec {
+  struct Value {
+    std::string text;                  // the value as written: "1.5GHz", "8", ...
+    Provenance provenance;
+    std::string origin;  // file or "--set"
+  };
+  std::string origin;  // file name for messages
+  std::optional<std::string> name;
+  std::optional<std::string> description;
+  std::optional<std::string> base;  // preset this layer overrides
+  std::map<std::string, Value, std::less<>> values;
+};
+
+// Parses a preset/chip file's text. `origin` names it in errors. Unknown
+// fields, malformed leaves and provenance keys other than source/derived/
+// assumed/note/unit are rejected with ConfigError.
+ChipSpec parse_chip_spec(std::string_view json_text, const std::string& origin);
+
+// Applies "path=value" (from --set) to `spec`. Throws ConfigError on an
+// unknown path or a missing '='.
+void apply_override(ChipSpec& spec, std::string_view assignment);
+
+// Resolves layers (base first, later layers win) into a validated ChipConfig.
+ChipConfig resolve_chip(std::span<const ChipSpec> layers);
+
+// The resolved config as JSON: {"name", "description", "origins",
+// "params": {group: {leaf: {"value", "unit", <provenance kind>}}}, "derived": {...}}.
+// parse_chip_spec accepts this output back.
+std::string chip_config_json(const ChipConfig& config);
+
+}  // namespace tpuemu

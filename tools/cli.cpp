@@ -1,0 +1,96 @@
+#include "tools/cli.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdio>
+#include <exception>
+
+#include "common/log.hpp"
+#include "tools/chips_command.hpp"
+
+namespace tpuemu::cli {
+namespace {
+
+constexpr std::array kCommands{
+    Command{"chips", "list chip presets with their headline numbers, or print one fully resolved", chips_command},
+    Command{"params", "list every chip parameter with its unit and meaning", params_command},
+};
+
+}  // namespace
+
+std::span<const Command> commands() { return kCommands; }
+
+std::string usage() {
+  std::string out =
+      "usage: tpuemu [-v|-q]... COMMAND [ARGS]\n"
+      "       tpuemu COMMAND --help\n\n"
+      "A cycle-approximate TPU chip and pod emulator.\n\ncommands:\n";
+  for (const auto& c : kCommands) out += fmt::format("  {:<10} {}\n", c.name, c.summary);
+  out +=
+      "\nglobal flags:\n"
+      "  -v, --verbose   more log output (repeatable)\n"
+      "  -q, --quiet     less log output (repeatable)\n"
+      "  -h, --help      this text\n"
+      "  --version       print the version\n"
+      "\nexit codes: 0 ok, 1 check failed, 2 bad usage or input, 3 emulated program fault\n";
+  return out;
+}
+
+int run(int argc, char** argv) {
+  // 1. Strip the global verbosity flags wherever they stand (before "--").
+  std::vector<std::string> args;
+  int verbose = 0;
+  int quiet = 0;
+  bool passthrough = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (!passthrough && a == "--") {
+      passthrough = true;
+    } else if (!passthrough && (a == "--verbose")) {
+      ++verbose;
+      continue;
+    } else if (!passthrough && (a == "--quiet")) {
+      ++quiet;
+      continue;
+    } else if (!passthrough && a.size() >= 2 && a[0] == '-' && a[1] != '-' &&
+               a.find_first_not_of('v', 1) == std::string_view::npos) {
+      verbose += static_cast<int>(a.size() - 1);
+      continue;
+    } else if (!passthrough && a.size() >= 2 && a[0] == '-' && a[1] != '-' &&
+               a.find_first_not_of('q', 1) == std::string_view::npos) {
+      quiet += static_cast<int>(a.size() - 1);
+      continue;
+    }
+    args.emplace_back(a);
+  }
+  log::set_verbosity(verbose, quiet);
+
+  // 2. Dispatch.
+  if (args.empty()) {
+    std::fputs(usage().c_str(), stderr);
+    return kExitBadInput;
+  }
+  if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::fputs(usage().c_str(), stdout);
+    return kExitOk;
+  }
+  if (args[0] == "--version") {
+    std::puts("tpuemu 0.1.0");
+    return kExitOk;
+  }
+  for (const auto& c : kCommands) {
+    if (c.name == args[0]) {
+      try {
+        return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "tpuemu {}: internal error: {}\n", c.name, e.what());
+        return kExitFailure;
+      }
+    }
+  }
+  fmt::print(stderr, "tpuemu: unknown command or flag '{}'\n\n{}", args[0], usage());
+  return kExitBadInput;
+}
+
+}  // namespace tpuemu::cli

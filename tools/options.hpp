@@ -1,0 +1,28 @@
+// Shared option handling of the subcommands (Boost.Program_options).
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/presets.hpp"
+
+namespace tpuemu::cli {
+
+namespace po = boost::program_options;
+
+// Parses `args` for command `name`. Prints "tpuemu NAME: <error>" and the
+// command's usage to stderr and returns nullopt on a bad flag (the caller exits
+// with kExitBadInput); prints usage to stdout and returns nullopt with
+// `help_shown` set on --help.
+std::optional<po::variables_map> parse_options(const std::string& name, const std::string& synopsis,
+                                               const std::vector<std::string>& args, po::options_description& options,
+                                               const po::positional_options_description& positional, bool& help_shown);
+
+// Adds --chip, --chip-file and --set to `options`.
+void add_chip_options(po::options_description& options);
+// Builds the ChipRequest from the variables added by add_chip_options.
+ChipRequest chip_request(const po::variables_map& vm);
+
+}  // namespace tpuemu::cli

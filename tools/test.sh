@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: installs dependencies, builds and runs every CTest test
+# in a RelWithDebInfo build (build/), then again in an ASan+UBSan build
+# (build-asan/). Slow cases carry the CTest label `slow` and run only with
+# TPUEMU_SLOW=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+label_args=()
+[[ "${TPUEMU_SLOW:-0}" == 1 ]] || label_args=(-LE slow)
+
+tools/setup.sh
+ctest --test-dir build -j2 --output-on-failure --timeout 300 "${label_args[@]}"
+
+if [[ "${TPUEMU_SKIP_ASAN:-0}" != 1 ]]; then
+  TPUEMU_BUILD_DIR=build-asan TPUEMU_BUILD_TYPE=Debug TPUEMU_CMAKE_ARGS="-DTPUEMU_SANITIZE=ON" tools/setup.sh
+  # detect_stack_use_after_return stays 0: it crashes SystemC's QuickThreads coroutines.
+  ASAN_OPTIONS=detect_stack_use_after_return=0:abort_on_error=0:halt_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan -j2 --output-on-failure --timeout 600 "${label_args[@]}"
+fi
