@@ -198,6 +198,7 @@ std::optional<float> parse_float(std::string_view s) {
 bool looks_like_float(std::string_view s) {
   if (s.starts_with('-') || s.starts_with('+')) s.remove_prefix(1);
   if (s == "nan" || s == "inf") return true;
+  if (s.empty() || !(is_digit(s.front()) || s.front() == '.')) return false;
   if (s.starts_with("0x") || s.starts_with("0X")) return false;
   return s.find_first_of(".eE") != std::string_view::npos;
 }
@@ -687,7 +688,14 @@ class Assembler {
     }
     if (p < text.size() && text[p] == '{') {
       const std::size_t close = matching_close(text, p, '{', '}');
-      if (close == std::string_view::npos) throw LineError{p, "expected '}' closing the bundle"};
+      if (close == std::string_view::npos) {
+        for (std::size_t c = text.find("/*", p); c != std::string_view::npos; c = text.find("/*", c + 2)) {
+          const std::size_t e = comment_end(text, c);
+          if (e == std::string_view::npos) throw LineError{c, "unterminated comment: expected '*/'"};
+          c = e - 2;
+        }
+        throw LineError{p, "expected '}' closing the bundle"};
+      }
       parse_ops(text, p + 1, close, bundle);
       std::size_t tail = close + 1;
       skip_space(text, tail);

@@ -71,12 +71,15 @@ void parse_syntax(OpInfo& info) {
 std::vector<OpInfo> build_table() {
   std::vector<OpInfo> table;
   bool in_extensions = false;
+  std::string_view group;
+#define TPUEMU_GROUP(title) group = title;
 #define TPUEMU_OP(name, mnemonic, syntax, slot, latency, origin, summary)                                       \
   if (OpId::k##name == OpId::kSidChip) in_extensions = true;                                                   \
   table.push_back(OpInfo{OpId::k##name, mnemonic, syntax, SlotClass::k##slot, LatencyClass::k##latency,        \
-                         Origin::k##origin, summary, std::nullopt, {}, UnitKind::kNone, in_extensions});
+                         Origin::k##origin, summary, group, std::nullopt, {}, UnitKind::kNone, in_extensions});
 #include "isa/ops.def"
 #undef TPUEMU_OP
+#undef TPUEMU_GROUP
   for (auto& info : table) parse_syntax(info);
   return table;
 }

@@ -18,7 +18,9 @@ namespace tpuemu::isa {
 
 enum class OpId : std::uint16_t {
 #define TPUEMU_OP(name, mnemonic, syntax, slot, latency, origin, summary) k##name,
+#define TPUEMU_GROUP(title)
 #include "isa/ops.def"
+#undef TPUEMU_GROUP
 #undef TPUEMU_OP
 };
 
@@ -49,6 +51,7 @@ struct OpInfo {
   LatencyClass latency;
   Origin origin;
   std::string_view summary;
+  std::string_view group;  // section title in the reference (TPUEMU_GROUP)
   // Parsed from `syntax` / `mnemonic` once at start-up.
   std::optional<OperandClass> dest;  // kVreg, kMask, kSreg, kPred or kToken
   std::vector<OperandSyntax> operands;

@@ -1,0 +1,106 @@
+#include "isa/checker.hpp"
+
+#include <fmt/format.h>
+
+namespace tpuemu::isa {
+namespace {
+
+Diagnostic at(const Program& program, const SourceLoc& loc, std::string message) {
+  Diagnostic d;
+  d.file = loc.file < program.files.size() ? program.files[loc.file] : std::string("<program>");
+  d.line = loc.line;
+  d.column = loc.column;
+  d.message = std::move(message);
+  return d;
+}
+
+std::uint64_t register_count(const ChipConfig& chip, RegClass cls) {
+  switch (cls) {
+    case RegClass::kScalar: return chip.scalar.sregs;
+    case RegClass::kVector: return chip.vpu.vregs;
+    case RegClass::kMask: return chip.vpu.mask_regs;
+    case RegClass::kPredicate: return chip.scalar.predicates;
+  }
+  return 0;
+}
+
+std::string_view register_param(RegClass cls) {
+  switch (cls) {
+    case RegClass::kScalar: return "scalar.sregs";
+    case RegClass::kVector: return "vpu.vregs";
+    case RegClass::kMask: return "vpu.mask_regs";
+    case RegClass::kPredicate: return "scalar.predicates";
+  }
+  return "";
+}
+
+}  // namespace
+
+CheckResult check_program(const Program& program, const ChipConfig& chip) {
+  CheckResult result;
+  ProgramSummary& s = result.summary;
+  s.bundles = program.bundles.size();
+  auto check_reg = [&](const Reg& r, const Op& op) {
+    const std::uint64_t count = register_count(chip, r.cls);
+    if (r.index >= count) {
+      result.violations.push_back(at(program, op.source,
+                                     fmt::format("%{}{} does not exist on {}: it has {} ({}), %{}0..%{}{}",
+                                                 reg_prefix(r.cls), r.index, chip.name, count, register_param(r.cls),
+                                                 reg_prefix(r.cls), reg_prefix(r.cls), count - 1)));
+    }
+  };
+  for (const Bundle& bundle : program.bundles) {
+    std::array<std::size_t, kSlotClassCount> in_bundle{};
+    for (const Op& op : bundle.ops) {
+      const OpInfo& info = op_info(op.opcode);
+      ++s.ops;
+      ++in_bundle[static_cast<std::size_t>(info.slot)];
+      // Unit index against the preset.
+      const std::uint64_t units = info.unit_kind == UnitKind::kMxu   ? chip.mxu.count
+                                  : info.unit_kind == UnitKind::kXlu ? chip.xlu.count
+                                                                     : 1;
+      if (info.unit_kind != UnitKind::kNone && op.unit >= units) {
+        result.violations.push_back(at(program, op.source,
+                                       fmt::format("{}: {} has {} {} per core ({}0..{}{})", mnemonic_text(op.opcode, op.unit),
+                                                   chip.name, units, info.unit_kind == UnitKind::kMxu ? "MXUs" : "XLUs",
+                                                   info.unit_kind == UnitKind::kMxu ? "mxu" : "xlu",
+                                                   info.unit_kind == UnitKind::kMxu ? "mxu" : "xlu", units - 1)));
+      }
+      if (op.dest_kind == Op::DestKind::kReg) check_reg(op.dest_reg, op);
+      if (op.guard) check_reg(*op.guard, op);
+      if (op.guard_fallback) check_reg(*op.guard_fallback, op);
+      for (const Operand& o : op.operands) {
+        if (o.kind == Operand::Kind::kReg) check_reg(o.reg, op);
+        if (o.kind == Operand::Kind::kMem && o.mem.base_reg) check_reg(*o.mem.base_reg, op);
+        if (o.kind == Operand::Kind::kMem && o.mem.sublane_mask_reg) check_reg(*o.mem.sublane_mask_reg, op);
+      }
+    }
+    for (std::size_t c = 0; c < kSlotClassCount; ++c) {
+      s.ops_per_slot[c] += in_bundle[c];
+      s.max_per_bundle[c] = std::max(s.max_per_bundle[c], in_bundle[c]);
+      const auto cls = static_cast<SlotClass>(c);
+      if (cls == SlotClass::kPseudo) continue;
+      const std::uint64_t capacity = chip.slot_capacity_of(cls);
+      if (in_bundle[c] > capacity) {
+        const std::string address = bundle.address ? fmt::format("0x{:x}", *bundle.address) : std::string("?");
+        result.violations.push_back(at(program, bundle.source,
+                                       fmt::format("bundle {} has {} {} ops, but {} has {} {} slot{} per bundle (slots.{})",
+                                                   address, in_bundle[c], to_string(cls), chip.name, capacity,
+                                                   to_string(cls), capacity == 1 ? "" : "s", preset_key(cls))));
+      }
+    }
+  }
+  return result;
+}
+
+std::string summary_line(const std::string& name, const ProgramSummary& summary) {
+  std::string classes;
+  for (std::size_t c = 0; c < kSlotClassCount; ++c) {
+    if (summary.ops_per_slot[c] == 0) continue;
+    if (!classes.empty()) classes += ", ";
+    classes += fmt::format("{} {}", to_string(static_cast<SlotClass>(c)), summary.ops_per_slot[c]);
+  }
+  return fmt::format("{}: {} bundles, {} ops ({})", name, summary.bundles, summary.ops, classes);
+}
+
+}  // namespace tpuemu::isa

@@ -1,0 +1,306 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "common/numerics.hpp"
+
+using namespace tpuemu;
+
+namespace {
+
+float from_bits(std::uint32_t bits) { return std::bit_cast<float>(bits); }
+std::uint32_t to_bits(float value) { return std::bit_cast<std::uint32_t>(value); }
+
+// The corpus reference bf16_round (../shared/llo/README.md), transcribed
+// operation by operation, returning the bf16 half of the result.
+std::uint16_t reference_bf16_bits(float a) {
+  const std::uint64_t u = to_bits(a);
+  auto r = static_cast<std::uint32_t>((u + 0x7FFFU + ((u >> 16) & 1U)) & 0xFFFF0000U);
+  if (std::isnan(a)) r = static_cast<std::uint32_t>((u | 0x400000U) & 0xFFFF0000U);
+  return static_cast<std::uint16_t>(r >> 16);
+}
+
+// The corpus reference f8e4m3fn_bits, transcribed operation by operation
+// (table F8, searchsorted, clip, tie on the index parity), with the exponent
+// bias and the NaN threshold (464 for bias 7) as parameters so the same
+// transcription also states the bias-11 rule (threshold 464 / 16 = 29).
+class ReferenceE4m3 {
+ public:
+  ReferenceE4m3(int bias, double nan_above) : nan_above_(nan_above) {
+    for (int c = 0; c < 127; ++c) {
+      const int exponent_field = (c >> 3) & 15;
+      const int mantissa_field = c & 7;
+      positive_[static_cast<std::size_t>(c)] =
+          exponent_field == 0 ? mantissa_field * std::ldexp(1.0, -2 - bias)
+                              : (1 + mantissa_field / 8.0) * std::ldexp(1.0, exponent_field - bias);
+    }
+  }
+
+  [[nodiscard]] std::uint8_t encode(float a) const {
+    const double m = std::fabs(static_cast<double>(a));
+    auto i = std::lower_bound(positive_.begin(), positive_.end(), m) - positive_.begin();
+    i = std::clamp<std::ptrdiff_t>(i, 1, 126);
+    const double lo = positive_[static_cast<std::size_t>(i - 1)];
+    const double hi = positive_[static_cast<std::size_t>(i)];
+    std::ptrdiff_t c = (m - lo > hi - m) || ((m - lo == hi - m) && (i % 2 == 0)) ? i : i - 1;
+    if (m <= 0) c = 0;
+    if (m > nan_above_ || std::isnan(a)) c = 0x7f;
+    return static_cast<std::uint8_t>(c | (static_cast<std::ptrdiff_t>(std::signbit(a)) << 7));
+  }
+
+  [[nodiscard]] const std::array<double, 127>& positive_values() const { return positive_; }
+
+ private:
+  std::array<double, 127> positive_{};
+  double nan_above_;
+};
+
+// Inputs that exercise every rounding decision of an e4m3 format: each code's
+// value, the midpoints between neighbours and the floats next to all of them,
+// values beyond the largest code, specials, and an even sweep over all float32
+// bit patterns.
+std::vector<float> e4m3_probe_values(const ReferenceE4m3& reference) {
+  std::vector<float> probes;
+  const auto& values = reference.positive_values();
+  auto add_with_neighbours = [&](double v) {
+    const auto f = static_cast<float>(v);
+    for (float x : {f, std::nextafter(f, 0.0F), std::nextafter(f, std::numeric_limits<float>::infinity())}) {
+      probes.push_back(x);
+      probes.push_back(-x);
+    }
+  };
+  for (std::size_t c = 0; c < values.size(); ++c) {
+    add_with_neighbours(values[c]);
+    if (c + 1 < values.size()) add_with_neighbours((values[c] + values[c + 1]) / 2);
+  }
+  const double largest = values[126];
+  const double step_above_largest = largest - values[125];
+  for (double k = 0; k <= 4; k += 0.25) add_with_neighbours(largest + k * step_above_largest);
+  for (float special : {0.0F, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
+                        std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min(),
+                        std::numeric_limits<float>::quiet_NaN(), from_bits(0x7F800001U), from_bits(0x7FBFFFFFU)}) {
+    probes.push_back(special);
+    probes.push_back(-special);
+  }
+  for (std::uint64_t bits = 0; bits <= 0xFFFFFFFFU; bits += 65521) probes.push_back(from_bits(static_cast<std::uint32_t>(bits)));
+  return probes;
+}
+
+}  // namespace
+
+// Compile-time use is part of the contract.
+static_assert(f32_to_bf16_bits(1.0F) == 0x3F80);
+static_assert(bf16_bits_to_f32(0xC040) == -3.0F);
+static_assert(f32_to_f8e4m3fn(448.0F) == 0x7E);
+static_assert(f8e4m3fn_to_f32(0x38) == 1.0F);
+static_assert(f32_to_f8e4m3b11(28.0F) == 0x7E);
+static_assert(f8e4m3b11_to_f32(0x58) == 1.0F);
+
+TEST_CASE("numerics: f32 to bf16 rounds to nearest even and quiets NaNs", "[numerics]") {
+  struct Row {
+    std::uint32_t f32_bits;
+    std::uint16_t bf16_bits;
+    const char* why;
+  };
+  const Row rows[] = {
+      {0x3F800000U, 0x3F80, "1.0 is exact"},
+      {0x3F808000U, 0x3F80, "tie, lower half even: down"},
+      {0x3F818000U, 0x3F82, "tie, lower half odd: up"},
+      {0x3F808001U, 0x3F81, "just above the tie: up"},
+      {0x3F807FFFU, 0x3F80, "just below the tie: down"},
+      {0xBF818000U, 0xBF82, "negative tie: magnitude to even"},
+      {0x80000000U, 0x8000, "-0.0 keeps its sign"},
+      {0x00000001U, 0x0000, "smallest denormal: to +0"},
+      {0x80000001U, 0x8000, "smallest negative denormal: to -0"},
+      {0x00008000U, 0x0000, "denormal tie, even: down"},
+      {0x00018000U, 0x0002, "denormal tie, odd: up"},
+      {0x00010000U, 0x0001, "smallest bf16 denormal is exact"},
+      {0x807FFFFFU, 0x8080, "largest negative denormal: to the smallest normal"},
+      {0x7F7F7FFFU, 0x7F7F, "below the tie at the top: largest finite bf16"},
+      {0x7F7F8000U, 0x7F80, "tie at the top, odd: to +Inf"},
+      {0x7F7FFFFFU, 0x7F80, "largest float: to +Inf"},
+      {0x7F800000U, 0x7F80, "+Inf"},
+      {0xFF800000U, 0xFF80, "-Inf"},
+      {0x7FC00000U, 0x7FC0, "quiet NaN"},
+      {0xFFC00000U, 0xFFC0, "negative quiet NaN"},
+      {0x7F800001U, 0x7FC0, "signalling NaN with a low payload: quiet NaN, not Inf"},
+      {0xFF800001U, 0xFFC0, "negative signalling NaN keeps its sign"},
+      {0x7FA12345U, 0x7FE1, "NaN payload: upper bits kept, quiet bit set"},
+      {0x7FFFFFFFU, 0x7FFF, "all-ones NaN: truncated, not rounded"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.why);
+    CHECK(f32_to_bf16_bits(from_bits(row.f32_bits)) == row.bf16_bits);
+    CHECK(reference_bf16_bits(from_bits(row.f32_bits)) == row.bf16_bits);
+  }
+  CHECK(bf16_round(1.00390625F) == 1.0F);
+  CHECK(bf16_round(1.01171875F) == 1.015625F);
+  CHECK(std::signbit(bf16_round(-0.0F)));
+  CHECK(std::isnan(bf16_round(from_bits(0x7F800001U))));
+}
+
+TEST_CASE("numerics: every bf16 value survives decode then encode", "[numerics]") {
+  int mismatches = 0;
+  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    const auto bf16 = static_cast<std::uint16_t>(bits);
+    const float value = bf16_bits_to_f32(bf16);
+    CHECK(to_bits(value) == bits << 16);
+    // A NaN comes back quiet: only signalling NaNs change.
+    const std::uint16_t expected = std::isnan(value) ? static_cast<std::uint16_t>(bf16 | 0x40) : bf16;
+    if (f32_to_bf16_bits(value) != expected) ++mismatches;
+  }
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("numerics: f32 to bf16 equals the corpus reference across float32", "[numerics]") {
+  int mismatches = 0;
+  auto check = [&](std::uint32_t bits) {
+    if (f32_to_bf16_bits(from_bits(bits)) != reference_bf16_bits(from_bits(bits))) ++mismatches;
+  };
+  for (std::uint64_t bits = 0; bits <= 0xFFFFFFFFU; bits += 4099) check(static_cast<std::uint32_t>(bits));
+  // Around the tie of every 256th bf16 value, both signs, specials included.
+  for (std::uint32_t upper = 0; upper <= 0xFFFF; upper += 0x101)
+    for (std::uint32_t lower : {0x0000U, 0x0001U, 0x7FFFU, 0x8000U, 0x8001U, 0xFFFFU}) check(upper << 16 | lower);
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("numerics: f8e4m3fn decodes every code exactly", "[numerics]") {
+  CHECK(f8e4m3fn_to_f32(0x00) == 0.0F);
+  CHECK_FALSE(std::signbit(f8e4m3fn_to_f32(0x00)));
+  CHECK(f8e4m3fn_to_f32(0x80) == 0.0F);
+  CHECK(std::signbit(f8e4m3fn_to_f32(0x80)));
+  CHECK(f8e4m3fn_to_f32(0x01) == std::ldexp(1.0F, -9));
+  CHECK(f8e4m3fn_to_f32(0x07) == 7 * std::ldexp(1.0F, -9));
+  CHECK(f8e4m3fn_to_f32(0x08) == std::ldexp(1.0F, -6));
+  CHECK(f8e4m3fn_to_f32(0x38) == 1.0F);
+  CHECK(f8e4m3fn_to_f32(0x3F) == 1.875F);
+  CHECK(f8e4m3fn_to_f32(0x77) == 240.0F);
+  CHECK(f8e4m3fn_to_f32(0x7E) == 448.0F);
+  CHECK(f8e4m3fn_to_f32(0xFE) == -448.0F);
+  CHECK(std::isnan(f8e4m3fn_to_f32(0x7F)));
+  CHECK_FALSE(std::signbit(f8e4m3fn_to_f32(0x7F)));
+  CHECK(std::isnan(f8e4m3fn_to_f32(0xFF)));
+  CHECK(std::signbit(f8e4m3fn_to_f32(0xFF)));
+
+  const ReferenceE4m3 reference(7, 464);
+  for (int c = 0; c < 127; ++c) {
+    INFO("code " << c);
+    CHECK(static_cast<double>(f8e4m3fn_to_f32(static_cast<std::uint8_t>(c))) ==
+          reference.positive_values()[static_cast<std::size_t>(c)]);
+    CHECK(f8e4m3fn_to_f32(static_cast<std::uint8_t>(c | 0x80)) == -f8e4m3fn_to_f32(static_cast<std::uint8_t>(c)));
+  }
+}
+
+TEST_CASE("numerics: f8 decode then encode is the identity on all 256 codes", "[numerics]") {
+  for (int c = 0; c < 256; ++c) {
+    const auto code = static_cast<std::uint8_t>(c);
+    INFO("code " << c);
+    CHECK(f32_to_f8e4m3fn(f8e4m3fn_to_f32(code)) == code);
+    CHECK(f32_to_f8e4m3b11(f8e4m3b11_to_f32(code)) == code);
+  }
+}
+
+TEST_CASE("numerics: f32 to f8e4m3fn matches hand-computed codes", "[numerics]") {
+  struct Row {
+    float value;
+    std::uint8_t code;
+    const char* why;
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const Row rows[] = {
+      {1.0F, 0x38, "exact"},
+      {-1.0F, 0xB8, "exact, negative"},
+      {240.0F, 0x77, "exact, 1.875 * 2^7"},
+      {448.0F, 0x7E, "largest finite"},
+      {432.0F, 0x7E, "tie between 416 (odd code) and 448 (even): 448"},
+      {456.0F, 0x7E, "between 448 and the NaN threshold 464: saturates"},
+      {464.0F, 0x7E, "the threshold itself saturates"},
+      {std::nextafter(464.0F, inf), 0x7F, "just above 464: NaN"},
+      {465.0F, 0x7F, "above 464: NaN"},
+      {-465.0F, 0xFF, "above 464, negative: NaN with the sign"},
+      {1e30F, 0x7F, "huge: NaN"},
+      {inf, 0x7F, "+Inf: NaN (no Inf code)"},
+      {-inf, 0xFF, "-Inf: negative NaN"},
+      {nan, 0x7F, "NaN"},
+      {-nan, 0xFF, "negative NaN keeps its sign"},
+      {0.0F, 0x00, "+0"},
+      {-0.0F, 0x80, "-0 keeps its sign"},
+      {1e-9F, 0x00, "far below the smallest subnormal"},
+      {-1e-9F, 0x80, "negative, rounds to -0"},
+      {std::ldexp(1.0F, -9), 0x01, "smallest subnormal"},
+      {std::ldexp(1.0F, -10), 0x00, "half the smallest subnormal: tie to even code 0"},
+      {-std::ldexp(1.0F, -10), 0x80, "negative half subnormal: -0"},
+      {std::nextafter(std::ldexp(1.0F, -10), 1.0F), 0x01, "just above half the smallest subnormal"},
+      {3 * std::ldexp(1.0F, -10), 0x02, "tie between codes 1 and 2: even 2"},
+      {5 * std::ldexp(1.0F, -10), 0x02, "tie between codes 2 and 3: even 2"},
+      {std::ldexp(1.0F, -7) + std::ldexp(1.0F, -10), 0x04, "subnormal tie, codes 4 and 5: 4"},
+      {std::ldexp(1.0F, -6), 0x08, "smallest normal"},
+      {15 * std::ldexp(1.0F, -10), 0x08, "tie between the largest subnormal (odd) and the smallest normal"},
+      {1.0625F, 0x38, "tie between 1 and 1.125: even 1"},
+      {1.1875F, 0x3A, "tie between 1.125 and 1.25: even 1.25"},
+      {0.1F, 0x1D, "0.1 rounds to 0.1015625"},
+      {-3.3F, 0xC5, "-3.3 rounds to -3.25"},
+      {std::numeric_limits<float>::denorm_min(), 0x00, "float32 denormal"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.why << " (" << row.value << ")");
+    CHECK(f32_to_f8e4m3fn(row.value) == row.code);
+  }
+}
+
+TEST_CASE("numerics: f32 to f8e4m3fn equals the corpus reference", "[numerics]") {
+  const ReferenceE4m3 reference(7, 464);
+  int mismatches = 0;
+  for (float value : e4m3_probe_values(reference)) {
+    if (f32_to_f8e4m3fn(value) != reference.encode(value)) {
+      ++mismatches;
+      UNSCOPED_INFO("value " << value << " bits " << to_bits(value));
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("numerics: f8e4m3b11 is e4m3 with exponent bias 11", "[numerics]") {
+  CHECK(f8e4m3b11_to_f32(0x01) == std::ldexp(1.0F, -13));
+  CHECK(f8e4m3b11_to_f32(0x58) == 1.0F);
+  CHECK(f8e4m3b11_to_f32(0x7E) == 28.0F);
+  CHECK(std::signbit(f8e4m3b11_to_f32(0x80)));
+  CHECK(std::isnan(f8e4m3b11_to_f32(0x7F)));
+  CHECK(std::isnan(f8e4m3b11_to_f32(0xFF)));
+  for (int c = 0; c < 256; ++c) {
+    if ((c & 0x7F) == 0x7F) continue;
+    const auto code = static_cast<std::uint8_t>(c);
+    INFO("code " << c);
+    CHECK(f8e4m3b11_to_f32(code) * 16 == f8e4m3fn_to_f32(code));
+  }
+
+  struct Row {
+    float value;
+    std::uint8_t code;
+  };
+  const Row rows[] = {
+      {28.0F, 0x7E},  {29.0F, 0x7E},  {std::nextafter(29.0F, 30.0F), 0x7F},
+      {-30.0F, 0xFF}, {-0.0F, 0x80},  {std::ldexp(1.0F, -13), 0x01},
+      {std::ldexp(1.0F, -14), 0x00},  {1.0625F, 0x58}, {std::numeric_limits<float>::infinity(), 0x7F},
+  };
+  for (const Row& row : rows) {
+    INFO(row.value);
+    CHECK(f32_to_f8e4m3b11(row.value) == row.code);
+  }
+
+  const ReferenceE4m3 reference(11, 29);
+  int mismatches = 0;
+  for (float value : e4m3_probe_values(reference)) {
+    if (f32_to_f8e4m3b11(value) != reference.encode(value)) ++mismatches;
+    // Scaling by 16 is exact, so the b11 code of x is the e4m3fn code of 16 x.
+    if (f32_to_f8e4m3b11(value) != f32_to_f8e4m3fn(value * 16)) ++mismatches;
+  }
+  CHECK(mismatches == 0);
+}

@@ -1,0 +1,103 @@
+#include "tools/isa_commands.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "isa/assembler.hpp"
+#include "isa/checker.hpp"
+#include "isa/reference.hpp"
+#include "tools/cli.hpp"
+#include "tools/options.hpp"
+
+namespace tpuemu::cli {
+namespace {
+
+// Fills Diagnostic::line_text from the source file, for a caret display.
+void fill_line_text(isa::Diagnostic& d) {
+  if (!d.line_text.empty() || d.line == 0) return;
+  static std::map<std::string, std::vector<std::string>> cache;
+  auto it = cache.find(d.file);
+  if (it == cache.end()) {
+    std::vector<std::string> lines;
+    std::ifstream in(d.file);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    it = cache.emplace(d.file, std::move(lines)).first;
+  }
+  if (d.line <= it->second.size()) d.line_text = it->second[d.line - 1];
+}
+
+bool write_text(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    fmt::print("{}", text);
+    return true;
+  }
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    fmt::print(stderr, "tpuemu: cannot write '{}'\n", path);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int check_command(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  add_chip_options(options);
+  options.add_options()("files", po::value<std::vector<std::string>>(), "LLO files to check");
+  po::positional_options_description positional;
+  positional.add("files", -1);
+  bool help = false;
+  const auto vm = parse_options("check", "FILE... [--chip NAME] [--chip-file FILE] [--set PATH=VALUE]...", args,
+                                options, positional, help);
+  if (!vm) return help ? kExitOk : kExitBadInput;
+  if (vm->count("files") == 0U) {
+    fmt::print(stderr, "tpuemu check: no input files (usage: tpuemu check FILE...)\n");
+    return kExitBadInput;
+  }
+  ChipConfig chip;
+  try {
+    chip = load_chip(chip_request(*vm));
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "tpuemu check: {}\n", e.what());
+    return kExitBadInput;
+  }
+  bool all_ok = true;
+  for (const auto& file : (*vm)["files"].as<std::vector<std::string>>()) {
+    isa::Program program;
+    try {
+      program = isa::assemble_file(file);
+    } catch (const isa::AsmError& e) {
+      fmt::print(stderr, "{}\n", e.what());
+      all_ok = false;
+      continue;
+    }
+    isa::CheckResult result = isa::check_program(program, chip);
+    fmt::print("{}\n", isa::summary_line(program.name, result.summary));
+    std::fflush(stdout);  // keep the summary before its diagnostics when both streams share a terminal
+    for (auto& d : result.violations) {
+      fill_line_text(d);
+      fmt::print(stderr, "{}\n", isa::format_diagnostic(d));
+    }
+    if (!result.violations.empty()) all_ok = false;
+  }
+  return all_ok ? kExitOk : kExitBadInput;
+}
+
+int isa_doc_command(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  options.add_options()("output,o", po::value<std::string>()->default_value("-"), "output file (default: stdout)");
+  po::positional_options_description positional;
+  bool help = false;
+  const auto vm = parse_options("isa-doc", "[-o docs/ISA.md]", args, options, positional, help);
+  if (!vm) return help ? kExitOk : kExitBadInput;
+  return write_text((*vm)["output"].as<std::string>(), isa::isa_reference_markdown()) ? kExitOk : kExitBadInput;
+}
+
+}  // namespace tpuemu::cli
