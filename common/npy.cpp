@@ -102,12 +102,18 @@ std::string numpy_name_of(std::string_view descr) {
     bytes = bytes * 10 + static_cast<unsigned>(c - '0');
   }
   switch (descr[1]) {
-    case 'f': return fmt::format("float{}", bytes * 8);
-    case 'i': return fmt::format("int{}", bytes * 8);
-    case 'u': return fmt::format("uint{}", bytes * 8);
-    case 'c': return fmt::format("complex{}", bytes * 8);
-    case 'b': return bytes == 1 ? "bool" : "";
-    default: return "";
+    case 'f':
+      return fmt::format("float{}", bytes * 8);
+    case 'i':
+      return fmt::format("int{}", bytes * 8);
+    case 'u':
+      return fmt::format("uint{}", bytes * 8);
+    case 'c':
+      return fmt::format("complex{}", bytes * 8);
+    case 'b':
+      return bytes == 1 ? "bool" : "";
+    default:
+      return "";
   }
 }
 
@@ -335,13 +341,14 @@ std::vector<std::uint8_t> serialize(const NpyArray& array, std::string_view orig
   const std::size_t padding = kArrayAlign - (kPreambleBytes + with_newline) % kArrayAlign;
   const std::size_t header_bytes = with_newline + padding;
   if (header_bytes > UINT16_MAX)
-    throw NpyError(fmt::format("{}: shape with {} dimensions does not fit a format 1.0 header", origin,
-                               array.shape.size()));
+    throw NpyError(
+        fmt::format("{}: shape with {} dimensions does not fit a format 1.0 header", origin, array.shape.size()));
 
   std::vector<std::uint8_t> out;
   out.reserve(kPreambleBytes + header_bytes + static_cast<std::size_t>(data_bytes));
   out.insert(out.end(), kMagic.begin(), kMagic.end());
-  out.insert(out.end(), {1, 0, static_cast<std::uint8_t>(header_bytes & 0xFF), static_cast<std::uint8_t>(header_bytes >> 8)});
+  out.insert(out.end(),
+             {1, 0, static_cast<std::uint8_t>(header_bytes & 0xFF), static_cast<std::uint8_t>(header_bytes >> 8)});
   out.insert(out.end(), dict.begin(), dict.end());
   out.insert(out.end(), padding, ' ');
   out.push_back('\n');
@@ -351,19 +358,27 @@ std::vector<std::uint8_t> serialize(const NpyArray& array, std::string_view orig
 
 }  // namespace
 
-std::string_view to_string(NpyDtype dtype) { return info(dtype).name; }
-std::string_view npy_descr(NpyDtype dtype) { return info(dtype).descr; }
+std::string_view to_string(NpyDtype dtype) {
+  return info(dtype).name;
+}
+std::string_view npy_descr(NpyDtype dtype) {
+  return info(dtype).descr;
+}
 
 std::size_t element_size(NpyDtype dtype) {
   switch (dtype) {
     case NpyDtype::kUint8:
-    case NpyDtype::kBool: return 1;
-    case NpyDtype::kUint16: return 2;
+    case NpyDtype::kBool:
+      return 1;
+    case NpyDtype::kUint16:
+      return 2;
     case NpyDtype::kFloat32:
     case NpyDtype::kUint32:
-    case NpyDtype::kInt32: return 4;
+    case NpyDtype::kInt32:
+      return 4;
     case NpyDtype::kFloat64:
-    case NpyDtype::kInt64: return 8;
+    case NpyDtype::kInt64:
+      return 8;
   }
   throw NpyError(fmt::format("npy array: invalid NpyDtype value {}", static_cast<int>(dtype)));
 }
@@ -374,17 +389,27 @@ std::uint64_t element_count(std::span<const std::uint64_t> shape) {
   return *count;
 }
 
-std::span<const float> NpyArray::as_f32() const { return typed_view<float>(*this, NpyDtype::kFloat32); }
-std::span<const double> NpyArray::as_f64() const { return typed_view<double>(*this, NpyDtype::kFloat64); }
-std::span<const std::uint8_t> NpyArray::as_u8() const { return typed_view<std::uint8_t>(*this, NpyDtype::kUint8); }
+std::span<const float> NpyArray::as_f32() const {
+  return typed_view<float>(*this, NpyDtype::kFloat32);
+}
+std::span<const double> NpyArray::as_f64() const {
+  return typed_view<double>(*this, NpyDtype::kFloat64);
+}
+std::span<const std::uint8_t> NpyArray::as_u8() const {
+  return typed_view<std::uint8_t>(*this, NpyDtype::kUint8);
+}
 std::span<const std::uint16_t> NpyArray::as_u16() const {
   return typed_view<std::uint16_t>(*this, NpyDtype::kUint16);
 }
 std::span<const std::uint32_t> NpyArray::as_u32() const {
   return typed_view<std::uint32_t>(*this, NpyDtype::kUint32);
 }
-std::span<const std::int32_t> NpyArray::as_i32() const { return typed_view<std::int32_t>(*this, NpyDtype::kInt32); }
-std::span<const std::int64_t> NpyArray::as_i64() const { return typed_view<std::int64_t>(*this, NpyDtype::kInt64); }
+std::span<const std::int32_t> NpyArray::as_i32() const {
+  return typed_view<std::int32_t>(*this, NpyDtype::kInt32);
+}
+std::span<const std::int64_t> NpyArray::as_i64() const {
+  return typed_view<std::int64_t>(*this, NpyDtype::kInt64);
+}
 
 NpyArray make_npy(NpyDtype dtype, std::vector<std::uint64_t> shape, const void* elements) {
   NpyArray array{dtype, std::move(shape), {}};
@@ -434,9 +459,10 @@ NpyArray parse_npy(std::span<const std::uint8_t> bytes, const std::string& origi
                                supported_dtypes()));
   }
   if (header.fortran_order)
-    throw NpyError(fmt::format("{}: fortran_order True is not supported, store the array in C order "
-                               "(np.ascontiguousarray)",
-                               origin));
+    throw NpyError(
+        fmt::format("{}: fortran_order True is not supported, store the array in C order "
+                    "(np.ascontiguousarray)",
+                    origin));
 
   // 4. The data: exactly as many bytes as the shape needs.
   const std::size_t element_bytes = element_size(descr->dtype);
@@ -450,8 +476,8 @@ NpyArray parse_npy(std::span<const std::uint8_t> bytes, const std::string& origi
                                shape_repr(header.shape), to_string(descr->dtype), *data_bytes, available));
   if (*data_bytes < available)
     throw NpyError(fmt::format("{}: {} trailing bytes: shape {} of {} expected {} bytes of data, file has {}", origin,
-                               available - *data_bytes, shape_repr(header.shape), to_string(descr->dtype),
-                               *data_bytes, available));
+                               available - *data_bytes, shape_repr(header.shape), to_string(descr->dtype), *data_bytes,
+                               available));
 
   NpyArray array{descr->dtype, header.shape, {}};
   const auto data_span = bytes.subspan(preamble_bytes + static_cast<std::size_t>(header_bytes));
@@ -468,7 +494,9 @@ NpyArray read_npy(const std::string& path) {
   return parse_npy(bytes, path);
 }
 
-std::vector<std::uint8_t> serialize_npy(const NpyArray& array) { return serialize(array, "npy array"); }
+std::vector<std::uint8_t> serialize_npy(const NpyArray& array) {
+  return serialize(array, "npy array");
+}
 
 void write_npy(const std::string& path, const NpyArray& array) {
   const std::vector<std::uint8_t> bytes = serialize(array, path);

@@ -3,6 +3,7 @@
 // C-order arrays of the element types the emulator exchanges with numpy.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <stdexcept>

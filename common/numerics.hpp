@@ -31,7 +31,9 @@ constexpr float bf16_bits_to_f32(std::uint16_t bits) {
 }
 
 // The bf16 value nearest to `value`, as a float32 (numpy's bf16_round).
-constexpr float bf16_round(float value) { return bf16_bits_to_f32(f32_to_bf16_bits(value)); }
+constexpr float bf16_round(float value) {
+  return bf16_bits_to_f32(f32_to_bf16_bits(value));
+}
 
 // ---------------------------------------------------------------------------
 // e4m3: 1 sign bit, 4 exponent bits, 3 mantissa bits, subnormals at exponent
@@ -75,7 +77,7 @@ constexpr std::uint8_t f32_to_e4m3(float value) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
   const auto sign = static_cast<std::uint8_t>((bits >> 24) & kE4m3SignBit);
   const std::uint32_t magnitude_bits = bits & 0x7FFF'FFFFU;
-  if (magnitude_bits >= 0x7F80'0000U) return sign | kE4m3NanCode;
+  if (magnitude_bits >= 0x7F80'0000U) return static_cast<std::uint8_t>(sign | kE4m3NanCode);
 
   // 1. The input as significand * 2^(exponent - 23), float32 subnormals included.
   const int biased_exponent = static_cast<int>(magnitude_bits >> 23);
@@ -102,7 +104,7 @@ constexpr std::uint8_t f32_to_e4m3(float value) {
   // 4. Codes are monotonic in the magnitude: the step count continues across
   //    the subnormal/normal boundary and into the next binade (steps == 16).
   const int code = (field - 1) * 8 + static_cast<int>(steps);
-  if (code >= kE4m3NanCode) return sign | kE4m3NanCode;
+  if (code >= kE4m3NanCode) return static_cast<std::uint8_t>(sign | kE4m3NanCode);
   return static_cast<std::uint8_t>(sign | code);
 }
 
@@ -110,8 +112,12 @@ constexpr std::uint8_t f32_to_e4m3(float value) {
 
 // float8_e4m3fn: exponent bias 7, largest finite value 448, smallest subnormal
 // 2^-9. Magnitudes in (448, 464] encode as 448, above 464 as NaN.
-constexpr float f8e4m3fn_to_f32(std::uint8_t code) { return detail::e4m3_to_f32<7>(code); }
-constexpr std::uint8_t f32_to_f8e4m3fn(float value) { return detail::f32_to_e4m3<7>(value); }
+constexpr float f8e4m3fn_to_f32(std::uint8_t code) {
+  return detail::e4m3_to_f32<7>(code);
+}
+constexpr std::uint8_t f32_to_f8e4m3fn(float value) {
+  return detail::f32_to_e4m3<7>(value);
+}
 
 // e4m3 with exponent bias 11 (vunpack.*.f8e4m3b11 / vcvt.f32.f8e4m3b11):
 // largest finite value 28, smallest subnormal 2^-13; magnitudes in (28, 29]
@@ -121,7 +127,11 @@ constexpr std::uint8_t f32_to_f8e4m3fn(float value) { return detail::f32_to_e4m3
 // and 0x80 = -0.0, like e4m3fn. The TPU's exact special-value rules (and
 // whether they follow ml_dtypes' float8_e4m3b11fnuz, where 0x80 is the only
 // NaN and 0x7f is 30) are decided in a later issue.
-constexpr float f8e4m3b11_to_f32(std::uint8_t code) { return detail::e4m3_to_f32<11>(code); }
-constexpr std::uint8_t f32_to_f8e4m3b11(float value) { return detail::f32_to_e4m3<11>(value); }
+constexpr float f8e4m3b11_to_f32(std::uint8_t code) {
+  return detail::e4m3_to_f32<11>(code);
+}
+constexpr std::uint8_t f32_to_f8e4m3b11(float value) {
+  return detail::f32_to_e4m3<11>(value);
+}
 
 }  // namespace tpuemu

@@ -1,8 +1,7 @@
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
-
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -116,8 +115,7 @@ TEST_CASE("npy: the header is laid out as numpy's np.save writes it", "[npy]") {
   const Bytes vector = serialize_npy(make_npy(NpyDtype::kUint8, {3}, three));
   // 57-character dict plus 20 spaces of growth room for the first axis.
   const std::string vector_header(vector.begin() + 10, vector.begin() + 128);
-  CHECK(vector_header ==
-        "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }" + std::string(60, ' ') + "\n");
+  CHECK(vector_header == "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }" + std::string(60, ' ') + "\n");
 }
 
 TEST_CASE("npy: write_npy and read_npy round-trip through a file", "[npy]") {
@@ -129,7 +127,8 @@ TEST_CASE("npy: write_npy and read_npy round-trip through a file", "[npy]") {
   std::filesystem::remove(path);
   CHECK(back == array);
   REQUIRE(back.as_f32().size() == values.size());
-  for (std::size_t i = 0; i < values.size(); ++i) CHECK(std::bit_cast<std::uint32_t>(back.as_f32()[i]) == std::bit_cast<std::uint32_t>(values[i]));
+  for (std::size_t i = 0; i < values.size(); ++i)
+    CHECK(std::bit_cast<std::uint32_t>(back.as_f32()[i]) == std::bit_cast<std::uint32_t>(values[i]));
 
   CHECK_THROWS_WITH(read_npy("/nonexistent/dir/x.npy"), StartsWith("/nonexistent/dir/x.npy: cannot open file"));
   CHECK_THROWS_WITH(write_npy("/nonexistent/dir/x.npy", array), StartsWith("/nonexistent/dir/x.npy: cannot open"));
@@ -144,15 +143,21 @@ TEST_CASE("npy: headers numpy and other writers produce are accepted", "[npy]") 
     std::vector<std::uint64_t> shape;
   };
   const Row rows[] = {
-      {"keys in another order", npy_file("{'shape': (2, 2), 'fortran_order': False, 'descr': '<f4'}", four_f32),
-       NpyDtype::kFloat32, {2, 2}},
+      {"keys in another order",
+       npy_file("{'shape': (2, 2), 'fortran_order': False, 'descr': '<f4'}", four_f32),
+       NpyDtype::kFloat32,
+       {2, 2}},
       {"double quotes, no spaces, no trailing comma",
-       npy_file("{\"descr\":\"<u4\",\"fortran_order\":False,\"shape\":(4,)}", four_f32), NpyDtype::kUint32, {4}},
+       npy_file("{\"descr\":\"<u4\",\"fortran_order\":False,\"shape\":(4,)}", four_f32),
+       NpyDtype::kUint32,
+       {4}},
       {"one-element tuple", npy_file(dict("<i4", "(4,)"), four_f32), NpyDtype::kInt32, {4}},
       {"one-element tuple with a space", npy_file(dict("<i4", "( 4 , )"), four_f32), NpyDtype::kInt32, {4}},
       {"scalar", npy_file(dict("<f4", "()"), byte_ramp(4)), NpyDtype::kFloat32, {}},
-      {"padding and newlines", npy_file("\n { 'descr' : '<i8' ,\n'fortran_order':False,'shape':(2,) }  \t\n", four_f32),
-       NpyDtype::kInt64, {2}},
+      {"padding and newlines",
+       npy_file("\n { 'descr' : '<i8' ,\n'fortran_order':False,'shape':(2,) }  \t\n", four_f32),
+       NpyDtype::kInt64,
+       {2}},
       {"trailing comma in a long tuple", npy_file(dict("|u1", "(2, 2, 4,)"), four_f32), NpyDtype::kUint8, {2, 2, 4}},
       {"uint8 as '<u1'", npy_file(dict("<u1", "(16,)"), four_f32), NpyDtype::kUint8, {16}},
       {"bool as '|b1'", npy_file(dict("|b1", "(0,)")), NpyDtype::kBool, {0}},

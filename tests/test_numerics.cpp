@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -14,8 +13,12 @@ using namespace tpuemu;
 
 namespace {
 
-float from_bits(std::uint32_t bits) { return std::bit_cast<float>(bits); }
-std::uint32_t to_bits(float value) { return std::bit_cast<std::uint32_t>(value); }
+float from_bits(std::uint32_t bits) {
+  return std::bit_cast<float>(bits);
+}
+std::uint32_t to_bits(float value) {
+  return std::bit_cast<std::uint32_t>(value);
+}
 
 // The corpus reference bf16_round (../shared/llo/README.md), transcribed
 // operation by operation, returning the bf16 half of the result.
@@ -88,7 +91,8 @@ std::vector<float> e4m3_probe_values(const ReferenceE4m3& reference) {
     probes.push_back(special);
     probes.push_back(-special);
   }
-  for (std::uint64_t bits = 0; bits <= 0xFFFFFFFFU; bits += 65521) probes.push_back(from_bits(static_cast<std::uint32_t>(bits)));
+  for (std::uint64_t bits = 0; bits <= 0xFFFFFFFFU; bits += 65521)
+    probes.push_back(from_bits(static_cast<std::uint32_t>(bits)));
   return probes;
 }
 
@@ -286,9 +290,15 @@ TEST_CASE("numerics: f8e4m3b11 is e4m3 with exponent bias 11", "[numerics]") {
     std::uint8_t code;
   };
   const Row rows[] = {
-      {28.0F, 0x7E},  {29.0F, 0x7E},  {std::nextafter(29.0F, 30.0F), 0x7F},
-      {-30.0F, 0xFF}, {-0.0F, 0x80},  {std::ldexp(1.0F, -13), 0x01},
-      {std::ldexp(1.0F, -14), 0x00},  {1.0625F, 0x58}, {std::numeric_limits<float>::infinity(), 0x7F},
+      {28.0F, 0x7E},
+      {29.0F, 0x7E},
+      {std::nextafter(29.0F, 30.0F), 0x7F},
+      {-30.0F, 0xFF},
+      {-0.0F, 0x80},
+      {std::ldexp(1.0F, -13), 0x01},
+      {std::ldexp(1.0F, -14), 0x00},
+      {1.0625F, 0x58},
+      {std::numeric_limits<float>::infinity(), 0x7F},
   };
   for (const Row& row : rows) {
     INFO(row.value);
