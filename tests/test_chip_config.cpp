@@ -62,7 +62,7 @@ TEST_CASE("presets: headline numbers match shared/facts.md", "[config]") {
   CHECK(v5e.slot_capacity_of(SlotClass::kStore) == 1);
   CHECK(v5e.slot_capacity_of(SlotClass::kSalu) == 2);
   CHECK(v5e.slot_capacity_of(SlotClass::kEup) == 1);
-  CHECK(v5e.latency(LatencyClass::kValu) == Cycles(2));
+  CHECK(v5e.latency(LatencyClass::kValu) == Cycles(1));
   CHECK(v5e.branch_delay_slots == 4);
   CHECK(v5e.ici.hop_latency_s == Approx(1e-6));
 
