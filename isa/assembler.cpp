@@ -237,7 +237,8 @@ std::string extract_loc(std::string_view comment) {
 
 class Assembler {
  public:
-  explicit Assembler(const AssembleOptions& options) : options_(options) {}
+  explicit Assembler(const AssembleOptions& options, bool allocations_only = false)
+      : options_(options), allocations_only_(allocations_only) {}
 
   Program run(std::string_view text, const std::string& file_name) {
     program_.name = program_name(file_name);
@@ -258,6 +259,7 @@ class Assembler {
   };
 
   const AssembleOptions& options_;
+  bool allocations_only_;  // read only `#allocation` lines (a post-delay-converter dump's table)
   Program program_;
   std::vector<Diagnostic> diagnostics_;
   std::map<std::string, std::size_t, std::less<>> labels_;  // label -> bundle index
@@ -351,6 +353,10 @@ class Assembler {
     skip_space(text, pos);
     if (pos >= text.size()) return;
     const std::string_view rest = text.substr(pos);
+    if (allocations_only_) {
+      if (rest.starts_with("#allocation")) parse_allocation(text, pos);
+      return;
+    }
     // Line comments.
     if (rest.starts_with("//") || (rest.starts_with('#') && (rest.size() == 1 || is_space(rest[1])))) return;
     if (rest.starts_with("/*")) {
@@ -1426,6 +1432,12 @@ AsmError::AsmError(std::vector<Diagnostic> diagnostics)
 Program assemble(std::string_view text, const std::string& file_name, const AssembleOptions& options) {
   Assembler assembler(options);
   return assembler.run(text, file_name);
+}
+
+std::vector<Allocation> parse_allocation_table(std::string_view text, const std::string& file_name) {
+  const AssembleOptions options;
+  Assembler assembler(options, true);
+  return assembler.run(text, file_name).allocations;
 }
 
 Program assemble_file(const std::string& path, const AssembleOptions& options) {

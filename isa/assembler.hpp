@@ -44,6 +44,10 @@ Program assemble(std::string_view text, const std::string& file_name, const Asse
 // Reads and assembles a file; an unreadable file is an AsmError too.
 Program assemble_file(const std::string& path, const AssembleOptions& options = {});
 
+// The allocation table of a post-delay-converter dump (its `#allocationN [...]`
+// lines; everything else is ignored). final_bundles dumps print no allocations.
+std::vector<Allocation> parse_allocation_table(std::string_view text, const std::string& file_name);
+
 // Canonical final_bundles text of a whole program (with the control-target key
 // block and allocation declarations as comments-free `#allocation` lines).
 std::string disassemble(const Program& program);

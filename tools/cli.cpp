@@ -9,6 +9,7 @@
 #include "common/log.hpp"
 #include "tools/chips_command.hpp"
 #include "tools/isa_commands.hpp"
+#include "tools/run_command.hpp"
 
 namespace tpuemu::cli {
 namespace {
@@ -16,6 +17,7 @@ namespace {
 constexpr std::array kCommands{
     Command{"chips", "list chip presets with their headline numbers, or print one fully resolved", chips_command},
     Command{"params", "list every chip parameter with its unit and meaning", params_command},
+    Command{"run", "run a program on an emulated chip: cycles, stalls, roofline, .npy operands", run_command},
     Command{"check", "assemble LLO files and check them against a chip (slots, units, registers)", check_command},
     Command{"isa-doc", "print the ISA reference generated from the instruction table (docs/ISA.md)", isa_doc_command},
 };

@@ -1,0 +1,41 @@
+#include "chip/chip_module.hpp"
+
+#include <cmath>
+
+namespace tpuemu::chip {
+
+ChipModule::ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, const ExecProgram& program,
+                       RunOptions options, std::uint64_t quantum_cycles)
+    : sc_core::sc_module(name), shared(chip), chip_(chip), quantum_(quantum_cycles) {
+  for (std::uint64_t i = 0; i < chip.tensorcores_per_chip; ++i) {
+    cores.push_back(std::make_unique<Core>(chip, shared, static_cast<std::uint32_t>(i), program, options));
+    sc_core::sc_spawn_options opts;
+    sc_core::sc_spawn([this, i] { core_thread(i); }, sc_core::sc_gen_unique_name("core"), &opts);
+  }
+}
+
+sc_core::sc_time ChipModule::time_of(std::uint64_t cycle) const {
+  return sc_core::sc_time(std::round(static_cast<double>(cycle) * 1e12 / chip_.clock_hz), sc_core::SC_PS);
+}
+
+void ChipModule::core_thread(std::size_t index) {
+  Core& core = *cores[index];
+  try {
+    while (!fault) {
+      const std::uint64_t limit = core.cycle() + quantum_;
+      if (core.run_until(limit) == Core::Status::kHalted) break;
+      // Synchronise: SystemC time catches up with this core's local time.
+      const sc_core::sc_time local = time_of(core.cycle());
+      if (local > sc_core::sc_time_stamp()) {
+        sc_core::wait(local - sc_core::sc_time_stamp());
+      } else {
+        sc_core::wait(sc_core::SC_ZERO_TIME);
+      }
+    }
+    if (!fault) core.drain();
+  } catch (const LocatedFault& f) {
+    if (!fault) fault = f.what();
+  }
+}
+
+}  // namespace tpuemu::chip

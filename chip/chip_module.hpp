@@ -1,0 +1,38 @@
+// The SystemC shell of one chip: a module per chip with one thread per
+// TensorCore. Each thread lets its plain-C++ core run ahead of SystemC time by
+// at most one quantum (temporal decoupling, TLM-2.0 quantum keeper style) and
+// then waits, so cores sharing the chip's HBM interleave their requests in
+// time order to within a quantum. No process wakes every cycle.
+#pragma once
+
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include <systemc>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chip/core.hpp"
+
+namespace tpuemu::chip {
+
+class ChipModule : public sc_core::sc_module {
+ public:
+  ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, const ExecProgram& program, RunOptions options,
+             std::uint64_t quantum_cycles);
+
+  ChipShared shared;
+  std::vector<std::unique_ptr<Core>> cores;
+  // The first fault of any core; the run stops at it.
+  std::optional<std::string> fault;
+
+ private:
+  void core_thread(std::size_t index);
+  [[nodiscard]] sc_core::sc_time time_of(std::uint64_t cycle) const;
+
+  const ChipConfig& chip_;
+  std::uint64_t quantum_;
+};
+
+}  // namespace tpuemu::chip

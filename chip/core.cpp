@@ -1,0 +1,373 @@
+#include "chip/core.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace tpuemu::chip {
+namespace {
+
+constexpr std::size_t kRowBytes = vpu::kLanes * 4;
+
+bool heap_later(const PendingDma& a, const PendingDma& b) {
+  return a.complete_cycle != b.complete_cycle ? a.complete_cycle > b.complete_cycle : a.sequence > b.sequence;
+}
+
+std::size_t class_index(isa::RegClass c) { return static_cast<std::size_t>(c); }
+
+}  // namespace
+
+std::string_view to_string(StallCause c) {
+  switch (c) {
+    case StallCause::kRegister: return "register not ready";
+    case StallCause::kFifo: return "FIFO empty";
+    case StallCause::kUnitBusy: return "unit busy";
+    case StallCause::kSyncFlag: return "sync-flag wait";
+    case StallCause::kDmaQueue: return "DMA queue full";
+  }
+  return "?";
+}
+
+ChipShared::ChipShared(const ChipConfig& chip)
+    : hbm(chip.hbm.size_bytes),
+      hbm_port(chip.hbm.bandwidth / chip.clock_hz, chip.hbm.latency_s * chip.clock_hz) {}
+
+Core::Core(const ChipConfig& chip_config, ChipShared& shared_state, std::uint32_t index, const ExecProgram& exec,
+           RunOptions run_options)
+    : chip(chip_config),
+      shared(shared_state),
+      core_index(index),
+      program(exec),
+      options(run_options),
+      sregs(chip_config.scalar.sregs),
+      preds(chip_config.scalar.predicates),
+      vregs(chip_config.vpu.vregs),
+      masks(chip_config.vpu.mask_regs),
+      vmem(chip_config.vmem.size_bytes),
+      smem(chip_config.smem.size_bytes),
+      flags(chip_config.sflag.count),
+      vmem_port(chip_config.vmem.bandwidth / chip_config.clock_hz, static_cast<double>(chip_config.vmem.latency_cycles)),
+      permute_results(chip_config.xlu.count),
+      transpose_results(chip_config.xlu.count),
+      transposers(chip_config.xlu.count),
+      permute_patterns(chip_config.xlu.count),
+      dma_engine_free_(chip_config.dma.engines, 0.0) {
+  if (chip.vpu.sublanes != vpu::kSublanes || chip.vpu.lanes != vpu::kLanes) {
+    throw LoadError(fmt::format("{}: tpuemu models vregs of {} sublanes x {} lanes; the preset has {} x {}", chip.name,
+                                vpu::kSublanes, vpu::kLanes, chip.vpu.sublanes, chip.vpu.lanes));
+  }
+  if (chip.mxu.size != vpu::kLanes) {
+    throw LoadError(fmt::format("{}: the MXU's vreg interface models {}x{} arrays; mxu.size {} is not modelled yet",
+                                chip.name, vpu::kLanes, vpu::kLanes, chip.mxu.size));
+  }
+  mxus.reserve(chip.mxu.count);
+  for (std::uint64_t i = 0; i < chip.mxu.count; ++i) {
+    mxus.emplace_back(static_cast<std::uint32_t>(chip.mxu.size), static_cast<std::uint32_t>(chip.mxu.result_fifo_depth));
+    mxus.back().compute_numerics = options.compute_numerics;
+  }
+  const std::array<std::uint64_t, 4> counts{chip.scalar.sregs, chip.vpu.vregs, chip.vpu.mask_regs, chip.scalar.predicates};
+  for (std::size_t c = 0; c < 4; ++c) {
+    reg_ready_[c].assign(counts[c], 0);
+    reg_writer_[c].assign(counts[c], nullptr);
+  }
+}
+
+std::string Core::where(const ExecOp& op) const {
+  return fmt::format("chip {} core {} bundle 0x{:x} ({}): {}", shared.chip_id, core_index,
+                     program.bundles[op.bundle].address, describe_source(*program.program, *op.op),
+                     isa::mnemonic_text(op.id, op.unit));
+}
+
+std::string Core::where_bundle(std::uint32_t bundle_index) const {
+  const ExecBundle& b = program.bundles[bundle_index];
+  const isa::Bundle& src = program.program->bundles[bundle_index];
+  const std::string file = src.source.file < program.program->files.size() ? program.program->files[src.source.file]
+                                                                            : std::string("<program>");
+  return fmt::format("chip {} core {} bundle 0x{:x} ({}:{})", shared.chip_id, core_index, b.address, file, src.source.line);
+}
+
+bool Core::guard_true(const ExecOp& op) const {
+  if (op.guard < 0) return true;
+  const bool p = preds[static_cast<std::size_t>(op.guard)] != 0;
+  return op.guard_negated ? !p : p;
+}
+
+std::uint32_t Core::scalar_operand(const ExecOp& op, std::size_t i) const {
+  const isa::Operand& o = op.op->operands[i];
+  if (o.kind == isa::Operand::Kind::kReg) {
+    if (o.reg.cls == isa::RegClass::kScalar) return sregs[o.reg.index];
+    if (o.reg.cls == isa::RegClass::kPredicate) return preds[o.reg.index];
+  }
+  return op.value[i];
+}
+
+void Core::write_sreg(const ExecOp& op, std::uint32_t value) {
+  staged_scalars_.push_back({op.dest->index, value, false});
+}
+
+void Core::write_pred(const ExecOp& op, bool value) {
+  staged_scalars_.push_back({op.dest->index, value ? 1U : 0U, true});
+}
+
+vpu::Vreg& Core::stage_vreg(const ExecOp& op) {
+  if (staged_vreg_count_ == staged_vregs_.size()) staged_vregs_.emplace_back();
+  auto& slot = staged_vregs_[staged_vreg_count_++];
+  slot.first = op.dest->index;
+  return slot.second;
+}
+
+vpu::Vmask& Core::stage_mask(const ExecOp& op) {
+  if (staged_mask_count_ == staged_masks_.size()) staged_masks_.emplace_back();
+  auto& slot = staged_masks_[staged_mask_count_++];
+  slot.first = op.dest->index;
+  return slot.second;
+}
+
+std::uint8_t* Core::stage_vmem_write(const ExecOp& /*op*/, std::uint64_t address, std::uint64_t bytes) {
+  check_range(vmem, "VMEM", address, bytes);
+  if (staged_store_count_ == staged_stores_.size()) staged_stores_.emplace_back();
+  auto& s = staged_stores_[staged_store_count_++];
+  s.address = address;
+  s.bytes.resize(bytes);
+  std::memcpy(s.bytes.data(), vmem.data(address), bytes);  // keep bytes a masked store does not write
+  return s.bytes.data();
+}
+
+void Core::check_range(const memory::DenseMemory& mem, std::string_view space, std::uint64_t address,
+                       std::uint64_t bytes) const {
+  if (!mem.in_range(address, bytes)) {
+    throw ProgramFault(fmt::format("{} access out of range: bytes [0x{:x}, 0x{:x}) but {} holds 0x{:x} bytes", space,
+                                   address, address + bytes, space, mem.size()));
+  }
+}
+
+void Core::branch_to(std::uint32_t bundle_index) {
+  if (branch_target_) throw ProgramFault("branch inside the delay slots of another branch");
+  branch_target_ = bundle_index;
+  branch_delay_left_ = static_cast<std::uint32_t>(chip.branch_delay_slots) + 1;
+}
+
+std::uint64_t Core::earliest_dma_completion() const {
+  return pending_dmas_.empty() ? now_ : pending_dmas_.front().complete_cycle;
+}
+
+std::uint64_t Core::issue_dma(PendingDma dma) {
+  // 1. An engine takes the descriptor when it is free.
+  auto engine = std::min_element(dma_engine_free_.begin(), dma_engine_free_.end());
+  const double start = std::max(static_cast<double>(now_) + static_cast<double>(chip.latency(LatencyClass::kDmaIssue).value()), *engine);
+  // 2. The bytes move in chunks through the source port, then the destination port.
+  const bool src_hbm = dma.kind == PendingDma::Kind::kHbmToVmem || dma.kind == PendingDma::Kind::kHbmToSmem ||
+                       dma.kind == PendingDma::Kind::kHbmToHbm;
+  const bool dst_hbm = dma.kind == PendingDma::Kind::kVmemToHbm || dma.kind == PendingDma::Kind::kSmemToHbm ||
+                       dma.kind == PendingDma::Kind::kHbmToHbm;
+  memory::BandwidthServer& src_port = src_hbm ? shared.hbm_port : vmem_port;
+  memory::BandwidthServer& dst_port = dst_hbm ? shared.hbm_port : vmem_port;
+  const std::uint64_t total = dma.block_bytes * dma.blocks;
+  double done = start;
+  for (std::uint64_t offset = 0; offset < total; offset += chip.dma.chunk_bytes) {
+    const std::uint64_t n = std::min<std::uint64_t>(chip.dma.chunk_bytes, total - offset);
+    const auto s = src_port.reserve(start, n);
+    const auto d = dst_port.reserve(s.done, n);
+    done = std::max(done, d.done);
+  }
+  *engine = done;
+  dma.complete_cycle = static_cast<std::uint64_t>(std::ceil(done));
+  dma.sequence = dma_sequence_++;
+  stats_.dmas += 1;
+  stats_.dma_bytes += total;
+  stats_.hbm_bytes += total * ((src_hbm ? 1 : 0) + (dst_hbm ? 1 : 0));
+  pending_dmas_.push_back(dma);
+  std::push_heap(pending_dmas_.begin(), pending_dmas_.end(), heap_later);
+  return dma.complete_cycle;
+}
+
+std::optional<std::uint64_t> Core::flag_satisfied_at(std::uint32_t flag, std::int32_t value) const {
+  std::int64_t current = flags[flag];
+  if (current >= value) return now_;
+  std::vector<const PendingDma*> credits;
+  for (const auto& d : pending_dmas_) {
+    if (d.flag == flag) credits.push_back(&d);
+  }
+  std::sort(credits.begin(), credits.end(), [](const PendingDma* a, const PendingDma* b) {
+    return a->complete_cycle != b->complete_cycle ? a->complete_cycle < b->complete_cycle : a->sequence < b->sequence;
+  });
+  for (const PendingDma* d : credits) {
+    current += d->credit;
+    if (current >= value) return std::max(now_, d->complete_cycle);
+  }
+  return std::nullopt;
+}
+
+void Core::apply_dma(const PendingDma& d) {
+  const bool smem_dst = d.kind == PendingDma::Kind::kHbmToSmem;
+  const bool smem_src = d.kind == PendingDma::Kind::kSmemToHbm;
+  // Timing-only runs skip bulk data but keep SMEM traffic, which control flow may depend on.
+  if (options.compute_numerics || smem_dst) {
+    for (std::uint64_t b = 0; b < d.blocks; ++b) {
+      const std::uint64_t src = d.src + b * d.src_stride;
+      const std::uint64_t dst = d.dst + b * d.dst_stride;
+      const std::uint64_t n = d.block_bytes;
+      switch (d.kind) {
+        case PendingDma::Kind::kHbmToVmem:
+          shared.hbm.read(src, std::span(vmem.data(dst), n));
+          break;
+        case PendingDma::Kind::kHbmToSmem:
+          shared.hbm.read(src, std::span(smem.data(dst), n));
+          break;
+        case PendingDma::Kind::kVmemToHbm:
+          shared.hbm.write(dst, std::span<const std::uint8_t>(vmem.data(src), n));
+          break;
+        case PendingDma::Kind::kSmemToHbm:
+          shared.hbm.write(dst, std::span<const std::uint8_t>(smem.data(src), n));
+          break;
+        case PendingDma::Kind::kHbmToHbm:
+          shared.hbm.copy_from(shared.hbm, src, dst, n);
+          break;
+      }
+    }
+  }
+  (void)smem_src;
+  flags[d.flag] += d.credit;
+}
+
+void Core::apply_dmas_until(std::uint64_t cycle) {
+  while (!pending_dmas_.empty() && pending_dmas_.front().complete_cycle <= cycle) {
+    std::pop_heap(pending_dmas_.begin(), pending_dmas_.end(), heap_later);
+    const PendingDma d = pending_dmas_.back();
+    pending_dmas_.pop_back();
+    apply_dma(d);
+  }
+}
+
+void Core::drain() {
+  while (!pending_dmas_.empty()) {
+    std::pop_heap(pending_dmas_.begin(), pending_dmas_.end(), heap_later);
+    const PendingDma d = pending_dmas_.back();
+    pending_dmas_.pop_back();
+    now_ = std::max(now_, d.complete_cycle);
+    apply_dma(d);
+  }
+}
+
+void Core::commit() {
+  for (const auto& s : staged_scalars_) {
+    if (s.predicate) {
+      preds[s.index] = static_cast<std::uint8_t>(s.value);
+    } else {
+      sregs[s.index] = s.value;
+    }
+  }
+  for (std::size_t i = 0; i < staged_vreg_count_; ++i) vregs[staged_vregs_[i].first] = staged_vregs_[i].second;
+  for (std::size_t i = 0; i < staged_mask_count_; ++i) masks[staged_masks_[i].first] = staged_masks_[i].second;
+  for (std::size_t i = 0; i < staged_store_count_; ++i) {
+    std::memcpy(vmem.data(staged_stores_[i].address), staged_stores_[i].bytes.data(), staged_stores_[i].bytes.size());
+  }
+  staged_scalars_.clear();
+  staged_vreg_count_ = 0;
+  staged_mask_count_ = 0;
+  staged_store_count_ = 0;
+  // Scoreboard: destinations become readable after the op's latency.
+  for (const ExecOp* op : issued_) {
+    if (!op->dest) continue;
+    const std::size_t c = class_index(op->dest->cls);
+    reg_ready_[c][op->dest->index] = now_ + op->latency;
+    reg_writer_[c][op->dest->index] = op;
+  }
+}
+
+void Core::issue_bundle(const ExecBundle& bundle) {
+  issued_.clear();
+  const ExecOp* current = nullptr;
+  try {
+    for (std::uint32_t i = 0; i < bundle.op_count; ++i) {
+      const ExecOp& op = program.ops[bundle.first_op + i];
+      if (!guard_true(op)) continue;
+      current = &op;
+      op.exec(*this, op);
+      issued_.push_back(&op);
+      ++stats_.slot_ops[static_cast<std::size_t>(op.info->slot)];
+    }
+  } catch (const std::exception& f) {  // ProgramFault, or a unit's rejection of malformed input
+    throw LocatedFault(fmt::format("{}: {}", where(*current), f.what()));
+  }
+  stats_.ops += issued_.size();
+  commit();
+}
+
+Core::Status Core::run_until(std::uint64_t cycle_limit) {
+  while (!halted_) {
+    if (pc_ >= program.bundles.size()) {
+      halted_ = true;
+      break;
+    }
+    const ExecBundle& bundle = program.bundles[pc_];
+    // 1. When can this bundle issue?
+    std::uint64_t issue = now_;
+    StallCause cause = StallCause::kRegister;
+    const ExecOp* waiting = nullptr;
+    RegRef hazard{};
+    const ExecOp* current = nullptr;
+    try {
+      for (std::uint32_t i = 0; i < bundle.op_count; ++i) {
+        const ExecOp& op = program.ops[bundle.first_op + i];
+        current = &op;
+        if (!guard_true(op)) continue;
+        for (const RegRef& r : op.sources) {
+          const std::uint64_t t = reg_ready_[class_index(r.cls)][r.index];
+          if (t > issue) {
+            issue = t;
+            cause = StallCause::kRegister;
+            waiting = &op;
+            hazard = r;
+          }
+        }
+        if (op.ready != nullptr) {
+          const std::uint64_t t = op.ready(*this, op);
+          if (t > issue) {
+            issue = t;
+            cause = ready_cause_;
+            waiting = &op;
+          }
+        }
+      }
+    } catch (const ProgramFault& f) {
+      throw LocatedFault(fmt::format("{}: {}", where(*current), f.what()));
+    }
+    if (issue > now_) {
+      if (cause == StallCause::kRegister && options.strict) {
+        const ExecOp* writer = reg_writer_[class_index(hazard.cls)][hazard.index];
+        throw LocatedFault(fmt::format(
+            "{}: register hazard (--strict): reads %{}{} at cycle {}, but {} writes it with latency {} so it is ready at "
+            "cycle {}",
+            where(*waiting), isa::reg_prefix(hazard.cls), hazard.index, now_,
+            writer != nullptr ? where(*writer) : std::string("an earlier op"), writer != nullptr ? writer->latency : 0,
+            issue));
+      }
+      // Stall up to the issue cycle, or to the limit if that comes first (the
+      // next call re-evaluates readiness from there).
+      const std::uint64_t until = std::min(issue, std::max(cycle_limit, now_));
+      stats_.stall_cycles[static_cast<std::size_t>(cause)] += until - now_;
+      now_ = until;
+      if (now_ < issue) return Status::kRunning;
+    }
+    if (now_ >= cycle_limit) return Status::kRunning;
+    // 2. DMAs that completed by now land before the bundle reads memory.
+    apply_dmas_until(now_);
+    // 3. Issue.
+    issue_bundle(bundle);
+    ++stats_.bundles;
+    ++now_;
+    // 4. Next bundle, honouring branch delay slots.
+    if (branch_target_ && --branch_delay_left_ == 0) {
+      pc_ = *branch_target_;
+      branch_target_.reset();
+    } else {
+      ++pc_;
+    }
+  }
+  return Status::kHalted;
+}
+
+}  // namespace tpuemu::chip

@@ -1,0 +1,214 @@
+// One TensorCore as plain C++: architectural state, the issue loop (one
+// bundle per cycle), the scoreboard and stall attribution. The SystemC shell
+// (chip_module.hpp) only decides how far it may run ahead.
+//
+// Timing contract (ISA.md section 4): a bundle issues at the first cycle at
+// which every op in it is ready: its source registers (scoreboard), and what
+// its ReadyFn asks for (FIFO data, a free unit, a sync flag, a DMA queue
+// slot). The stall cycles before it are charged to the cause that was
+// satisfied last. All ops of a bundle read their sources before any writes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chip/exec_program.hpp"
+#include "chip/fault.hpp"
+#include "common/chip_config.hpp"
+#include "memory/bandwidth_server.hpp"
+#include "memory/dense_memory.hpp"
+#include "memory/sparse_memory.hpp"
+#include "mxu/mxu.hpp"
+#include "vpu/vreg.hpp"
+#include "vpu/xlu.hpp"
+
+namespace tpuemu::chip {
+
+enum class StallCause : std::uint8_t {
+  kRegister,  // a source register is not ready yet
+  kFifo,      // a pop waits for its unit's result
+  kUnitBusy,  // an MXU (or another unit) cannot accept the op yet
+  kSyncFlag,  // dma.done.wait waits for DMA completion
+  kDmaQueue,  // too many DMAs in flight
+};
+inline constexpr std::size_t kStallCauseCount = 5;
+std::string_view to_string(StallCause c);
+
+// What a chip's cores share: HBM and its bandwidth server.
+struct ChipShared {
+  explicit ChipShared(const ChipConfig& chip);
+  memory::SparseMemory hbm;
+  memory::BandwidthServer hbm_port;
+  std::uint32_t chip_id = 0;
+};
+
+struct RunOptions {
+  bool strict = false;          // register hazards are faults, not stalls
+  bool compute_numerics = true; // false = timing-only (identical cycle counts)
+};
+
+// A DMA the core issued: when it completes, its bytes land and its flag is credited.
+struct PendingDma {
+  std::uint64_t complete_cycle = 0;
+  std::uint64_t sequence = 0;  // issue order, for ties
+  enum class Kind : std::uint8_t { kHbmToVmem, kVmemToHbm, kHbmToSmem, kSmemToHbm, kHbmToHbm } kind{};
+  std::uint64_t src = 0;  // byte addresses
+  std::uint64_t dst = 0;
+  std::uint64_t block_bytes = 0;  // contiguous run
+  std::uint64_t blocks = 1;
+  std::uint64_t src_stride = 0;  // bytes between blocks
+  std::uint64_t dst_stride = 0;
+  std::uint32_t flag = 0;
+  std::int32_t credit = 0;  // granules added to the flag
+};
+
+struct CoreStats {
+  std::uint64_t bundles = 0;
+  std::uint64_t ops = 0;
+  std::array<std::uint64_t, kStallCauseCount> stall_cycles{};
+  std::array<std::uint64_t, kSlotClassCount> slot_ops{};
+  std::uint64_t mxu_flops = 0;
+  std::uint64_t vpu_flops = 0;
+  std::uint64_t dma_bytes = 0;
+  std::uint64_t dmas = 0;
+  std::uint64_t hbm_bytes = 0;  // bytes this core moved to or from HBM
+};
+
+class Core {
+ public:
+  Core(const ChipConfig& chip, ChipShared& shared, std::uint32_t core_index, const ExecProgram& program,
+       RunOptions options);
+
+  enum class Status { kRunning, kHalted };
+  // Issues bundles until the program ends or the next bundle would issue at
+  // or after `cycle_limit`. Throws LocatedFault on a program fault.
+  Status run_until(std::uint64_t cycle_limit);
+  // Lets all outstanding DMAs land (after the last bundle).
+  void drain();
+
+  [[nodiscard]] std::uint64_t cycle() const { return now_; }
+  [[nodiscard]] const CoreStats& stats() const { return stats_; }
+  [[nodiscard]] bool halted() const { return halted_; }
+
+  // ---- state, used by op semantics ----
+  const ChipConfig& chip;
+  ChipShared& shared;
+  const std::uint32_t core_index;
+  const ExecProgram& program;
+  const RunOptions options;
+
+  std::vector<std::uint32_t> sregs;
+  std::vector<std::uint8_t> preds;
+  std::vector<vpu::Vreg> vregs;
+  std::vector<vpu::Vmask> masks;
+  memory::DenseMemory vmem;
+  memory::DenseMemory smem;
+  std::vector<std::int32_t> flags;
+  std::vector<mxu::Mxu> mxus;
+  memory::BandwidthServer vmem_port;
+  // Operand bindings: index -> address (HBM in 512-byte units, VMEM in rows)
+  // or scalar value, set by the host before the run.
+  std::map<std::uint32_t, std::uint32_t> operand_values;
+
+  // Unit FIFOs keyed by the producing op's token.
+  struct TokenResult {
+    std::uint64_t ready_cycle;
+    vpu::Vreg value;
+  };
+  std::map<std::uint32_t, TokenResult> eup_results;
+  std::vector<std::map<std::uint32_t, TokenResult>> permute_results;  // per XLU
+  std::vector<std::deque<TokenResult>> transpose_results;              // per XLU, pop order
+  std::map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> scalar_pushes;  // vpush -> spop
+  std::vector<vpu::Transposer> transposers;                                         // per XLU
+  std::vector<std::map<std::uint32_t, vpu::Vreg>> permute_patterns;                 // per XLU, by token
+
+  // The core's random number generator (setrngseed / vrng): xorshift32, deterministic.
+  void seed_random(std::uint32_t seed) { rng_state_ = seed == 0 ? 0x9E3779B9U : seed; }
+  std::uint32_t next_random() {
+    rng_state_ ^= rng_state_ << 13;
+    rng_state_ ^= rng_state_ >> 17;
+    rng_state_ ^= rng_state_ << 5;
+    return rng_state_;
+  }
+
+  // ---- helpers for semantics ----
+  [[nodiscard]] std::uint64_t now() const { return now_; }
+  // Operand i as a 32-bit value: register contents or resolved immediate.
+  [[nodiscard]] std::uint32_t scalar_operand(const ExecOp& op, std::size_t i) const;
+  // Staged writes, applied after every op of the bundle has read its sources.
+  void write_sreg(const ExecOp& op, std::uint32_t value);
+  void write_pred(const ExecOp& op, bool value);
+  vpu::Vreg& stage_vreg(const ExecOp& op);
+  vpu::Vmask& stage_mask(const ExecOp& op);
+  // Stages a VMEM write of `bytes` at byte address `address` (checked).
+  std::uint8_t* stage_vmem_write(const ExecOp& op, std::uint64_t address, std::uint64_t bytes);
+  void set_stall_cause(StallCause c) { ready_cause_ = c; }
+  void record_mxu_flops(std::uint64_t f) { stats_.mxu_flops += f; }
+  void record_vpu_flops(std::uint64_t f) { stats_.vpu_flops += f; }
+
+  // DMAs.
+  [[nodiscard]] std::size_t dmas_in_flight() const { return pending_dmas_.size(); }
+  [[nodiscard]] std::uint64_t earliest_dma_completion() const;
+  // Schedules a DMA issued now through the ports; returns its completion cycle.
+  std::uint64_t issue_dma(PendingDma dma);
+  // The cycle at which `flag` will hold at least `value` given the DMAs in
+  // flight; nullopt if no DMA in flight can make it.
+  [[nodiscard]] std::optional<std::uint64_t> flag_satisfied_at(std::uint32_t flag, std::int32_t value) const;
+  // Branch with delay slots, taken after the current bundle's delay slots.
+  void branch_to(std::uint32_t bundle_index);
+  // Checks an address range; throws ProgramFault with the space named.
+  void check_range(const memory::DenseMemory& mem, std::string_view space, std::uint64_t address,
+                   std::uint64_t bytes) const;
+
+ private:
+  void issue_bundle(const ExecBundle& bundle);
+  void commit();
+  void apply_dmas_until(std::uint64_t cycle);
+  void apply_dma(const PendingDma& dma);
+  [[nodiscard]] bool guard_true(const ExecOp& op) const;
+  [[nodiscard]] std::string where(const ExecOp& op) const;
+  [[nodiscard]] std::string where_bundle(std::uint32_t bundle_index) const;
+
+  std::uint32_t rng_state_ = 0x9E3779B9U;
+  std::uint64_t now_ = 0;
+  std::uint32_t pc_ = 0;  // bundle index
+  bool halted_ = false;
+  std::optional<std::uint32_t> branch_target_;
+  std::uint32_t branch_delay_left_ = 0;
+  CoreStats stats_;
+  StallCause ready_cause_ = StallCause::kRegister;
+
+  // Scoreboard: cycle at which each register becomes readable, and which op wrote it.
+  std::array<std::vector<std::uint64_t>, 4> reg_ready_;
+  std::array<std::vector<const ExecOp*>, 4> reg_writer_;
+
+  // Staged results of the bundle being issued.
+  struct StagedScalar {
+    std::uint16_t index;
+    std::uint32_t value;
+    bool predicate;
+  };
+  std::vector<StagedScalar> staged_scalars_;
+  std::vector<std::pair<std::uint16_t, vpu::Vreg>> staged_vregs_;
+  std::size_t staged_vreg_count_ = 0;
+  std::vector<std::pair<std::uint16_t, vpu::Vmask>> staged_masks_;
+  std::size_t staged_mask_count_ = 0;
+  struct StagedStore {
+    std::uint64_t address;
+    std::vector<std::uint8_t> bytes;
+  };
+  std::vector<StagedStore> staged_stores_;
+  std::size_t staged_store_count_ = 0;
+  std::vector<const ExecOp*> issued_;
+
+  std::vector<PendingDma> pending_dmas_;  // min-heap on (complete_cycle, sequence)
+  std::uint64_t dma_sequence_ = 0;
+  std::vector<double> dma_engine_free_;
+};
+
+}  // namespace tpuemu::chip

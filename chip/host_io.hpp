@@ -1,0 +1,34 @@
+// Host <-> device layouts of kernel operands, as the TPU compiler lays them
+// out (shared/llo/README.md "Memory, addresses and layouts"):
+//  * f32/s32/u32 2-D: (8,128) tiles of 4 KiB, row-major over the tile grid,
+//    padded with zeros to whole tiles; element (r, c) of a tile at word r*128+c.
+//  * bf16 2-D: (8,128)(2,1) tiles of 2 KiB: 32-bit word (r/2, c) holds rows r
+//    and r+1 of column c, the even row in the low 16 bits.
+//  * f8 (float8_e4m3fn) 2-D: (8,128)(4,1) tiles of 1 KiB: word (r/4, c) holds
+//    four rows, row r%4 in byte r%4.
+//  * 1-D arrays: row-major, padded to whole (8,128) vregs (layout T(1024)).
+// Host arrays are .npy files: f32 as float32; bf16 as uint16 bit patterns or
+// float32 values (rounded to nearest even); f8 as uint8 codes or float32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "chip/exec_program.hpp"
+#include "common/npy.hpp"
+
+namespace tpuemu::chip {
+
+// Bytes the operand occupies on the device.
+std::uint64_t device_bytes(const OperandBinding& binding);
+
+// Checks dtype and shape against the binding and converts; throws
+// std::invalid_argument with a message naming the operand on a mismatch.
+std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArray& host, const std::string& origin);
+
+// Converts device bytes back; bf16/f8 come back as float32 values unless
+// `raw_bits` (then uint16 / uint8 codes).
+NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits);
+
+}  // namespace tpuemu::chip

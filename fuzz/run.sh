@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang into build-fuzz/, makes a seed corpus
+# (the LLO dumps of ../shared/llo, programs/ and tests/data/, and their .tpub
+# images), replays every saved crash in fuzz/regressions/<target>/, then fuzzes
+# each target for a bounded time. Exits non-zero if any input crashes, trips a
+# sanitizer, times out or exhausts memory.
+#
+# Usage: fuzz/run.sh
+#   TPUEMU_FUZZ_SECONDS    fuzzing time per target (default 60)
+#   TPUEMU_FUZZ_BUILD_DIR  build directory (default build-fuzz)
+# Needs clang++ and libFuzzer (Debian: clang, libclang-rt-14-dev).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+build=${TPUEMU_FUZZ_BUILD_DIR:-build-fuzz}
+seconds=${TPUEMU_FUZZ_SECONDS:-60}
+targets=(fuzz_assembler fuzz_image)
+
+if ! command -v clang++ >/dev/null; then
+  echo "fuzz: clang++ not found; install clang and libclang-rt-14-dev" >&2
+  exit 2
+fi
+
+# 1. Build (BUILD_TESTING=OFF: the fuzz targets need only tpuemu_isa and tpuemu_common).
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+  -DTPUEMU_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+cmake --build "$build" -j2 --target "${targets[@]}" fuzz_make_seeds
+
+# 2. Seeds: LLO text for fuzz_assembler, images of it for fuzz_image.
+seeds=$build/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds/fuzz_assembler" "$seeds/fuzz_image"
+llo_files=()
+corpus=$repo/../shared/llo
+if [[ -d $corpus ]]; then
+  mapfile -t -O "${#llo_files[@]}" llo_files < <(find "$corpus" -name '*-final_bundles.txt' | sort)
+else
+  echo "fuzz: no LLO corpus at $corpus; seeding from programs/ and tests/data/ only" >&2
+fi
+for dir in programs tests/data; do
+  if [[ -d $dir ]]; then
+    mapfile -t -O "${#llo_files[@]}" llo_files < <(find "$dir" -name '*.llo' | sort)
+  fi
+done
+for i in "${!llo_files[@]}"; do
+  cp "${llo_files[$i]}" "$seeds/fuzz_assembler/$(printf '%03d' "$i")-$(basename "${llo_files[$i]}")"
+done
+"$build/bin/fuzz_make_seeds" "$seeds/fuzz_image" "$seeds/fuzz_assembler.dict" "${llo_files[@]}"
+
+# 3. Regressions, then fuzzing; every target runs even after a failure.
+failed=()
+for target in "${targets[@]}"; do
+  binary=$build/bin/$target
+  regressions=("fuzz/regressions/$target"/*)
+  if [[ -e ${regressions[0]} ]]; then
+    echo "fuzz: replaying ${#regressions[@]} saved input(s) through $target"
+    if ! "$binary" -rss_limit_mb=2048 -timeout=10 "${regressions[@]}"; then
+      failed+=("$target (regressions)")
+      continue
+    fi
+  fi
+  corpus_dir=$build/corpus/$target
+  artifacts=$build/artifacts/$target
+  mkdir -p "$corpus_dir" "$artifacts"
+  extra=()
+  if [[ -f $seeds/$target.dict ]]; then extra+=(-dict="$seeds/$target.dict"); fi
+  echo "fuzz: $target for ${seconds}s"
+  if ! "$binary" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+    -artifact_prefix="$artifacts/" "${extra[@]}" "$corpus_dir" "$seeds/$target"; then
+    failed+=("$target (see $artifacts/)")
+  fi
+done
+
+if ((${#failed[@]})); then
+  printf 'fuzz: FAILED: %s\n' "${failed[@]}" >&2
+  echo "fuzz: save each crashing input under fuzz/regressions/<target>/ once the bug is understood" >&2
+  exit 1
+fi
+echo "fuzz: no crashes"

@@ -1,0 +1,16 @@
+// Loading a program for the CLI: LLO text (.llo, or a dump's
+// *-final_bundles.txt) or a program image (.tpub). A final_bundles dump prints
+// no allocation table; its sibling post-delay-converter dump (same id and
+// kernel) supplies it when present.
+#pragma once
+
+#include <string>
+
+#include "isa/program.hpp"
+
+namespace tpuemu::cli {
+
+// Throws isa::AsmError or isa::ImageError with the file named.
+isa::Program load_program(const std::string& path);
+
+}  // namespace tpuemu::cli

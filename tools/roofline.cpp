@@ -1,0 +1,34 @@
+#include "tools/roofline.hpp"
+
+namespace tpuemu::cli {
+
+double vpu_peak_flops(const ChipConfig& chip) {
+  return static_cast<double>(chip.tensorcores_per_chip * chip.slot_capacity_of(SlotClass::kValu) * chip.vpu.sublanes *
+                             chip.vpu.lanes) *
+         chip.clock_hz;
+}
+
+Roofline compute_roofline(const ChipConfig& chip, double mxu_flops, double vpu_flops, double hbm_bytes,
+                          double measured_seconds) {
+  Roofline r;
+  r.mxu_flops = mxu_flops;
+  r.vpu_flops = vpu_flops;
+  r.hbm_bytes = hbm_bytes;
+  r.mxu_seconds = mxu_flops / chip.peak_bf16_flops();
+  r.vpu_seconds = vpu_flops / vpu_peak_flops(chip);
+  r.hbm_seconds = hbm_bytes / chip.hbm.bandwidth;
+  r.predicted_seconds = r.mxu_seconds;
+  r.bound = "MXU compute";
+  if (r.vpu_seconds > r.predicted_seconds) {
+    r.predicted_seconds = r.vpu_seconds;
+    r.bound = "VPU compute";
+  }
+  if (r.hbm_seconds > r.predicted_seconds) {
+    r.predicted_seconds = r.hbm_seconds;
+    r.bound = "HBM bandwidth";
+  }
+  r.measured_seconds = measured_seconds;
+  return r;
+}
+
+}  // namespace tpuemu::cli
