@@ -11,8 +11,8 @@ namespace {
 
 constexpr std::size_t kRowBytes = vpu::kLanes * 4;
 
-bool heap_later(const PendingDma& a, const PendingDma& b) {
-  return a.complete_cycle != b.complete_cycle ? a.complete_cycle > b.complete_cycle : a.sequence > b.sequence;
+bool completes_before(const PendingDma& a, const PendingDma& b) {
+  return a.complete_cycle != b.complete_cycle ? a.complete_cycle < b.complete_cycle : a.sequence < b.sequence;
 }
 
 std::size_t class_index(isa::RegClass c) { return static_cast<std::size_t>(c); }
@@ -32,7 +32,7 @@ std::string_view to_string(StallCause c) {
 
 ChipShared::ChipShared(const ChipConfig& chip)
     : hbm(chip.hbm.size_bytes),
-      hbm_port(chip.hbm.bandwidth / chip.clock_hz, chip.hbm.latency_s * chip.clock_hz) {}
+      hbm_port(chip.hbm.bandwidth / chip.clock_hz, chip.hbm.latency_s * chip.clock_hz, chip.dma.chunk_bytes) {}
 
 Core::Core(const ChipConfig& chip_config, ChipShared& shared_state, std::uint32_t index, const ExecProgram& exec,
            RunOptions run_options)
@@ -48,12 +48,12 @@ Core::Core(const ChipConfig& chip_config, ChipShared& shared_state, std::uint32_
       vmem(chip_config.vmem.size_bytes),
       smem(chip_config.smem.size_bytes),
       flags(chip_config.sflag.count),
-      vmem_port(chip_config.vmem.bandwidth / chip_config.clock_hz, static_cast<double>(chip_config.vmem.latency_cycles)),
+      vmem_port(chip_config.vmem.bandwidth / chip_config.clock_hz, static_cast<double>(chip_config.vmem.latency_cycles),
+                chip_config.dma.chunk_bytes),
       permute_results(chip_config.xlu.count),
       transpose_results(chip_config.xlu.count),
       transposers(chip_config.xlu.count),
-      permute_patterns(chip_config.xlu.count),
-      dma_engine_free_(chip_config.dma.engines, 0.0) {
+      permute_patterns(chip_config.xlu.count) {
   if (chip.vpu.sublanes != vpu::kSublanes || chip.vpu.lanes != vpu::kLanes) {
     throw LoadError(fmt::format("{}: tpuemu models vregs of {} sublanes x {} lanes; the preset has {} x {}", chip.name,
                                 vpu::kSublanes, vpu::kLanes, chip.vpu.sublanes, chip.vpu.lanes));
@@ -149,50 +149,54 @@ void Core::branch_to(std::uint32_t bundle_index) {
   branch_delay_left_ = static_cast<std::uint32_t>(chip.branch_delay_slots) + 1;
 }
 
-std::uint64_t Core::earliest_dma_completion() const {
-  return pending_dmas_.empty() ? now_ : pending_dmas_.front().complete_cycle;
+void Core::resolve(PendingDma& d) {
+  if (d.resolved) return;
+  double done = 0;
+  if (d.hbm_transfer) done = std::max(done, shared.hbm_port.completion(*d.hbm_transfer));
+  if (d.vmem_transfer) done = std::max(done, vmem_port.completion(*d.vmem_transfer));
+  d.complete_cycle = static_cast<std::uint64_t>(std::ceil(done));
+  d.resolved = true;
+}
+
+std::uint64_t Core::earliest_dma_completion() {
+  std::uint64_t earliest = UINT64_MAX;
+  for (auto& d : pending_dmas_) {
+    resolve(d);
+    earliest = std::min(earliest, d.complete_cycle);
+  }
+  return pending_dmas_.empty() ? now_ : earliest;
 }
 
 std::uint64_t Core::issue_dma(PendingDma dma) {
-  // 1. An engine takes the descriptor when it is free.
-  auto engine = std::min_element(dma_engine_free_.begin(), dma_engine_free_.end());
-  const double start = std::max(static_cast<double>(now_) + static_cast<double>(chip.latency(LatencyClass::kDmaIssue).value()), *engine);
-  // 2. The bytes move in chunks through the source port, then the destination port.
+  // The descriptor reaches the ports after the issue latency; each port
+  // serves it round-robin with the other transfers in flight.
+  const double start = static_cast<double>(now_ + chip.latency(LatencyClass::kDmaIssue).value());
   const bool src_hbm = dma.kind == PendingDma::Kind::kHbmToVmem || dma.kind == PendingDma::Kind::kHbmToSmem ||
                        dma.kind == PendingDma::Kind::kHbmToHbm;
   const bool dst_hbm = dma.kind == PendingDma::Kind::kVmemToHbm || dma.kind == PendingDma::Kind::kSmemToHbm ||
                        dma.kind == PendingDma::Kind::kHbmToHbm;
-  memory::BandwidthServer& src_port = src_hbm ? shared.hbm_port : vmem_port;
-  memory::BandwidthServer& dst_port = dst_hbm ? shared.hbm_port : vmem_port;
   const std::uint64_t total = dma.block_bytes * dma.blocks;
-  double done = start;
-  for (std::uint64_t offset = 0; offset < total; offset += chip.dma.chunk_bytes) {
-    const std::uint64_t n = std::min<std::uint64_t>(chip.dma.chunk_bytes, total - offset);
-    const auto s = src_port.reserve(start, n);
-    const auto d = dst_port.reserve(s.done, n);
-    done = std::max(done, d.done);
-  }
-  *engine = done;
-  dma.complete_cycle = static_cast<std::uint64_t>(std::ceil(done));
+  const std::uint64_t hbm_passes = (src_hbm ? 1 : 0) + (dst_hbm ? 1 : 0);
+  if (hbm_passes > 0) dma.hbm_transfer = shared.hbm_port.start(start, total * hbm_passes);
+  if (hbm_passes < 2) dma.vmem_transfer = vmem_port.start(start, total);
   dma.sequence = dma_sequence_++;
   stats_.dmas += 1;
   stats_.dma_bytes += total;
-  stats_.hbm_bytes += total * ((src_hbm ? 1 : 0) + (dst_hbm ? 1 : 0));
+  stats_.hbm_bytes += total * hbm_passes;
   pending_dmas_.push_back(dma);
-  std::push_heap(pending_dmas_.begin(), pending_dmas_.end(), heap_later);
-  return dma.complete_cycle;
+  return dma.sequence;
 }
 
-std::optional<std::uint64_t> Core::flag_satisfied_at(std::uint32_t flag, std::int32_t value) const {
+std::optional<std::uint64_t> Core::flag_satisfied_at(std::uint32_t flag, std::int32_t value) {
   std::int64_t current = flags[flag];
   if (current >= value) return now_;
-  std::vector<const PendingDma*> credits;
-  for (const auto& d : pending_dmas_) {
-    if (d.flag == flag) credits.push_back(&d);
+  std::vector<PendingDma*> credits;
+  for (auto& d : pending_dmas_) {
+    if (d.flag != flag) continue;
+    resolve(d);
+    credits.push_back(&d);
   }
-  std::sort(credits.begin(), credits.end(), [](const PendingDma* a, const PendingDma* b) {
-    return a->complete_cycle != b->complete_cycle ? a->complete_cycle < b->complete_cycle : a->sequence < b->sequence;
-  });
+  std::sort(credits.begin(), credits.end(), [](const PendingDma* a, const PendingDma* b) { return completes_before(*a, *b); });
   for (const PendingDma* d : credits) {
     current += d->credit;
     if (current >= value) return std::max(now_, d->complete_cycle);
@@ -233,22 +237,33 @@ void Core::apply_dma(const PendingDma& d) {
 }
 
 void Core::apply_dmas_until(std::uint64_t cycle) {
-  while (!pending_dmas_.empty() && pending_dmas_.front().complete_cycle <= cycle) {
-    std::pop_heap(pending_dmas_.begin(), pending_dmas_.end(), heap_later);
-    const PendingDma d = pending_dmas_.back();
-    pending_dmas_.pop_back();
-    apply_dma(d);
+  if (pending_dmas_.empty()) return;
+  shared.hbm_port.advance_to(static_cast<double>(cycle));
+  vmem_port.advance_to(static_cast<double>(cycle));
+  std::vector<PendingDma> landed;
+  for (auto it = pending_dmas_.begin(); it != pending_dmas_.end();) {
+    const auto hbm = it->hbm_transfer ? shared.hbm_port.completed_at(*it->hbm_transfer) : std::optional<double>(0.0);
+    const auto vmem = it->vmem_transfer ? vmem_port.completed_at(*it->vmem_transfer) : std::optional<double>(0.0);
+    if (hbm && vmem && std::ceil(std::max(*hbm, *vmem)) <= static_cast<double>(cycle)) {
+      resolve(*it);
+      landed.push_back(*it);
+      it = pending_dmas_.erase(it);
+    } else {
+      ++it;
+    }
   }
+  std::sort(landed.begin(), landed.end(), completes_before);
+  for (const auto& d : landed) apply_dma(d);
 }
 
 void Core::drain() {
-  while (!pending_dmas_.empty()) {
-    std::pop_heap(pending_dmas_.begin(), pending_dmas_.end(), heap_later);
-    const PendingDma d = pending_dmas_.back();
-    pending_dmas_.pop_back();
+  for (auto& d : pending_dmas_) resolve(d);
+  std::sort(pending_dmas_.begin(), pending_dmas_.end(), completes_before);
+  for (const auto& d : pending_dmas_) {
     now_ = std::max(now_, d.complete_cycle);
     apply_dma(d);
   }
+  pending_dmas_.clear();
 }
 
 void Core::commit() {

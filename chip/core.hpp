@@ -20,7 +20,7 @@
 #include "chip/exec_program.hpp"
 #include "chip/fault.hpp"
 #include "common/chip_config.hpp"
-#include "memory/bandwidth_server.hpp"
+#include "memory/dma_port.hpp"
 #include "memory/dense_memory.hpp"
 #include "memory/sparse_memory.hpp"
 #include "mxu/mxu.hpp"
@@ -43,7 +43,7 @@ std::string_view to_string(StallCause c);
 struct ChipShared {
   explicit ChipShared(const ChipConfig& chip);
   memory::SparseMemory hbm;
-  memory::BandwidthServer hbm_port;
+  memory::DmaPort hbm_port;
   std::uint32_t chip_id = 0;
 };
 
@@ -52,9 +52,13 @@ struct RunOptions {
   bool compute_numerics = true; // false = timing-only (identical cycle counts)
 };
 
-// A DMA the core issued: when it completes, its bytes land and its flag is credited.
+// A DMA the core issued: when it completes, its bytes land and its flag is
+// credited. Its completion is known once the ports have served it.
 struct PendingDma {
-  std::uint64_t complete_cycle = 0;
+  std::uint64_t complete_cycle = 0;  // valid once `resolved`
+  bool resolved = false;
+  std::optional<memory::DmaPort::TransferId> hbm_transfer;
+  std::optional<memory::DmaPort::TransferId> vmem_transfer;
   std::uint64_t sequence = 0;  // issue order, for ties
   enum class Kind : std::uint8_t { kHbmToVmem, kVmemToHbm, kHbmToSmem, kSmemToHbm, kHbmToHbm } kind{};
   std::uint64_t src = 0;  // byte addresses
@@ -110,7 +114,7 @@ class Core {
   memory::DenseMemory smem;
   std::vector<std::int32_t> flags;
   std::vector<mxu::Mxu> mxus;
-  memory::BandwidthServer vmem_port;
+  memory::DmaPort vmem_port;
   // Operand bindings: index -> address (HBM in 512-byte units, VMEM in rows)
   // or scalar value, set by the host before the run.
   std::map<std::uint32_t, std::uint32_t> operand_values;
@@ -153,12 +157,12 @@ class Core {
 
   // DMAs.
   [[nodiscard]] std::size_t dmas_in_flight() const { return pending_dmas_.size(); }
-  [[nodiscard]] std::uint64_t earliest_dma_completion() const;
+  [[nodiscard]] std::uint64_t earliest_dma_completion();
   // Schedules a DMA issued now through the ports; returns its completion cycle.
   std::uint64_t issue_dma(PendingDma dma);
   // The cycle at which `flag` will hold at least `value` given the DMAs in
   // flight; nullopt if no DMA in flight can make it.
-  [[nodiscard]] std::optional<std::uint64_t> flag_satisfied_at(std::uint32_t flag, std::int32_t value) const;
+  [[nodiscard]] std::optional<std::uint64_t> flag_satisfied_at(std::uint32_t flag, std::int32_t value);
   // Branch with delay slots, taken after the current bundle's delay slots.
   void branch_to(std::uint32_t bundle_index);
   // Checks an address range; throws ProgramFault with the space named.
@@ -170,6 +174,7 @@ class Core {
   void commit();
   void apply_dmas_until(std::uint64_t cycle);
   void apply_dma(const PendingDma& dma);
+  void resolve(PendingDma& dma);
   [[nodiscard]] bool guard_true(const ExecOp& op) const;
   [[nodiscard]] std::string where(const ExecOp& op) const;
   [[nodiscard]] std::string where_bundle(std::uint32_t bundle_index) const;
@@ -206,9 +211,8 @@ class Core {
   std::size_t staged_store_count_ = 0;
   std::vector<const ExecOp*> issued_;
 
-  std::vector<PendingDma> pending_dmas_;  // min-heap on (complete_cycle, sequence)
+  std::vector<PendingDma> pending_dmas_;  // issue order
   std::uint64_t dma_sequence_ = 0;
-  std::vector<double> dma_engine_free_;
 };
 
 }  // namespace tpuemu::chip

@@ -67,8 +67,7 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.size_bytes; });
   add("hbm.bandwidth", Q::kBandwidth, "HBM bandwidth per chip", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.bandwidth; });
   add("hbm.latency", Q::kTime, "HBM access latency", 0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.latency_s; });
-  add("dma.engines", Q::kCount, "DMA engines per TensorCore", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.engines; });
-  add("dma.chunk_size", Q::kBytes, "transfer chunk: DMAs are split into chunks of this size (fidelity vs speed)", 32,
+  add("dma.chunk_size", Q::kBytes, "DMA service chunk: ports serve concurrent DMAs round-robin in chunks of this size (fidelity vs speed)", 32,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.chunk_bytes; });
   add("dma.max_in_flight", Q::kCount, "DMA descriptors in flight per TensorCore", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.max_in_flight; });

@@ -98,7 +98,6 @@ struct ChipConfig {
     double latency_s = 0;
   } hbm;
   struct Dma {
-    std::uint64_t engines = 0;
     std::uint64_t chunk_bytes = 0;
     std::uint64_t max_in_flight = 0;
   } dma;

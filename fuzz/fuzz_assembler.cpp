@@ -4,11 +4,23 @@
 // Any other exception, a crash, a sanitizer report or a trap is a bug.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <string>
 #include <string_view>
 
 #include "fuzz/same_program.hpp"
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
+
+namespace {
+
+[[noreturn]] void broken(const char* property, const std::string& disassembly) {
+  std::fprintf(stderr, "fuzz_assembler: %s does not hold; the program disassembles to:\n%s\n", property,
+               disassembly.c_str());
+  __builtin_trap();
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tpuemu::isa;
@@ -21,9 +33,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   // An AsmError from here on escapes: the disassembler printed text its own
   // assembler rejects.
-  const Program reassembled = assemble(disassemble(program), "fuzz-disassembled.llo");
-  if (!(reassembled == program)) __builtin_trap();
+  const std::string text_again = disassemble(program);
+  const Program reassembled = assemble(text_again, "fuzz-disassembled.llo");
+  if (!(reassembled == program)) broken("assemble(disassemble(p)) == p", text_again);
   const Program decoded = decode_image(encode_image(program), "fuzz.tpub");
-  if (!tpuemu::fuzz::same_program(decoded, program)) __builtin_trap();
+  if (!tpuemu::fuzz::same_program(decoded, program)) broken("decode_image(encode_image(p)) == p", text_again);
   return 0;
 }

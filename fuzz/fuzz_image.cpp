@@ -4,11 +4,21 @@
 // bytes. Any other exception, a crash, a sanitizer report or a trap is a bug.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <span>
 #include <vector>
 
 #include "fuzz/same_program.hpp"
 #include "isa/image.hpp"
+
+namespace {
+
+[[noreturn]] void broken(const char* property) {
+  std::fprintf(stderr, "fuzz_image: %s does not hold for the decoded program\n", property);
+  __builtin_trap();
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tpuemu::isa;
@@ -20,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::vector<std::uint8_t> image = encode_image(program);
   const Program again = decode_image(image, "fuzz-reencoded.tpub");
-  if (!tpuemu::fuzz::same_program(again, program)) __builtin_trap();
-  if (encode_image(again) != image) __builtin_trap();
+  if (!tpuemu::fuzz::same_program(again, program)) broken("decode_image(encode_image(p)) == p");
+  if (encode_image(again) != image) broken("encode_image(decode_image(image)) == image");
   return 0;
 }

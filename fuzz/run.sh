@@ -54,10 +54,15 @@ for target in "${targets[@]}"; do
   regressions=("fuzz/regressions/$target"/*)
   if [[ -e ${regressions[0]} ]]; then
     echo "fuzz: replaying ${#regressions[@]} saved input(s) through $target"
-    if ! "$binary" -rss_limit_mb=2048 -timeout=10 "${regressions[@]}"; then
-      failed+=("$target (regressions)")
-      continue
-    fi
+    replay_failed=0
+    for input in "${regressions[@]}"; do
+      if ! "$binary" -rss_limit_mb=2048 -timeout=10 "$input" >"$build/replay.log" 2>&1; then
+        cat "$build/replay.log" >&2
+        failed+=("$target on $input")
+        replay_failed=1
+      fi
+    done
+    ((replay_failed)) && continue
   fi
   corpus_dir=$build/corpus/$target
   artifacts=$build/artifacts/$target

@@ -8,6 +8,7 @@
 
 #include "common/log.hpp"
 #include "tools/chips_command.hpp"
+#include "tools/gen_command.hpp"
 #include "tools/isa_commands.hpp"
 #include "tools/run_command.hpp"
 
@@ -18,6 +19,9 @@ constexpr std::array kCommands{
     Command{"chips", "list chip presets with their headline numbers, or print one fully resolved", chips_command},
     Command{"params", "list every chip parameter with its unit and meaning", params_command},
     Command{"run", "run a program on an emulated chip: cycles, stalls, roofline, .npy operands", run_command},
+    Command{"gen", "generate a tiled LLO program (matmul, add)", gen_command},
+    Command{"asm", "assemble an LLO program into a program image (.tpub)", asm_command},
+    Command{"disasm", "print a program image (or LLO file) as canonical final_bundles text", disasm_command},
     Command{"check", "assemble LLO files and check them against a chip (slots, units, registers)", check_command},
     Command{"isa-doc", "print the ISA reference generated from the instruction table (docs/ISA.md)", isa_doc_command},
 };

@@ -9,6 +9,8 @@
 
 #include "isa/assembler.hpp"
 #include "isa/checker.hpp"
+#include "isa/image.hpp"
+#include "tools/program_loader.hpp"
 #include "isa/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
@@ -72,9 +74,13 @@ int check_command(const std::vector<std::string>& args) {
   for (const auto& file : (*vm)["files"].as<std::vector<std::string>>()) {
     isa::Program program;
     try {
-      program = isa::assemble_file(file);
+      program = load_program(file);
     } catch (const isa::AsmError& e) {
       fmt::print(stderr, "{}\n", e.what());
+      all_ok = false;
+      continue;
+    } catch (const isa::ImageError& e) {
+      fmt::print(stderr, "tpuemu check: {}\n", e.what());
       all_ok = false;
       continue;
     }
@@ -88,6 +94,58 @@ int check_command(const std::vector<std::string>& args) {
     if (!result.violations.empty()) all_ok = false;
   }
   return all_ok ? kExitOk : kExitBadInput;
+}
+
+int asm_command(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  options.add_options()("input", po::value<std::string>(), "LLO file")(
+      "output,o", po::value<std::string>(), "program image to write (default: INPUT with .tpub)");
+  po::positional_options_description positional;
+  positional.add("input", 1);
+  bool help = false;
+  const auto vm = parse_options("asm", "PROGRAM.llo [-o PROGRAM.tpub]", args, options, positional, help);
+  if (!vm) return help ? kExitOk : kExitBadInput;
+  if (vm->count("input") == 0U) {
+    fmt::print(stderr, "tpuemu asm: no input file (usage: tpuemu asm PROGRAM.llo -o PROGRAM.tpub)\n");
+    return kExitBadInput;
+  }
+  const std::string input = (*vm)["input"].as<std::string>();
+  std::string output = vm->count("output") != 0U ? (*vm)["output"].as<std::string>() : input;
+  if (vm->count("output") == 0U) output = output.substr(0, output.rfind('.')) + ".tpub";
+  try {
+    isa::write_image(output, load_program(input));
+  } catch (const isa::AsmError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {  // ImageError on an unwritable output
+    fmt::print(stderr, "tpuemu asm: {}\n", e.what());
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+int disasm_command(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  options.add_options()("input", po::value<std::string>(), "program image (.tpub) or LLO file")(
+      "output,o", po::value<std::string>()->default_value("-"), "output file (default: stdout)");
+  po::positional_options_description positional;
+  positional.add("input", 1);
+  bool help = false;
+  const auto vm = parse_options("disasm", "PROGRAM.tpub [-o PROGRAM.llo]", args, options, positional, help);
+  if (!vm) return help ? kExitOk : kExitBadInput;
+  if (vm->count("input") == 0U) {
+    fmt::print(stderr, "tpuemu disasm: no input file (usage: tpuemu disasm PROGRAM.tpub)\n");
+    return kExitBadInput;
+  }
+  try {
+    const isa::Program program = load_program((*vm)["input"].as<std::string>());
+    return write_text((*vm)["output"].as<std::string>(), isa::disassemble(program)) ? kExitOk : kExitBadInput;
+  } catch (const isa::AsmError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+  } catch (const isa::ImageError& e) {
+    fmt::print(stderr, "tpuemu disasm: {}\n", e.what());
+  }
+  return kExitBadInput;
 }
 
 int isa_doc_command(const std::vector<std::string>& args) {

@@ -1,0 +1,88 @@
+#include "memory/dma_port.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace tpuemu::memory {
+
+DmaPort::DmaPort(double bytes_per_cycle, double latency_cycles, std::uint64_t chunk_bytes)
+    : bytes_per_cycle_(bytes_per_cycle), latency_(latency_cycles), chunk_(chunk_bytes) {}
+
+DmaPort::TransferId DmaPort::start(double ready, std::uint64_t bytes) {
+  advance_to(ready);
+  const TransferId id = next_id_++;
+  if (bytes == 0) {
+    done_[id] = std::max(ready, time_) + latency_;
+    return id;
+  }
+  active_.push_back({id, ready, bytes});
+  bytes_ += bytes;
+  return id;
+}
+
+bool DmaPort::serve_one() {
+  if (active_.empty()) return false;
+  // The first transfer in rotation order that is ready; if none is, the port
+  // idles until the earliest becomes ready.
+  double earliest = std::numeric_limits<double>::infinity();
+  std::size_t pick = active_.size();
+  for (std::size_t i = 0; i < active_.size(); ++i) {
+    if (active_[i].ready <= time_) {
+      pick = i;
+      break;
+    }
+    earliest = std::min(earliest, active_[i].ready);
+  }
+  if (pick == active_.size()) {
+    time_ = earliest;
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+      if (active_[i].ready <= time_) {
+        pick = i;
+        break;
+      }
+    }
+  }
+  Active a = active_[pick];
+  active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(pick));
+  const std::uint64_t n = std::min(chunk_, a.remaining);
+  const double duration = static_cast<double>(n) / bytes_per_cycle_;
+  time_ += duration;
+  busy_ += duration;
+  a.remaining -= n;
+  if (a.remaining == 0) {
+    done_[a.id] = time_ + latency_;
+  } else {
+    active_.push_back(a);  // back of the rotation
+  }
+  return true;
+}
+
+void DmaPort::advance_to(double cycle) {
+  while (!active_.empty()) {
+    double next_start = time_;
+    bool any_ready = false;
+    double earliest = std::numeric_limits<double>::infinity();
+    for (const auto& a : active_) {
+      any_ready = any_ready || a.ready <= time_;
+      earliest = std::min(earliest, a.ready);
+    }
+    if (!any_ready) next_start = earliest;
+    if (next_start >= cycle) break;
+    serve_one();
+  }
+}
+
+double DmaPort::completion(TransferId id) {
+  for (;;) {
+    if (const auto it = done_.find(id); it != done_.end()) return it->second;
+    if (!serve_one()) return time_;  // unknown id: nothing to wait for
+  }
+}
+
+std::optional<double> DmaPort::completed_at(TransferId id) const {
+  const auto it = done_.find(id);
+  if (it == done_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace tpuemu::memory

@@ -1,0 +1,57 @@
+// A memory port (HBM, a core's VMEM port) serving the DMA transfers that use
+// it round-robin, one chunk at a time, so concurrent transfers share its
+// bandwidth the way interleaved DMA engines do (a large output DMA does not
+// block the prefetches issued after it). Service is simulated lazily: the
+// port serves chunks only as far as a caller asks (advance_to, completion).
+// Times are (fractional) cycles of the chip clock. Deterministic: ties go to
+// the transfer that started first.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+
+namespace tpuemu::memory {
+
+class DmaPort {
+ public:
+  using TransferId = std::uint64_t;
+
+  DmaPort(double bytes_per_cycle, double latency_cycles, std::uint64_t chunk_bytes);
+
+  // A transfer of `bytes` that may start at `ready`. Chunks of earlier
+  // transfers that start before `ready` are served first.
+  TransferId start(double ready, std::uint64_t bytes);
+  // Serves every chunk that starts before `cycle`.
+  void advance_to(double cycle);
+  // When the transfer's last byte is delivered, serving as far as needed.
+  double completion(TransferId id);
+  // The completion time if already known.
+  [[nodiscard]] std::optional<double> completed_at(TransferId id) const;
+  void forget(TransferId id) { done_.erase(id); }
+
+  [[nodiscard]] double busy_cycles() const { return busy_; }
+  [[nodiscard]] std::uint64_t bytes() const { return bytes_; }
+
+ private:
+  struct Active {
+    TransferId id;
+    double ready;
+    std::uint64_t remaining;
+  };
+  // Serves one chunk; false if nothing is active.
+  bool serve_one();
+
+  double bytes_per_cycle_;
+  double latency_;
+  std::uint64_t chunk_;
+  double time_ = 0;  // the port is busy until here
+  std::deque<Active> active_;  // round-robin order
+  std::unordered_map<TransferId, double> done_;
+  TransferId next_id_ = 0;
+  double busy_ = 0;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace tpuemu::memory
