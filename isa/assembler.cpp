@@ -136,6 +136,12 @@ std::size_t matching_close(std::string_view s, std::size_t pos, char open, char 
       i = e - 1;
       continue;
     }
+    if (s[i] == '/' && i + 1 < s.size() && s[i + 1] == '/') {  // line comment: skip to the end of its line
+      const std::size_t nl = s.find('\n', i);
+      if (nl == std::string_view::npos) return nl;
+      i = nl;
+      continue;
+    }
     if (s[i] == '\'') {
       const std::size_t q = s.find('\'', i + 1);
       if (q == std::string_view::npos) return q;
@@ -706,9 +712,23 @@ class Assembler {
       std::size_t tail = close + 1;
       skip_space(text, tail);
       bundle.comment = std::string(trim(text.substr(tail)));
-      if (!bundle.comment.empty() && !bundle.comment.starts_with("/*") && !bundle.comment.starts_with("//") &&
-          !bundle.comment.starts_with("# ")) {
-        throw LineError{tail, "unexpected text after the bundle's closing '}'"};
+      // Only comments may follow the bundle, and a `//` comment ends its line.
+      std::size_t rest = tail;
+      if (text.substr(rest).starts_with("# ")) rest = text.size();
+      while (rest < text.size()) {
+        if (text.substr(rest).starts_with("/*")) {
+          const std::size_t e = comment_end(text, rest);
+          if (e == std::string_view::npos) throw LineError{rest, "unterminated comment: expected '*/'"};
+          rest = e;
+        } else if (text.substr(rest).starts_with("//")) {
+          const std::size_t nl = text.find('\n', rest);
+          if (nl != std::string_view::npos) throw LineError{nl + 1, "unexpected text after the bundle's closing '}'"};
+          rest = text.size();
+        } else if (is_space(text[rest]) && text[rest] != '\n') {
+          ++rest;
+        } else {
+          throw LineError{rest, "unexpected text after the bundle's closing '}'"};
+        }
       }
     } else {
       // One op on its own line forms a bundle.
@@ -1356,11 +1376,15 @@ std::string format_reg(const Reg& r) {
   return fmt::format("%{}{}_{}{}", reg_prefix(r.cls), r.ssa, reg_prefix(r.cls), r.index);
 }
 
+// " + $0x8" / " - $0x8" for a signed offset (any int64, INT64_MIN included).
+std::string format_offset(std::int64_t offset) {
+  if (offset > 0) return fmt::format(" + $0x{:x}", offset);
+  if (offset < 0) return fmt::format(" - $0x{:x}", 0 - static_cast<std::uint64_t>(offset));
+  return {};
+}
+
 std::string format_symbol_body(const SymbolRef& s, std::int64_t offset) {
-  std::string out = fmt::format("#allocation{}{}", s.allocation, s.spill ? "_spill" : "");
-  if (offset > 0) out += fmt::format(" + $0x{:x}", offset);
-  if (offset < 0) out += fmt::format(" - $0x{:x}", -offset);
-  return out;
+  return fmt::format("#allocation{}{}", s.allocation, s.spill ? "_spill" : "") + format_offset(offset);
 }
 
 bool is_prefix_kind(Operand::Kind k) {
@@ -1464,9 +1488,7 @@ std::string format_operand(const Operand& o) {
     case Operand::Kind::kMem: {
       out += o.mem.space == MemRef::Space::kVmem ? "[vmem:[" : "[smem:[";
       if (o.mem.base_reg) {
-        out += format_reg(*o.mem.base_reg);
-        if (o.mem.offset > 0) out += fmt::format(" + $0x{:x}", o.mem.offset);
-        if (o.mem.offset < 0) out += fmt::format(" - $0x{:x}", -o.mem.offset);
+        out += format_reg(*o.mem.base_reg) + format_offset(o.mem.offset);
       } else if (o.mem.base_symbol) {
         out += format_symbol_body(*o.mem.base_symbol, o.mem.offset);
       }

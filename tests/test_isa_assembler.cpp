@@ -111,6 +111,10 @@ TEST_CASE("assembler: malformed input is reported with file:line:col, the line a
       {"{ %v1 = vmul.f32 1.5.5, %v2 }", "bad.llo:1:18: error: '1.5.5' is not a number"},
       {"  0x1   :  { %s1 = sbr.rel target bundleno = 5 (0x6), region = 2 }",
        "target (0x6) does not match bundleno = 5"},
+      // Found by fuzz_assembler: a `}` inside a line comment must not close the bundle (and the next
+      // line must not silently become the bundle's trailing comment).
+      {"0x0 : { %v1 = vlaneseq //} /* note */\n0x1 : { %v2 = vlaneseq }", "bad.llo:1:7: error: expected '}' closing the bundle"},
+      {"{ %v1 = vlaneseq } // fine\n{ %v2 = vlaneseq } junk", "bad.llo:2:20: error: unexpected text after the bundle's closing '}'"},
   };
   for (const Row& r : rows) {
     INFO(r.text);

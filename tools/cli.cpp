@@ -8,6 +8,7 @@
 
 #include "common/log.hpp"
 #include "tools/chips_command.hpp"
+#include "tools/demo_command.hpp"
 #include "tools/gen_command.hpp"
 #include "tools/isa_commands.hpp"
 #include "tools/run_command.hpp"
@@ -16,6 +17,8 @@ namespace tpuemu::cli {
 namespace {
 
 constexpr std::array kCommands{
+    Command{"demo", "the default job: a pipelined bf16 matmul on an emulated v5e, checked and compared to its roofline",
+            demo_command},
     Command{"chips", "list chip presets with their headline numbers, or print one fully resolved", chips_command},
     Command{"params", "list every chip parameter with its unit and meaning", params_command},
     Command{"run", "run a program on an emulated chip: cycles, stalls, roofline, .npy operands", run_command},
