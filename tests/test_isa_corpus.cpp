@@ -7,7 +7,9 @@
 #include <regex>
 #include <sstream>
 
+#include "common/presets.hpp"
 #include "isa/assembler.hpp"
+#include "isa/checker.hpp"
 
 namespace fs = std::filesystem;
 using namespace tpuemu::isa;
@@ -38,6 +40,9 @@ TEST_CASE("corpus: every final_bundles dump assembles and round-trips through th
   }
   std::size_t bundles = 0;
   std::size_t ops = 0;
+  tpuemu::ChipRequest request;
+  request.preset = "v5e";
+  const tpuemu::ChipConfig v5e = tpuemu::load_chip(request);
   for (const auto& path : files) {
     INFO(path.string());
     Program p;
@@ -63,6 +68,9 @@ TEST_CASE("corpus: every final_bundles dump assembles and round-trips through th
     for (const auto& b : p.bundles) file_ops += b.ops.size();
     CHECK(p.bundles.size() == bundle_lines);
     CHECK(file_ops == op_separators + bundle_lines - empty_bundles);
+    // The v5e preset's slot capacities, units and registers hold every real v5e dump.
+    const CheckResult check = check_program(p, v5e);
+    for (const auto& d : check.violations) FAIL_CHECK(format_diagnostic(d));
     bundles += p.bundles.size();
     ops += file_ops;
   }

@@ -15,6 +15,7 @@ packages=(
   libboost-dev libboost-program-options-dev
   catch2 libspdlog-dev libfmt-dev nlohmann-json3-dev
   libbenchmark-dev
+  clang libclang-rt-14-dev
 )
 
 missing=()

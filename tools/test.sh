@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, builds and runs every CTest test
 # in a RelWithDebInfo build (build/), then again in an ASan+UBSan build
-# (build-asan/). Slow cases carry the CTest label `slow` and run only with
-# TPUEMU_SLOW=1.
+# (build-asan/), then replays the fuzzers' saved crashes and fuzzes the
+# assembler and the image decoder for a bounded time (fuzz/run.sh).
+# Slow cases carry the CTest label `slow` and run only with TPUEMU_SLOW=1.
+#   TPUEMU_SKIP_ASAN=1 / TPUEMU_SKIP_FUZZ=1   skip those stages
+#   TPUEMU_FUZZ_SECONDS                        fuzzing time per target (default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,4 +21,8 @@ if [[ "${TPUEMU_SKIP_ASAN:-0}" != 1 ]]; then
   ASAN_OPTIONS=detect_stack_use_after_return=0:abort_on_error=0:halt_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan -j2 --output-on-failure --timeout 600 "${label_args[@]}"
+fi
+
+if [[ "${TPUEMU_SKIP_FUZZ:-0}" != 1 ]]; then
+  TPUEMU_FUZZ_SECONDS=${TPUEMU_FUZZ_SECONDS:-20} fuzz/run.sh
 fi
