@@ -334,9 +334,9 @@ class MatmulGen {
     // 3. Weights: row tile r of the block holds K rows 8r..8r+7; the last push must hold rows 0..7.
     const bool masked = rows8 < 16;
     if (masked) {
-      w_.op(S::kValu, "%v40 = vlaneseq", {}, {"v40"});
-      w_.op(S::kValu, "%v40 = vand.u32 127, %v40", {"v40"}, {"v40"});
-      w_.op(S::kValu, fmt::format("%vm0 = vcmp.lt.s32.totalorder %v40, {}", rows8 * 8), {"v40"}, {"vm0"});
+      w_.op(S::kValu, "%v26 = vlaneseq", {}, {"v26"});
+      w_.op(S::kValu, "%v26 = vand.u32 127, %v26", {"v26"}, {"v26"});
+      w_.op(S::kValu, fmt::format("%vm0 = vcmp.lt.s32.totalorder %v26, {}", rows8 * 8), {"v26"}, {"vm0"});
     }
     const std::uint64_t tile_rows = tile_bytes_ / 512;
     for (std::uint64_t i = 0; i < rows8; ++i) {
@@ -344,22 +344,22 @@ class MatmulGen {
       if (bf16_) {
         for (std::uint64_t m = 0; m < w; m += 2) {
           const std::uint64_t row = (r * w + m) * tile_rows;
-          const std::string vin = fmt::format("v{}", 32 + m / 2);
+          const std::string vin = fmt::format("v{}", 26 + m / 2);
           w_.op(S::kLoad, fmt::format("%{} = vld [vmem:[%s11 + $0x{:x}] sm:$0xff]", vin, row), {"s11"}, {vin});
-          w_.op(S::kValu, fmt::format("%v{} = vunpack.c.l.bf16 %{}", 36 + m, vin), {vin}, {fmt::format("v{}", 36 + m)});
+          w_.op(S::kValu, fmt::format("%v{} = vunpack.c.l.bf16 %{}", 28 + m, vin), {vin}, {fmt::format("v{}", 28 + m)});
           if (m + 1 < w) {
-            w_.op(S::kValu, fmt::format("%v{} = vunpack.c.h.bf16 %{}", 37 + m, vin), {vin}, {fmt::format("v{}", 37 + m)});
+            w_.op(S::kValu, fmt::format("%v{} = vunpack.c.h.bf16 %{}", 29 + m, vin), {vin}, {fmt::format("v{}", 29 + m)});
           }
         }
       } else {
         for (std::uint64_t m = 0; m < w; ++m) {
           const std::uint64_t row = (r * w + m) * tile_rows;
-          w_.op(S::kLoad, fmt::format("%v{} = vld [vmem:[%s11 + $0x{:x}] sm:$0xff]", 36 + m, row), {"s11"},
-                {fmt::format("v{}", 36 + m)});
+          w_.op(S::kLoad, fmt::format("%v{} = vld [vmem:[%s11 + $0x{:x}] sm:$0xff]", 28 + m, row), {"s11"},
+                {fmt::format("v{}", 28 + m)});
         }
       }
       for (std::uint64_t m = 0; m < w; ++m) {
-        w_.op(S::kMxu, fmt::format("%{} = vmatpush.msra.mxu{} %v{}", next_token(), m, 36 + m), {fmt::format("v{}", 36 + m)},
+        w_.op(S::kMxu, fmt::format("%{} = vmatpush.msra.mxu{} %v{}", next_token(), m, 28 + m), {fmt::format("v{}", 28 + m)},
               {fmt::format("mxu{}", m)});
       }
     }
@@ -415,15 +415,16 @@ class MatmulGen {
       b[10].push_back(fmt::format("%{} = {}.mxu{} (%p0) {}%v1", next_token(), "vmatmul" + std::string(masked ? ".msk" : "") +
                                                                           ".f32.gmra",
                                   m, mask_operand));
-      b[3].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 8 + m, m));
-      b[5].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 12 + m, m));
+      b[3].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 2 + m, m));
+      b[5].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 6 + m, m));
     }
-    // Accumulate group g0 (pops v8..) and g1 (pops v12..) into the accumulator rows at s7.
+    // Accumulate group g0 (pops v2..v5) and g1 (pops v6..v9) into the accumulator rows at s7.
+    // Registers stay below v32 so the program also fits chips with 32 vregs (v4p).
     for (int g = 0; g < 2; ++g) {
       const std::uint64_t base = g * acc_group_rows;
-      const int pop = g == 0 ? 8 : 12;
-      const int acc = g == 0 ? 16 : 20;
-      const int sum = g == 0 ? 24 : 28;
+      const int pop = g == 0 ? 2 : 6;
+      const int acc = g == 0 ? 10 : 14;
+      const int sum = g == 0 ? 18 : 22;
       const int load_bundle = g == 0 ? 4 : 6;
       const int add_bundle = g == 0 ? 6 : 8;
       const int store_bundle = g == 0 ? 7 : 11;

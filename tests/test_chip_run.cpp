@@ -88,6 +88,10 @@ TEST_CASE("run: a megacore chip (v5p) runs the program on both TensorCores shari
   CHECK(r.result.cores[0].hbm_bytes > 0);
 }
 
+TEST_CASE("run: the generated matmul fits v4p's 32 vregs and runs on its two cores", "[run][megacore]") {
+  check_bit_exact(run_matmul({48, 384, 256, "bf16", true}, "v4p"));
+}
+
 TEST_CASE("run: add over a ragged length equals a + b bit for bit", "[run][numerics]") {
   chip::RunRequest request;
   request.chip = preset("v5e");
