@@ -4,11 +4,18 @@
 
 namespace tpuemu::chip {
 
-ChipModule::ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, const ExecProgram& program,
-                       RunOptions options, std::uint64_t quantum_cycles)
-    : sc_core::sc_module(name), shared(chip), chip_(chip), quantum_(quantum_cycles) {
+ChipModule::ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, std::vector<const ExecProgram*> programs,
+                       std::vector<std::map<std::uint32_t, std::uint32_t>> operand_values, RunOptions options,
+                       std::uint64_t quantum_cycles)
+    : sc_core::sc_module(name),
+      shared(chip),
+      step_ends(chip.tensorcores_per_chip),
+      chip_(chip),
+      programs_(std::move(programs)),
+      operand_values_(std::move(operand_values)),
+      quantum_(quantum_cycles) {
   for (std::uint64_t i = 0; i < chip.tensorcores_per_chip; ++i) {
-    cores.push_back(std::make_unique<Core>(chip, shared, static_cast<std::uint32_t>(i), program, options));
+    cores.push_back(std::make_unique<Core>(chip, shared, static_cast<std::uint32_t>(i), *programs_.front(), options));
     sc_core::sc_spawn_options opts;
     sc_core::sc_spawn([this, i] { core_thread(i); }, sc_core::sc_gen_unique_name("core"), &opts);
   }
@@ -21,18 +28,23 @@ sc_core::sc_time ChipModule::time_of(std::uint64_t cycle) const {
 void ChipModule::core_thread(std::size_t index) {
   Core& core = *cores[index];
   try {
-    while (!fault) {
-      const std::uint64_t limit = core.cycle() + quantum_;
-      if (core.run_until(limit) == Core::Status::kHalted) break;
-      // Synchronise: SystemC time catches up with this core's local time.
-      const sc_core::sc_time local = time_of(core.cycle());
-      if (local > sc_core::sc_time_stamp()) {
-        sc_core::wait(local - sc_core::sc_time_stamp());
-      } else {
-        sc_core::wait(sc_core::SC_ZERO_TIME);
+    for (std::size_t step = 0; step < programs_.size() && !fault; ++step) {
+      if (step > 0) core.start(*programs_[step]);
+      core.operand_values = operand_values_[step];
+      while (!fault) {
+        const std::uint64_t limit = core.cycle() + quantum_;
+        if (core.run_until(limit) == Core::Status::kHalted) break;
+        // Synchronise: SystemC time catches up with this core's local time.
+        const sc_core::sc_time local = time_of(core.cycle());
+        if (local > sc_core::sc_time_stamp()) {
+          sc_core::wait(local - sc_core::sc_time_stamp());
+        } else {
+          sc_core::wait(sc_core::SC_ZERO_TIME);
+        }
       }
+      if (step + 1 == programs_.size() && !fault) core.drain();
+      step_ends[index].push_back({core.cycle(), core.stats()});
     }
-    if (!fault) core.drain();
   } catch (const LocatedFault& f) {
     if (!fault) fault = f.what();
   }

@@ -8,6 +8,7 @@
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include <systemc>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,19 +20,30 @@ namespace tpuemu::chip {
 
 class ChipModule : public sc_core::sc_module {
  public:
-  ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, const ExecProgram& program, RunOptions options,
+  // Each core runs `programs` one after the other; before program i starts,
+  // its operand registers come from operand_values[i] (index -> value).
+  ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, std::vector<const ExecProgram*> programs,
+             std::vector<std::map<std::uint32_t, std::uint32_t>> operand_values, RunOptions options,
              std::uint64_t quantum_cycles);
 
   ChipShared shared;
   std::vector<std::unique_ptr<Core>> cores;
   // The first fault of any core; the run stops at it.
   std::optional<std::string> fault;
+  // Per core, per program: the cycle it ended at and the core's statistics then.
+  struct StepEnd {
+    std::uint64_t cycle = 0;
+    CoreStats stats;
+  };
+  std::vector<std::vector<StepEnd>> step_ends;
 
  private:
   void core_thread(std::size_t index);
   [[nodiscard]] sc_core::sc_time time_of(std::uint64_t cycle) const;
 
   const ChipConfig& chip_;
+  std::vector<const ExecProgram*> programs_;
+  std::vector<std::map<std::uint32_t, std::uint32_t>> operand_values_;
   std::uint64_t quantum_;
 };
 

@@ -39,7 +39,6 @@ Core::Core(const ChipConfig& chip_config, ChipShared& shared_state, std::uint32_
     : chip(chip_config),
       shared(shared_state),
       core_index(index),
-      program(exec),
       options(run_options),
       sregs(chip_config.scalar.sregs),
       preds(chip_config.scalar.predicates),
@@ -53,7 +52,8 @@ Core::Core(const ChipConfig& chip_config, ChipShared& shared_state, std::uint32_
       permute_results(chip_config.xlu.count),
       transpose_results(chip_config.xlu.count),
       transposers(chip_config.xlu.count),
-      permute_patterns(chip_config.xlu.count) {
+      permute_patterns(chip_config.xlu.count),
+      program_(&exec) {
   if (chip.vpu.sublanes != vpu::kSublanes || chip.vpu.lanes != vpu::kLanes) {
     throw LoadError(fmt::format("{}: tpuemu models vregs of {} sublanes x {} lanes; the preset has {} x {}", chip.name,
                                 vpu::kSublanes, vpu::kLanes, chip.vpu.sublanes, chip.vpu.lanes));
@@ -76,14 +76,14 @@ Core::Core(const ChipConfig& chip_config, ChipShared& shared_state, std::uint32_
 
 std::string Core::where(const ExecOp& op) const {
   return fmt::format("chip {} core {} bundle 0x{:x} ({}): {}", shared.chip_id, core_index,
-                     program.bundles[op.bundle].address, describe_source(*program.program, *op.op),
+                     program_->bundles[op.bundle].address, describe_source(*program_->program, *op.op),
                      isa::mnemonic_text(op.id, op.unit));
 }
 
 std::string Core::where_bundle(std::uint32_t bundle_index) const {
-  const ExecBundle& b = program.bundles[bundle_index];
-  const isa::Bundle& src = program.program->bundles[bundle_index];
-  const std::string file = src.source.file < program.program->files.size() ? program.program->files[src.source.file]
+  const ExecBundle& b = program_->bundles[bundle_index];
+  const isa::Bundle& src = program_->program->bundles[bundle_index];
+  const std::string file = src.source.file < program_->program->files.size() ? program_->program->files[src.source.file]
                                                                             : std::string("<program>");
   return fmt::format("chip {} core {} bundle 0x{:x} ({}:{})", shared.chip_id, core_index, b.address, file, src.source.line);
 }
@@ -141,6 +141,15 @@ void Core::check_range(const memory::DenseMemory& mem, std::string_view space, s
     throw ProgramFault(fmt::format("{} access out of range: bytes [0x{:x}, 0x{:x}) but {} holds 0x{:x} bytes", space,
                                    address, address + bytes, space, mem.size()));
   }
+}
+
+void Core::start(const ExecProgram& next) {
+  program_ = &next;
+  pc_ = 0;
+  halted_ = false;
+  branch_target_.reset();
+  branch_delay_left_ = 0;
+  operand_values.clear();
 }
 
 void Core::branch_to(std::uint32_t bundle_index) {
@@ -297,7 +306,7 @@ void Core::issue_bundle(const ExecBundle& bundle) {
   const ExecOp* current = nullptr;
   try {
     for (std::uint32_t i = 0; i < bundle.op_count; ++i) {
-      const ExecOp& op = program.ops[bundle.first_op + i];
+      const ExecOp& op = program_->ops[bundle.first_op + i];
       if (!guard_true(op)) continue;
       current = &op;
       op.exec(*this, op);
@@ -313,11 +322,11 @@ void Core::issue_bundle(const ExecBundle& bundle) {
 
 Core::Status Core::run_until(std::uint64_t cycle_limit) {
   while (!halted_) {
-    if (pc_ >= program.bundles.size()) {
+    if (pc_ >= program_->bundles.size()) {
       halted_ = true;
       break;
     }
-    const ExecBundle& bundle = program.bundles[pc_];
+    const ExecBundle& bundle = program_->bundles[pc_];
     // 1. When can this bundle issue?
     std::uint64_t issue = now_;
     StallCause cause = StallCause::kRegister;
@@ -326,7 +335,7 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
     const ExecOp* current = nullptr;
     try {
       for (std::uint32_t i = 0; i < bundle.op_count; ++i) {
-        const ExecOp& op = program.ops[bundle.first_op + i];
+        const ExecOp& op = program_->ops[bundle.first_op + i];
         current = &op;
         if (!guard_true(op)) continue;
         for (const RegRef& r : op.sources) {

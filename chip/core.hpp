@@ -98,12 +98,17 @@ class Core {
   [[nodiscard]] std::uint64_t cycle() const { return now_; }
   [[nodiscard]] const CoreStats& stats() const { return stats_; }
   [[nodiscard]] bool halted() const { return halted_; }
+  // Starts `next` at the current cycle with the core's state (registers,
+  // VMEM, SMEM, flags, units) as the previous kernel left it, the way a
+  // top-level program calls its kernels one after the other.
+  void start(const ExecProgram& next);
 
   // ---- state, used by op semantics ----
   const ChipConfig& chip;
   ChipShared& shared;
   const std::uint32_t core_index;
-  const ExecProgram& program;
+  // The program being run; start() switches to the next kernel of a chain.
+  [[nodiscard]] const ExecProgram& program() const { return *program_; }
   const RunOptions options;
 
   std::vector<std::uint32_t> sregs;
@@ -179,6 +184,7 @@ class Core {
   [[nodiscard]] std::string where(const ExecOp& op) const;
   [[nodiscard]] std::string where_bundle(std::uint32_t bundle_index) const;
 
+  const ExecProgram* program_;
   std::uint32_t rng_state_ = 0x9E3779B9U;
   std::uint64_t now_ = 0;
   std::uint32_t pc_ = 0;  // bundle index

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+#include <set>
 #include <stdexcept>
 
 #include "chip/chip_module.hpp"
@@ -11,25 +13,204 @@
 namespace tpuemu::chip {
 namespace {
 
-constexpr std::uint64_t kHbmAlign = 4096;
+constexpr std::uint64_t kAlign = 4096;
 
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
 
+// A host array stored transposed (layout {0,1}): swap the two axes.
+NpyArray transpose_2d(const NpyArray& a) {
+  if (a.shape.size() != 2) return a;
+  NpyArray t = a;
+  const std::uint64_t rows = a.shape[0];
+  const std::uint64_t cols = a.shape[1];
+  const std::size_t e = element_size(a.dtype);
+  t.shape = {cols, rows};
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t c = 0; c < cols; ++c) std::memcpy(&t.data[(c * rows + r) * e], &a.data[(r * cols + c) * e], e);
+  }
+  return t;
+}
+
+OperandBinding transposed_binding(OperandBinding b) {
+  if (b.shape.size() == 2) std::swap(b.shape[0], b.shape[1]);
+  return b;
+}
+
+void collect_units(ChipModule& chip, RunResult& result) {
+  for (const auto& core : chip.cores) {
+    result.cycles = std::max(result.cycles, core->cycle());
+    result.cores.push_back(core->stats());
+    for (std::size_t m = 0; m < core->mxus.size(); ++m) {
+      result.units.push_back({fmt::format("core{}.mxu{}", core->core_index, m), static_cast<double>(core->mxus[m].busy_cycles)});
+    }
+    result.units.push_back({fmt::format("core{}.vmem_port", core->core_index), core->vmem_port.busy_cycles()});
+  }
+  result.units.push_back({"hbm", chip.shared.hbm_port.busy_cycles()});
+  result.hbm_bytes = chip.shared.hbm_port.bytes();
+}
+
 }  // namespace
 
-RunResult run_program(const RunRequest& request) {
-  const ExecProgram exec = decode_program(*request.program, request.chip);
-  RunResult result;
-  result.bindings = exec.bindings;
+ChainResult run_chain(const ChainRequest& request) {
+  if (request.steps.empty()) throw std::invalid_argument("nothing to run");
+  std::vector<ExecProgram> execs;
+  execs.reserve(request.steps.size());
+  for (const auto& step : request.steps) execs.push_back(decode_program(*step.program, request.chip));
 
-  // 1. Check the inputs against the bindings before anything runs.
+  // 1. Buffers: which binding lays each one out, in which spaces it is needed,
+  //    and whether some kernel produces it (otherwise it needs host data).
+  struct Buffer {
+    OperandBinding binding;  // layout (dtype, shape) as the first kernel declares it
+    std::set<std::string> spaces;
+    bool produced = false;
+    bool scalar = false;
+    std::map<std::string, std::uint64_t> address;  // space -> byte address
+  };
+  std::map<std::string, Buffer> buffers;
+  for (std::size_t s = 0; s < execs.size(); ++s) {
+    for (const auto& b : execs[s].bindings) {
+      const auto it = request.steps[s].operand_buffers.find(b.index);
+      if (it == request.steps[s].operand_buffers.end()) {
+        throw std::invalid_argument(fmt::format("kernel {}: operand {} ({}[{}], {}) is not bound to any buffer", s, b.index,
+                                                b.dtype, fmt::join(b.shape, ","), b.is_output ? "output" : "input"));
+      }
+      Buffer& buf = buffers[it->second];
+      if (buf.spaces.empty() && !buf.scalar) buf.binding = b;
+      if (b.space == "<no memory space>") {
+        buf.scalar = true;
+        continue;
+      }
+      if (!b.is_output && !buf.produced && request.inputs.count(it->second) == 0U) {
+        throw std::invalid_argument(fmt::format(
+            "kernel {} reads buffer '{}' ({}), which no earlier kernel produces and the host does not provide", s,
+            it->second, b.space));
+      }
+      if (!b.is_output && buf.produced && buf.spaces.count(b.space) == 0U) {
+        throw std::invalid_argument(fmt::format("kernel {} reads buffer '{}' in {}, but it was produced in another space",
+                                                s, it->second, b.space));
+      }
+      if (b.is_output) buf.produced = true;
+      buf.spaces.insert(b.space);
+    }
+  }
+
+  // 2. Places: HBM from address 0; VMEM above every kernel's VMEM allocations.
+  std::uint64_t hbm_next = 0;
+  std::uint64_t vmem_next = 0;
+  for (const auto& step : request.steps) {
+    for (const auto& a : step.program->allocations) {
+      if (a.space == MemorySpace::kVmem) vmem_next = std::max(vmem_next, a.offset.value_or(0) + a.size);
+    }
+  }
+  vmem_next = align_up(vmem_next, kAlign);
+  std::map<std::string, std::vector<std::uint8_t>> device_data;
+  for (auto& [name, buf] : buffers) {
+    if (buf.scalar) continue;
+    const bool transposed = request.transposed.count(name) != 0U && request.transposed.at(name);
+    const OperandBinding layout = transposed ? transposed_binding(buf.binding) : buf.binding;
+    const std::uint64_t size = device_bytes(layout);
+    for (const auto& space : buf.spaces) {
+      std::uint64_t& next = space == "hbm" ? hbm_next : vmem_next;
+      buf.address[space] = next;
+      next = align_up(next + size, kAlign);
+      const std::uint64_t limit = space == "hbm" ? request.chip.hbm.size_bytes : request.chip.vmem.size_bytes;
+      if (next > limit) throw std::invalid_argument(fmt::format("buffer '{}' ({} bytes) does not fit in {}", name, size, space));
+    }
+    if (const auto in = request.inputs.find(name); in != request.inputs.end()) {
+      const std::string origin = request.input_origins.count(name) != 0U ? request.input_origins.at(name) : name;
+      device_data[name] = to_device(layout, transposed ? transpose_2d(in->second) : in->second, origin);
+    }
+  }
+
+  // 3. Operand registers per step: addresses in 512-byte units, scalars by value.
+  std::vector<std::map<std::uint32_t, std::uint32_t>> operand_values(execs.size());
+  for (std::size_t s = 0; s < execs.size(); ++s) {
+    for (const auto& b : execs[s].bindings) {
+      const std::string& name = request.steps[s].operand_buffers.at(b.index);
+      if (b.space == "<no memory space>") {
+        const auto it = request.scalars.find(name);
+        if (it == request.scalars.end()) {
+          throw std::invalid_argument(fmt::format("kernel {}: scalar operand {} ('{}') has no value", s, b.index, name));
+        }
+        operand_values[s][b.index] = it->second;
+      } else {
+        operand_values[s][b.index] = static_cast<std::uint32_t>(buffers.at(name).address.at(b.space) / 512);
+      }
+    }
+  }
+
+  // 4. Elaborate, write the inputs, simulate.
+  std::vector<const ExecProgram*> programs;
+  for (const auto& e : execs) programs.push_back(&e);
+  ChipModule chip("chip0", request.chip, programs, operand_values, request.options, request.quantum_cycles);
+  for (const auto& [name, bytes] : device_data) {
+    for (const auto& [space, address] : buffers.at(name).address) {
+      if (space == "hbm") {
+        chip.shared.hbm.write(address, bytes);
+      } else {
+        for (auto& core : chip.cores) std::memcpy(core->vmem.data(address), bytes.data(), bytes.size());
+      }
+    }
+  }
+  sc_core::sc_start();
+
+  // 5. Collect.
+  ChainResult result;
+  result.run.fault = chip.fault;
+  collect_units(chip, result.run);
+  result.run.seconds = static_cast<double>(result.run.cycles) / request.chip.clock_hz;
+  result.run.bindings = execs.back().bindings;
+  CoreStats previous;
+  std::uint64_t start = 0;
+  for (std::size_t s = 0; s < chip.step_ends.front().size(); ++s) {
+    const auto& end = chip.step_ends.front()[s];
+    StepResult step;
+    step.kernel = request.steps[s].program->name;
+    step.start_cycle = start;
+    step.end_cycle = end.cycle;
+    step.stats = end.stats;
+    step.stats.bundles -= previous.bundles;
+    step.stats.ops -= previous.ops;
+    for (std::size_t i = 0; i < kStallCauseCount; ++i) step.stats.stall_cycles[i] -= previous.stall_cycles[i];
+    step.stats.mxu_flops -= previous.mxu_flops;
+    step.stats.vpu_flops -= previous.vpu_flops;
+    step.stats.hbm_bytes -= previous.hbm_bytes;
+    previous = end.stats;
+    start = end.cycle;
+    result.steps.push_back(step);
+  }
+  for (const auto& [name, buf] : buffers) {
+    if (buf.scalar || buf.address.empty()) continue;
+    const bool transposed = request.transposed.count(name) != 0U && request.transposed.at(name);
+    const OperandBinding layout = transposed ? transposed_binding(buf.binding) : buf.binding;
+    const auto& [space, address] = *buf.address.begin();
+    std::vector<std::uint8_t> bytes(device_bytes(layout));
+    if (space == "hbm") {
+      chip.shared.hbm.read(address, bytes);
+    } else {
+      std::memcpy(bytes.data(), chip.cores.front()->vmem.data(address), bytes.size());
+    }
+    result.buffers[name] = {layout, std::move(bytes)};
+  }
+  return result;
+}
+
+RunResult run_program(const RunRequest& request) {
+  ChainRequest chain;
+  chain.chip = request.chip;
+  chain.options = request.options;
+  chain.quantum_cycles = request.quantum_cycles;
+  ChainStep step;
+  step.program = request.program;
+  const ExecProgram exec = decode_program(*request.program, request.chip);
   for (const auto& [index, array] : request.inputs) {
     bool bound = false;
     for (const auto& b : exec.bindings) bound = bound || b.index == index;
     if (!bound) throw std::invalid_argument(fmt::format("--in {}: the program has no operand {}", index, index));
   }
-  std::map<std::uint32_t, std::vector<std::uint8_t>> device_inputs;
   for (const auto& b : exec.bindings) {
+    const std::string name = fmt::format("operand {}", b.index);
+    step.operand_buffers[b.index] = name;
     const auto it = request.inputs.find(b.index);
     if (it == request.inputs.end()) {
       if (!b.is_output) {
@@ -38,74 +219,26 @@ RunResult run_program(const RunRequest& request) {
       }
       continue;
     }
-    const auto origin = request.input_origins.count(b.index) != 0U ? request.input_origins.at(b.index)
-                                                                   : fmt::format("operand {}", b.index);
-    device_inputs[b.index] = to_device(b, it->second, origin);
-  }
-
-  // 2. Elaborate the chip and place operands: HBM operands from address 0 up,
-  //    VMEM operands above the program's VMEM allocations.
-  ChipModule chip("chip0", request.chip, exec, request.options, request.quantum_cycles);
-  std::uint64_t hbm_next = 0;
-  std::uint64_t vmem_next = 0;
-  for (const auto& a : request.program->allocations) {
-    if (a.space == MemorySpace::kVmem) vmem_next = std::max(vmem_next, a.offset.value_or(0) + a.size);
-  }
-  vmem_next = align_up(vmem_next, kHbmAlign);
-  std::map<std::uint32_t, std::pair<bool, std::uint64_t>> placement;  // index -> (in hbm, byte address)
-  for (const auto& b : exec.bindings) {
     if (b.space == "<no memory space>") {
-      const auto& bytes = device_inputs.at(b.index);
+      const auto bytes = to_device(b, it->second, request.input_origins.count(b.index) != 0U
+                                                      ? request.input_origins.at(b.index)
+                                                      : name);
       std::uint32_t v = 0;
       std::memcpy(&v, bytes.data(), std::min<std::size_t>(4, bytes.size()));
-      for (auto& core : chip.cores) core->operand_values[b.index] = v;
-      continue;
-    }
-    const std::uint64_t size = device_bytes(b);
-    const bool in_hbm = b.space == "hbm";
-    std::uint64_t& next = in_hbm ? hbm_next : vmem_next;
-    const std::uint64_t address = next;
-    next = align_up(next + size, kHbmAlign);
-    if (in_hbm ? !chip.shared.hbm.in_range(address, size) : address + size > request.chip.vmem.size_bytes) {
-      throw std::invalid_argument(fmt::format("operand {} ({} bytes) does not fit in {}", b.index, size, b.space));
-    }
-    placement[b.index] = {in_hbm, address};
-    for (auto& core : chip.cores) {
-      core->operand_values[b.index] = static_cast<std::uint32_t>(address / 512);
-      if (!in_hbm && device_inputs.count(b.index) != 0U) {
-        std::memcpy(core->vmem.data(address), device_inputs.at(b.index).data(), size);
-      }
-    }
-    if (in_hbm && device_inputs.count(b.index) != 0U) chip.shared.hbm.write(address, device_inputs.at(b.index));
-  }
-
-  // 3. Simulate.
-  sc_core::sc_start();
-  result.fault = chip.fault;
-
-  // 4. Collect.
-  for (const auto& core : chip.cores) {
-    result.cycles = std::max(result.cycles, core->cycle());
-    result.cores.push_back(core->stats());
-    for (std::size_t m = 0; m < core->mxus.size(); ++m) {
-      result.units.push_back({fmt::format("core{}.mxu{}", core->core_index, m),
-                              static_cast<double>(core->mxus[m].busy_cycles)});
-    }
-    result.units.push_back({fmt::format("core{}.vmem_port", core->core_index), core->vmem_port.busy_cycles()});
-  }
-  result.units.push_back({"hbm", chip.shared.hbm_port.busy_cycles()});
-  result.hbm_bytes = chip.shared.hbm_port.bytes();
-  result.seconds = static_cast<double>(result.cycles) / request.chip.clock_hz;
-  for (const auto& b : exec.bindings) {
-    if (!b.is_output || !placement.count(b.index)) continue;
-    const auto [in_hbm, address] = placement.at(b.index);
-    std::vector<std::uint8_t> bytes(device_bytes(b));
-    if (in_hbm) {
-      chip.shared.hbm.read(address, bytes);
+      chain.scalars[name] = v;
     } else {
-      std::memcpy(bytes.data(), chip.cores.front()->vmem.data(address), bytes.size());
+      chain.inputs[name] = it->second;
+      if (request.input_origins.count(b.index) != 0U) chain.input_origins[name] = request.input_origins.at(b.index);
     }
-    result.output_bytes[b.index] = std::move(bytes);
+  }
+  chain.steps.push_back(step);
+  ChainResult chain_result = run_chain(chain);
+  RunResult result = std::move(chain_result.run);
+  result.bindings = exec.bindings;
+  for (const auto& b : exec.bindings) {
+    if (!b.is_output) continue;
+    const auto it = chain_result.buffers.find(fmt::format("operand {}", b.index));
+    if (it != chain_result.buffers.end()) result.output_bytes[b.index] = std::move(it->second.second);
   }
   return result;
 }

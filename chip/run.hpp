@@ -47,4 +47,42 @@ struct RunResult {
 // fault during the run is returned in RunResult::fault.
 RunResult run_program(const RunRequest& request);
 
+// A chain of kernels run back to back on one chip, the way a top-level
+// program calls them: every kernel operand binds to a named buffer, and a
+// buffer keeps one place per memory space for the whole chain, so a VMEM
+// output of one kernel is the VMEM input of the next. The host plays the
+// top-level program's part for inputs: it writes each input buffer into the
+// space a kernel expects it in (HBM, or VMEM above every kernel's allocations).
+struct ChainStep {
+  const isa::Program* program = nullptr;
+  std::map<std::uint32_t, std::string> operand_buffers;  // operand index -> buffer
+};
+
+struct ChainRequest {
+  ChipConfig chip;
+  RunOptions options;
+  std::uint64_t quantum_cycles = 1000;
+  std::vector<ChainStep> steps;
+  std::map<std::string, NpyArray> inputs;            // host data of input buffers
+  std::map<std::string, std::string> input_origins;  // for messages
+  std::map<std::string, std::uint32_t> scalars;      // by-value operands: 32-bit patterns
+  std::map<std::string, bool> transposed;            // stored transposed (layout {0,1})
+};
+
+struct StepResult {
+  std::string kernel;
+  std::uint64_t start_cycle = 0;
+  std::uint64_t end_cycle = 0;
+  CoreStats stats;  // of core 0, this kernel only
+};
+
+struct ChainResult {
+  RunResult run;  // totals, units, fault; output_bytes unused
+  std::vector<StepResult> steps;
+  // Final device bytes of every memory buffer, with the binding that laid it out.
+  std::map<std::string, std::pair<OperandBinding, std::vector<std::uint8_t>>> buffers;
+};
+
+ChainResult run_chain(const ChainRequest& request);
+
 }  // namespace tpuemu::chip
