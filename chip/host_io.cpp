@@ -15,9 +15,10 @@ enum class Element { k32Bit, kBf16, kF8 };
 
 struct Layout {
   Element element;
-  std::uint64_t rows;  // logical
+  std::uint64_t rows;   // of the tiled 2-D view
   std::uint64_t cols;
-  bool one_d;
+  std::uint64_t count;  // logical elements
+  bool one_d;           // 1-D: element i is (i / 128, i % 128) of a [ceil(n/128), 128] view (layout T(1024)...)
 };
 
 Layout layout_of(const OperandBinding& b) {
@@ -35,10 +36,12 @@ Layout layout_of(const OperandBinding& b) {
   if (b.shape.size() == 2) {
     l.rows = b.shape[0];
     l.cols = b.shape[1];
+    l.count = l.rows * l.cols;
   } else if (b.shape.size() <= 1) {
     l.one_d = true;
-    l.rows = 1;
-    l.cols = b.shape.empty() ? 1 : b.shape[0];
+    l.count = b.shape.empty() ? 1 : b.shape[0];
+    l.rows = (l.count + 127) / 128;
+    l.cols = 128;
   } else {
     throw std::invalid_argument(fmt::format("operand {}: rank-{} arrays are not supported (1-D and 2-D are)", b.index,
                                             b.shape.size()));
@@ -51,9 +54,8 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 std::uint64_t tile_bytes(Element e) { return e == Element::k32Bit ? 4096 : e == Element::kBf16 ? 2048 : 1024; }
 std::uint64_t element_bytes(Element e) { return e == Element::k32Bit ? 4 : e == Element::kBf16 ? 2 : 1; }
 
-// Byte offset of logical element (r, c) in the device layout.
+// Byte offset of element (r, c) of the tiled 2-D view in the device layout.
 std::uint64_t device_offset(const Layout& l, std::uint64_t r, std::uint64_t c) {
-  if (l.one_d) return c * element_bytes(l.element);
   const std::uint64_t tiles_per_row = ceil_div(l.cols, 128);
   const std::uint64_t tile = (r / 8) * tiles_per_row + c / 128;
   const std::uint64_t tr = r % 8;
@@ -66,6 +68,11 @@ std::uint64_t device_offset(const Layout& l, std::uint64_t r, std::uint64_t c) {
   return 0;
 }
 
+// Device byte offset of logical element i (row-major).
+std::uint64_t element_offset(const Layout& l, std::uint64_t i) {
+  return l.one_d ? device_offset(l, i / 128, i % 128) : device_offset(l, i / l.cols, i % l.cols);
+}
+
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
@@ -76,7 +83,6 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
 
 std::uint64_t device_bytes(const OperandBinding& binding) {
   const Layout l = layout_of(binding);
-  if (l.one_d) return ceil_div(l.cols * element_bytes(l.element), 4096) * 4096;
   return ceil_div(l.rows, 8) * ceil_div(l.cols, 128) * tile_bytes(l.element);
 }
 
@@ -88,9 +94,9 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
                                             fmt::join(binding.shape, ",")));
   }
   std::vector<std::uint8_t> device(device_bytes(binding), 0);
-  const std::uint64_t n = l.rows * l.cols;
+  const std::uint64_t n = l.count;
   auto put = [&](std::uint64_t i, const void* bytes) {
-    std::memcpy(device.data() + device_offset(l, i / l.cols, i % l.cols), bytes, element_bytes(l.element));
+    std::memcpy(device.data() + element_offset(l, i), bytes, element_bytes(l.element));
   };
   const auto wrong = [&](std::string_view accepted) {
     return std::invalid_argument(fmt::format("{}: dtype {} does not fit operand {} ({}); expected {}", origin,
@@ -137,11 +143,11 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
 
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits) {
   const Layout l = layout_of(binding);
-  const std::uint64_t n = l.rows * l.cols;
+  const std::uint64_t n = l.count;
   NpyArray out;
   out.shape = binding.shape;
   auto get = [&](std::uint64_t i, void* bytes) {
-    std::memcpy(bytes, device.data() + device_offset(l, i / l.cols, i % l.cols), element_bytes(l.element));
+    std::memcpy(bytes, device.data() + element_offset(l, i), element_bytes(l.element));
   };
   switch (l.element) {
     case Element::k32Bit:

@@ -6,7 +6,8 @@
 //    and r+1 of column c, the even row in the low 16 bits.
 //  * f8 (float8_e4m3fn) 2-D: (8,128)(4,1) tiles of 1 KiB: word (r/4, c) holds
 //    four rows, row r%4 in byte r%4.
-//  * 1-D arrays: row-major, padded to whole (8,128) vregs (layout T(1024)).
+//  * 1-D arrays: viewed as [ceil(n/128), 128] and tiled as above (layouts
+//    T(1024), T(1024)(128)(2,1), T(1024)(128)(4,1)): element i is (i/128, i%128).
 // Host arrays are .npy files: f32 as float32; bf16 as uint16 bit patterns or
 // float32 values (rounded to nearest even); f8 as uint8 codes or float32.
 #pragma once

@@ -11,6 +11,7 @@
 #include "tools/demo_command.hpp"
 #include "tools/gen_command.hpp"
 #include "tools/isa_commands.hpp"
+#include "tools/run_case_command.hpp"
 #include "tools/run_command.hpp"
 
 namespace tpuemu::cli {
@@ -22,6 +23,7 @@ constexpr std::array kCommands{
     Command{"chips", "list chip presets with their headline numbers, or print one fully resolved", chips_command},
     Command{"params", "list every chip parameter with its unit and meaning", params_command},
     Command{"run", "run a program on an emulated chip: cycles, stalls, roofline, .npy operands", run_command},
+    Command{"run-case", "run a case of the real-dump corpus and compare with its expected output", run_case_command},
     Command{"gen", "generate a tiled LLO program (matmul, add)", gen_command},
     Command{"asm", "assemble an LLO program into a program image (.tpub)", asm_command},
     Command{"disasm", "print a program image (or LLO file) as canonical final_bundles text", disasm_command},

@@ -4,13 +4,15 @@
 # (build-asan/), then replays the fuzzers' saved crashes and fuzzes the
 # assembler and the image decoder for a bounded time (fuzz/run.sh).
 # Slow cases carry the CTest label `slow` and run only with TPUEMU_SLOW=1.
+# The dump corpus (../shared/llo) runs as the label llo-corpus.
 #   TPUEMU_SKIP_ASAN=1 / TPUEMU_SKIP_FUZZ=1   skip those stages
 #   TPUEMU_FUZZ_SECONDS                        fuzzing time per target (default 20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-label_args=()
-[[ "${TPUEMU_SLOW:-0}" == 1 ]] || label_args=(-LE slow)
+# Cases of the dump corpus that cannot run as given carry the label `unsupported`.
+label_args=(-LE "slow|unsupported")
+[[ "${TPUEMU_SLOW:-0}" == 1 ]] && label_args=(-LE unsupported)
 
 tools/setup.sh
 ctest --test-dir build -j2 --output-on-failure --timeout 300 "${label_args[@]}"

@@ -1,0 +1,272 @@
+#include "tools/run_case_command.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "chip/fault.hpp"
+#include "chip/host_io.hpp"
+#include "chip/run.hpp"
+#include "common/npy.hpp"
+#include "common/numerics.hpp"
+#include "isa/assembler.hpp"
+#include "tools/cli.hpp"
+#include "tools/options.hpp"
+#include "tools/program_loader.hpp"
+#include "tools/run_report.hpp"
+
+namespace tpuemu::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// What a case.json `binds` text means: a buffer name, or a by-value constant.
+struct Bind {
+  std::string buffer;
+  std::optional<std::uint32_t> constant_bits;
+  bool transposed = false;  // "layout {0,1}": the array is stored transposed
+};
+
+Bind parse_bind(const std::string& text) {
+  Bind b;
+  b.transposed = text.find("{0,1}") != std::string::npos;
+  if (text.starts_with("constant ")) {
+    std::string rest = text.substr(9);
+    bool bf16 = false;
+    if (rest.starts_with("bf16 ")) {
+      bf16 = true;
+      rest = rest.substr(5);
+    }
+    const std::string value = rest.substr(0, rest.find(' '));
+    const float f = value == "-inf" ? -INFINITY : value == "inf" ? INFINITY : std::stof(value);
+    b.constant_bits = bf16 ? std::uint32_t{f32_to_bf16_bits(f)} : std::bit_cast<std::uint32_t>(f);
+    b.buffer = "constant " + rest.substr(0, rest.find(' '));
+    return b;
+  }
+  std::size_t end = 0;
+  while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) != 0 || text[end] == '_')) ++end;
+  b.buffer = text.substr(0, end);
+  return b;
+}
+
+std::string element_index(const std::vector<std::uint64_t>& shape, std::uint64_t flat) {
+  std::vector<std::uint64_t> idx(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return fmt::format("[{}]", fmt::join(idx, ","));
+}
+
+// Distance in units in the last place between two finite floats of the same sign class.
+double ulp_distance(float a, float b) {
+  auto ordered = [](float f) {
+    const auto u = std::bit_cast<std::int32_t>(f);
+    return u < 0 ? static_cast<std::int64_t>(INT32_MIN) - u : static_cast<std::int64_t>(u);
+  };
+  return static_cast<double>(std::llabs(ordered(a) - ordered(b)));
+}
+
+}  // namespace
+
+int run_case_command(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  add_chip_options(options);
+  options.add_options()
+      ("case", po::value<std::string>(), "case directory (with case.json)")
+      ("report", po::value<std::string>(), "write the run report (with per-kernel cycles and stalls) as JSON")
+      ("strict", "treat stalls on register hazards as errors (reports the compiler-scheduled hazards)")
+      ("rtol", po::value<double>()->default_value(1e-5), "relative tolerance where the case is not bit-exact")
+      ("atol", po::value<double>()->default_value(1e-30), "absolute tolerance where the case is not bit-exact");
+  po::positional_options_description positional;
+  positional.add("case", 1);
+  bool help = false;
+  const auto vm = parse_options("run-case", "DIR [--chip v5e] [--report R.json] [--strict]", args, options, positional, help);
+  if (!vm) return help ? kExitOk : kExitBadInput;
+  if (vm->count("case") == 0U) {
+    fmt::print(stderr, "tpuemu run-case: no case directory given\n");
+    return kExitBadInput;
+  }
+  const fs::path dir = (*vm)["case"].as<std::string>();
+  const std::string name = dir.filename().empty() ? dir.parent_path().filename().string() : dir.filename().string();
+
+  // 1. Read the case: kernels, bindings, inputs, expected output.
+  chip::ChainRequest request;
+  std::vector<isa::Program> programs;
+  json c;
+  std::string output_buffer = "output";
+  bool exact = true;
+  NpyArray expected;
+  std::optional<NpyArray> expected_bits;
+  try {
+    request.chip = load_chip(chip_request(*vm));
+    request.options.strict = vm->count("strict") != 0U;
+    std::ifstream in(dir / "case.json");
+    if (!in) throw std::invalid_argument(fmt::format("{}: cannot open case.json", dir.string()));
+    try {
+      c = json::parse(in);
+    } catch (const json::exception& e) {
+      throw std::invalid_argument(fmt::format("{}/case.json: {}", dir.string(), e.what()));
+    }
+    const auto& chain = c.at("kernel_chain");
+    programs.reserve(chain.size());
+    for (const auto& kernel : chain) programs.push_back(load_program((dir / kernel.at("dump").get<std::string>()).string()));
+    for (std::size_t k = 0; k < chain.size(); ++k) {
+      chip::ChainStep step;
+      step.program = &programs[k];
+      for (const auto& op : chain[k].at("operands")) {
+        const Bind bind = parse_bind(op.at("binds").get<std::string>());
+        step.operand_buffers[op.at("index").get<std::uint32_t>()] = bind.buffer;
+        if (bind.constant_bits) request.scalars[bind.buffer] = *bind.constant_bits;
+        if (bind.transposed) request.transposed[bind.buffer] = true;
+        if (op.at("kind") == "output" && bind.buffer == "output") output_buffer = bind.buffer;
+      }
+      request.steps.push_back(step);
+    }
+    for (const auto& input : c.at("inputs")) {
+      const std::string buffer = input.at("name").get<std::string>();
+      // Prefer the raw codes of bf16/f8 inputs: they keep NaN payloads and signs.
+      const std::string file = input.contains("bits_file") && !input.at("bits_file").is_null()
+                                   ? input.at("bits_file").get<std::string>()
+                                   : input.at("file").get<std::string>();
+      request.inputs[buffer] = read_npy((dir / file).string());
+      request.input_origins[buffer] = (dir / file).string();
+    }
+    const auto& out = c.at("output");
+    expected = read_npy((dir / out.at("file").get<std::string>()).string());
+    if (out.contains("bits_file")) expected_bits = read_npy((dir / out.at("bits_file").get<std::string>()).string());
+    exact = c.value("notes", std::string()).find("NOT bit-exact") == std::string::npos;
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "tpuemu run-case: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const isa::AsmError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return kExitBadInput;
+  } catch (const NpyError& e) {
+    fmt::print(stderr, "tpuemu run-case: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const json::exception& e) {
+    fmt::print(stderr, "tpuemu run-case: {}/case.json: {}\n", dir.string(), e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tpuemu run-case: {}\n", e.what());
+    return kExitBadInput;
+  }
+
+  // 2. Run the chain.
+  chip::ChainResult result;
+  try {
+    result = chip::run_chain(request);
+  } catch (const std::exception& e) {  // LoadError, invalid_argument
+    fmt::print(stderr, "tpuemu run-case: {}: {}\n", name, e.what());
+    return kExitBadInput;
+  }
+  std::string kernels;
+  for (const auto& s : result.steps) {
+    std::string stalls;
+    for (std::size_t i = 0; i < chip::kStallCauseCount; ++i) {
+      if (s.stats.stall_cycles[i] != 0) {
+        stalls += fmt::format("{}{} {}", stalls.empty() ? "" : ", ", to_string(static_cast<chip::StallCause>(i)),
+                              s.stats.stall_cycles[i]);
+      }
+    }
+    kernels += fmt::format("\n  {:<24} {:>8} cycles, {:>5} bundles{}", s.kernel, s.end_cycle - s.start_cycle,
+                           s.stats.bundles, stalls.empty() ? "" : "; stalls: " + stalls);
+  }
+  if (result.run.fault) {
+    fmt::print("FAIL {}: program fault: {}{}\n", name, *result.run.fault, kernels);
+    return kExitProgramFault;
+  }
+
+  // 3. Compare.
+  const auto it = result.buffers.find(output_buffer);
+  if (it == result.buffers.end()) {
+    fmt::print(stderr, "tpuemu run-case: {}: no kernel writes the buffer 'output'\n", name);
+    return kExitBadInput;
+  }
+  const auto& [binding, bytes] = it->second;
+  const bool raw = expected_bits.has_value() && (binding.dtype == "bf16" || binding.dtype == "f8e4m3fn");
+  const NpyArray got = chip::from_device(binding, bytes, raw);
+  const NpyArray& want = raw ? *expected_bits : expected;
+  if (got.shape != want.shape || got.dtype != want.dtype) {
+    fmt::print("FAIL {}: output is {}{} but the expected array is {}{}\n", name, to_string(got.dtype),
+               element_index(got.shape, 0).size() ? "" : "", to_string(want.dtype), "");
+    return kExitFailure;
+  }
+  const std::size_t esize = element_size(got.dtype);
+  const std::uint64_t count = got.element_count();
+  std::uint64_t mismatches = 0;
+  std::uint64_t first = 0;
+  double max_rel = 0;
+  double max_ulp = 0;
+  const double rtol = (*vm)["rtol"].as<double>();
+  const double atol = (*vm)["atol"].as<double>();
+  for (std::uint64_t i = 0; i < count; ++i) {
+    bool same = std::memcmp(&got.data[i * esize], &want.data[i * esize], esize) == 0;
+    if (!same && !exact && got.dtype == NpyDtype::kFloat32) {
+      const float g = got.as_f32()[i];
+      const float w = want.as_f32()[i];
+      if (std::isfinite(g) && std::isfinite(w)) {
+        const double diff = std::fabs(static_cast<double>(g) - w);
+        same = diff <= atol + rtol * std::fabs(static_cast<double>(w));
+        if (w != 0) max_rel = std::max(max_rel, diff / std::fabs(static_cast<double>(w)));
+        if (std::signbit(g) == std::signbit(w)) max_ulp = std::max(max_ulp, ulp_distance(g, w));
+      } else {
+        same = (std::isnan(g) && std::isnan(w)) || g == w;
+      }
+    }
+    if (!same && mismatches++ == 0) first = i;
+  }
+  if (vm->count("report") != 0U) {
+    Summary summary;
+    summary.program = name;
+    summary.chip = &request.chip;
+    summary.result = result.run;
+    compute_summary_roofline(summary);
+    json report = report_json(summary);
+    json steps = json::array();
+    for (const auto& s : result.steps) {
+      json stalls = json::object();
+      for (std::size_t i = 0; i < chip::kStallCauseCount; ++i) {
+        stalls[std::string(to_string(static_cast<chip::StallCause>(i)))] = s.stats.stall_cycles[i];
+      }
+      steps.push_back({{"kernel", s.kernel}, {"cycles", s.end_cycle - s.start_cycle}, {"bundles", s.stats.bundles},
+                       {"stalls", stalls}});
+    }
+    report["kernels"] = steps;
+    report["case"] = {{"pass", mismatches == 0}, {"mismatches", mismatches}, {"exact", exact},
+                      {"max_relative_error", max_rel}, {"max_ulp", max_ulp}};
+    std::ofstream out((*vm)["report"].as<std::string>());
+    out << report.dump(2) << "\n";
+  }
+  if (mismatches != 0) {
+    auto show = [&](const NpyArray& a) {
+      if (a.dtype == NpyDtype::kFloat32) {
+        const float f = a.as_f32()[first];
+        return fmt::format("{} (0x{:08x})", f, std::bit_cast<std::uint32_t>(f));
+      }
+      std::uint64_t v = 0;
+      std::memcpy(&v, &a.data[first * esize], esize);
+      return fmt::format("0x{:x}", v);
+    };
+    fmt::print("FAIL {}: {} of {} elements differ{}; first at {}: got {}, expected {}{}\n", name, mismatches, count,
+               exact ? " (bit-exact case)" : fmt::format(" beyond rtol {}, atol {}", rtol, atol),
+               element_index(got.shape, first), show(got), show(want), kernels);
+    return kExitFailure;
+  }
+  if (exact) {
+    fmt::print("PASS {}: {} elements bit-exact, {} cycles{}\n", name, count, result.run.cycles, kernels);
+  } else {
+    fmt::print("PASS {}: {} elements within rtol {}, atol {} (max relative error {:.3g}, max {} ulp), {} cycles{}\n",
+               name, count, rtol, atol, max_rel, max_ulp, result.run.cycles, kernels);
+  }
+  return kExitOk;
+}
+
+}  // namespace tpuemu::cli
