@@ -143,6 +143,11 @@ void Core::check_range(const memory::DenseMemory& mem, std::string_view space, s
   }
 }
 
+void Core::call(const ExecProgram& kernel, std::vector<std::uint32_t> args) {
+  if (call_stack_.size() >= 16) throw ProgramFault("calls nested more than 16 deep");
+  pending_call_ = std::make_pair(&kernel, std::move(args));
+}
+
 void Core::start(const ExecProgram& next) {
   program_ = &next;
   pc_ = 0;
@@ -323,8 +328,17 @@ void Core::issue_bundle(const ExecBundle& bundle) {
 Core::Status Core::run_until(std::uint64_t cycle_limit) {
   while (!halted_) {
     if (pc_ >= program_->bundles.size()) {
-      halted_ = true;
-      break;
+      if (call_stack_.empty()) {
+        halted_ = true;
+        break;
+      }
+      // A called kernel ended: back to the bundle after its call.
+      Frame frame = std::move(call_stack_.back());
+      call_stack_.pop_back();
+      program_ = frame.program;
+      pc_ = frame.return_pc;
+      operand_values = std::move(frame.operand_values);
+      continue;
     }
     const ExecBundle& bundle = program_->bundles[pc_];
     // 1. When can this bundle issue?
@@ -383,12 +397,23 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
     issue_bundle(bundle);
     ++stats_.bundles;
     ++now_;
-    // 4. Next bundle, honouring branch delay slots.
+    // 4. Next bundle, honouring branch delay slots; a call enters its kernel.
     if (branch_target_ && --branch_delay_left_ == 0) {
       pc_ = *branch_target_;
       branch_target_.reset();
     } else {
       ++pc_;
+    }
+    if (pending_call_) {
+      if (branch_target_) throw LocatedFault(fmt::format("{}: a call inside branch delay slots", where_bundle(pc_ - 1)));
+      call_stack_.push_back({program_, pc_, operand_values});
+      program_ = pending_call_->first;
+      operand_values.clear();
+      for (std::size_t i = 0; i < pending_call_->second.size(); ++i) {
+        operand_values[static_cast<std::uint32_t>(i)] = pending_call_->second[i];
+      }
+      pending_call_.reset();
+      pc_ = 0;
     }
   }
   return Status::kHalted;

@@ -123,6 +123,13 @@ class Core {
   // Operand bindings: index -> address (HBM in 512-byte units, VMEM in rows)
   // or scalar value, set by the host before the run.
   std::map<std::uint32_t, std::uint32_t> operand_values;
+  // Top-level programs: the HBM address (512-byte units) of each parameter
+  // (scalar_parameter_address k), and the kernels `inlined_call` may call, by name.
+  std::vector<std::uint32_t> parameter_values;
+  std::map<std::string, const ExecProgram*, std::less<>> callees;
+  // Calls `kernel` with `args` as its operands once the current bundle has
+  // issued; the kernel returns to the bundle after the call.
+  void call(const ExecProgram& kernel, std::vector<std::uint32_t> args);
 
   // Unit FIFOs keyed by the producing op's token.
   struct TokenResult {
@@ -185,6 +192,13 @@ class Core {
   [[nodiscard]] std::string where_bundle(std::uint32_t bundle_index) const;
 
   const ExecProgram* program_;
+  struct Frame {
+    const ExecProgram* program;
+    std::uint32_t return_pc;
+    std::map<std::uint32_t, std::uint32_t> operand_values;
+  };
+  std::vector<Frame> call_stack_;
+  std::optional<std::pair<const ExecProgram*, std::vector<std::uint32_t>>> pending_call_;
   std::uint32_t rng_state_ = 0x9E3779B9U;
   std::uint64_t now_ = 0;
   std::uint32_t pc_ = 0;  // bundle index

@@ -14,10 +14,11 @@ namespace tpuemu::chip {
 namespace {
 
 std::uint32_t symbol_value(const isa::Program& program, const isa::SymbolRef& sym, const isa::Op& op,
-                           std::int64_t extra_offset) {
+                           std::int64_t extra_offset, const std::map<MemorySpace, std::uint64_t>& allocation_base) {
   for (const auto& a : program.allocations) {
     if (a.id != sym.allocation || a.spill != sym.spill) continue;
-    const std::uint64_t offset = a.offset.value_or(0);
+    const auto base_it = allocation_base.find(a.space);
+    const std::uint64_t offset = a.offset.value_or(0) + (base_it == allocation_base.end() ? 0 : base_it->second);
     std::int64_t base = 0;
     switch (a.space) {
       case MemorySpace::kVmem: base = static_cast<std::int64_t>(offset / 512); break;   // rows
@@ -69,7 +70,18 @@ std::string describe_source(const isa::Program& program, const isa::Op& op) {
   return out;
 }
 
-ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip) {
+std::map<MemorySpace, std::uint64_t> allocation_ends(const isa::Program& program) {
+  std::map<MemorySpace, std::uint64_t> ends;
+  for (const auto& a : program.allocations) {
+    ends[a.space] = std::max(ends[a.space], a.offset.value_or(0) + a.size);
+  }
+  // Keep VMEM rows and tiles aligned.
+  if (ends.count(MemorySpace::kVmem) != 0U) ends[MemorySpace::kVmem] = (ends[MemorySpace::kVmem] + 4095) / 4096 * 4096;
+  return ends;
+}
+
+ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip,
+                           const std::map<MemorySpace, std::uint64_t>& allocation_base) {
   ExecProgram out;
   out.program = &program;
   std::map<std::uint32_t, std::uint32_t> bundle_of_address;
@@ -114,23 +126,46 @@ ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip) 
                                     : static_cast<std::uint32_t>(o.integer);
             break;
           case isa::Operand::Kind::kFloat: e.value[i] = o.float_bits; break;
-          case isa::Operand::Kind::kSymbol: e.value[i] = symbol_value(program, o.symbol, op, 0); break;
+          case isa::Operand::Kind::kSymbol: e.value[i] = symbol_value(program, o.symbol, op, 0, allocation_base); break;
           case isa::Operand::Kind::kMem:
             if (o.mem.base_reg) {
               e.sources.push_back({o.mem.base_reg->cls, o.mem.base_reg->index});
               e.value[i] = static_cast<std::uint32_t>(o.mem.offset);
             } else if (o.mem.base_symbol) {
-              e.value[i] = symbol_value(program, *o.mem.base_symbol, op, o.mem.offset);
+              e.value[i] = symbol_value(program, *o.mem.base_symbol, op, o.mem.offset, allocation_base);
             }
             if (o.mem.sublane_mask_reg) e.sources.push_back({o.mem.sublane_mask_reg->cls, o.mem.sublane_mask_reg->index});
             break;
           case isa::Operand::Kind::kTarget: {
+            // Kernels: bundleno is the target's address. TLP dumps print fewer bundles than the
+            // program has, so their bundleno matches no address; the target is the bundle that
+            // starts the branch's region (its comment says "Start/End empty region R").
             const auto it = bundle_of_address.find(o.target.bundleno);
-            if (it == bundle_of_address.end()) {
-              throw LoadError(fmt::format("{}: branch target bundleno = {} is not the address of a bundle of this program",
-                                          describe_source(program, op), o.target.bundleno));
+            const auto by_region = [&]() -> std::optional<std::uint32_t> {
+              if (o.target.region < 0) return std::nullopt;
+              const std::string marks[] = {fmt::format("Start/End empty region {} ", o.target.region),
+                                           fmt::format("Start region {} ", o.target.region)};
+              for (const std::string& mark : marks) {
+                for (std::size_t t = 0; t < program.bundles.size(); ++t) {
+                  const std::string comment = program.bundles[t].comment + " ";
+                  for (std::size_t pos = comment.find(mark); pos != std::string::npos; pos = comment.find(mark, pos + 1)) {
+                    if (pos == 0 || comment[pos - 1] == ' ' || comment[pos - 1] == '*') return static_cast<std::uint32_t>(t);
+                  }
+                }
+              }
+              return std::nullopt;
+            };
+            if (it != bundle_of_address.end()) {
+              e.target_bundle = it->second;
+            } else if (const auto t = by_region()) {
+              e.target_bundle = *t;
+            } else {
+              throw LoadError(fmt::format("{}: branch target bundleno = {} is not the address of a bundle of this program"
+                                          "{}",
+                                          describe_source(program, op), o.target.bundleno,
+                                          o.target.region >= 0 ? fmt::format(", and no bundle starts region {}", o.target.region)
+                                                               : std::string()));
             }
-            e.target_bundle = it->second;
             break;
           }
           default: break;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -75,7 +76,15 @@ std::optional<std::pair<std::string, std::vector<std::uint64_t>>> parse_shape(st
 
 // Throws LoadError naming the op and its source line on anything that cannot
 // run on `chip` (unknown allocation, branch target that is no bundle, ...).
-ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip);
+// `allocation_base` relocates the program's allocations by a byte offset per
+// memory space: a kernel called from a top-level program has its scoped
+// allocations above the caller's (the dumps number both from offset 0).
+ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip,
+                           const std::map<MemorySpace, std::uint64_t>& allocation_base = {});
+
+// The end (byte offset) of a program's allocations in each memory space, for
+// relocating the kernels it calls.
+std::map<MemorySpace, std::uint64_t> allocation_ends(const isa::Program& program);
 
 // "prog.llo:12:3" for an op (file:line:col), plus " loc(...)" when the dump has one.
 std::string describe_source(const isa::Program& program, const isa::Op& op);

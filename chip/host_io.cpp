@@ -187,4 +187,23 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
   return out;
 }
 
+// A host array stored transposed (layout {0,1}): swap the two axes.
+NpyArray transpose_2d(const NpyArray& a) {
+  if (a.shape.size() != 2) return a;
+  NpyArray t = a;
+  const std::uint64_t rows = a.shape[0];
+  const std::uint64_t cols = a.shape[1];
+  const std::size_t e = element_size(a.dtype);
+  t.shape = {cols, rows};
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t c = 0; c < cols; ++c) std::memcpy(&t.data[(c * rows + r) * e], &a.data[(r * cols + c) * e], e);
+  }
+  return t;
+}
+
+OperandBinding transposed_binding(OperandBinding b) {
+  if (b.shape.size() == 2) std::swap(b.shape[0], b.shape[1]);
+  return b;
+}
+
 }  // namespace tpuemu::chip

@@ -32,4 +32,9 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
 // `raw_bits` (then uint16 / uint8 codes).
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits);
 
+// A 2-D array stored transposed (layout {0,1}): the host array with its axes
+// swapped, and the binding describing that stored shape.
+NpyArray transpose_2d(const NpyArray& a);
+OperandBinding transposed_binding(OperandBinding b);
+
 }  // namespace tpuemu::chip

@@ -17,25 +17,6 @@ constexpr std::uint64_t kAlign = 4096;
 
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
 
-// A host array stored transposed (layout {0,1}): swap the two axes.
-NpyArray transpose_2d(const NpyArray& a) {
-  if (a.shape.size() != 2) return a;
-  NpyArray t = a;
-  const std::uint64_t rows = a.shape[0];
-  const std::uint64_t cols = a.shape[1];
-  const std::size_t e = element_size(a.dtype);
-  t.shape = {cols, rows};
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    for (std::uint64_t c = 0; c < cols; ++c) std::memcpy(&t.data[(c * rows + r) * e], &a.data[(r * cols + c) * e], e);
-  }
-  return t;
-}
-
-OperandBinding transposed_binding(OperandBinding b) {
-  if (b.shape.size() == 2) std::swap(b.shape[0], b.shape[1]);
-  return b;
-}
-
 void collect_units(ChipModule& chip, RunResult& result) {
   for (const auto& core : chip.cores) {
     result.cycles = std::max(result.cycles, core->cycle());
@@ -192,6 +173,57 @@ ChainResult run_chain(const ChainRequest& request) {
     }
     result.buffers[name] = {layout, std::move(bytes)};
   }
+  return result;
+}
+
+TlpResult run_tlp(const TlpRequest& request) {
+  const ExecProgram tlp = decode_program(*request.tlp, request.chip);
+  // The kernels' scoped allocations live above the TLP's own.
+  const auto base = allocation_ends(*request.tlp);
+  std::map<std::string, ExecProgram> kernels;
+  for (const auto& [name, program] : request.kernels) kernels.emplace(name, decode_program(*program, request.chip, base));
+
+  // 1. HBM: parameters, then the output.
+  std::uint64_t next = 0;
+  std::vector<std::uint32_t> parameter_values;
+  std::vector<std::pair<std::uint64_t, std::vector<std::uint8_t>>> writes;
+  for (std::size_t k = 0; k < request.parameters.size(); ++k) {
+    const auto& [binding, data] = request.parameters[k];
+    writes.emplace_back(next, to_device(binding, data, fmt::format("parameter {}", k)));
+    parameter_values.push_back(static_cast<std::uint32_t>(next / 512));
+    next = align_up(next + device_bytes(binding), kAlign);
+  }
+  const std::uint64_t output_address = next;
+
+  // 2. SMEM words of the TLP, by allocation tag.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> smem_words;
+  for (const auto& a : request.tlp->allocations) {
+    if (a.space != MemorySpace::kSmem || !a.offset) continue;
+    if (a.tag.find("program descriptor state") != std::string::npos) smem_words.emplace_back(*a.offset, 1);
+    if (a.tag.find("output ptr") != std::string::npos) {
+      smem_words.emplace_back(*a.offset, static_cast<std::uint32_t>(output_address / 512));
+    }
+  }
+
+  // 3. Elaborate, initialise, simulate.
+  ChipModule chip("chip0", request.chip, {&tlp}, {{}}, request.options, request.quantum_cycles);
+  for (const auto& [address, bytes] : writes) chip.shared.hbm.write(address, bytes);
+  for (auto& core : chip.cores) {
+    core->parameter_values = parameter_values;
+    for (const auto& [name, exec] : kernels) core->callees[name] = &exec;
+    for (const auto& [offset, value] : smem_words) {
+      if (!core->smem.in_range(offset, 4)) throw LoadError(fmt::format("SMEM word 0x{:x} is outside SMEM", offset));
+      std::memcpy(core->smem.data(offset), &value, 4);
+    }
+  }
+  sc_core::sc_start();
+
+  TlpResult result;
+  result.run.fault = chip.fault;
+  collect_units(chip, result.run);
+  result.run.seconds = static_cast<double>(result.run.cycles) / request.chip.clock_hz;
+  result.output_bytes.resize(device_bytes(request.output));
+  chip.shared.hbm.read(output_address, result.output_bytes);
   return result;
 }
 

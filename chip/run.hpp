@@ -85,4 +85,27 @@ struct ChainResult {
 
 ChainResult run_chain(const ChainRequest& request);
 
+// A top-level program (TLP) run the way the runtime starts one: its
+// parameters in HBM (scalar_parameter_address k gives parameter k's address),
+// an output buffer in HBM, and the SMEM words the TLP reads, found by the tags
+// of its SMEM allocations: "program descriptor state" (the run flag) = 1 and
+// "output ptr" = the output's address; other SMEM words (ids, seeds) are 0.
+// The TLP's inlined_calls run the named kernels.
+struct TlpRequest {
+  ChipConfig chip;
+  RunOptions options;
+  std::uint64_t quantum_cycles = 1000;
+  const isa::Program* tlp = nullptr;
+  std::map<std::string, const isa::Program*> kernels;         // callees by name
+  std::vector<std::pair<OperandBinding, NpyArray>> parameters;  // layout and data, in parameter order
+  OperandBinding output;
+};
+
+struct TlpResult {
+  RunResult run;
+  std::vector<std::uint8_t> output_bytes;  // device layout of `output`
+};
+
+TlpResult run_tlp(const TlpRequest& request);
+
 }  // namespace tpuemu::chip

@@ -51,9 +51,6 @@ std::uint32_t smem_word_address(Core& core, const ExecOp& op, std::size_t i) {
   return word;
 }
 
-[[noreturn]] void not_modelled(const ExecOp& op, std::string_view what) {
-  throw ProgramFault(fmt::format("{} is not modelled yet ({})", isa::mnemonic_text(op.id, op.unit), what));
-}
 
 }  // namespace
 
@@ -100,8 +97,12 @@ void exec_Sst(Core& c, const ExecOp& op) {
   std::memcpy(c.smem.data(static_cast<std::uint64_t>(word) * 4), &v, 4);
 }
 
-void exec_ScalarParameterAddress(Core&, const ExecOp& op) {
-  not_modelled(op, "top-level programs run with the dump corpus issue");
+void exec_ScalarParameterAddress(Core& c, const ExecOp& op) {
+  const std::uint32_t k = op.value[0];
+  if (k >= c.parameter_values.size()) {
+    throw ProgramFault(fmt::format("parameter {} is not bound by the host ({} parameters)", k, c.parameter_values.size()));
+  }
+  c.write_sreg(op, c.parameter_values[k]);
 }
 // A cast annotates the value in its register: the dumps place it in the same
 // bundle as the op producing that value (e.g. `sshll` and `int_to_ptr` of s1
@@ -119,7 +120,21 @@ void exec_SbrRel(Core& c, const ExecOp& op) { c.branch_to(op.target_bundle); }
 void exec_ShaltErr(Core&, const ExecOp&) {
   throw ProgramFault("the program halted with an error (a bounds check failed)");
 }
-void exec_InlinedCall(Core&, const ExecOp& op) { not_modelled(op, "top-level programs run with the dump corpus issue"); }
+// `inlined_call %a, %b /* %add.3 = add(...) */`: the callee is named only in the comment.
+void exec_InlinedCall(Core& c, const ExecOp& op) {
+  const std::string& comment = op.op->comment;
+  const auto start = comment.find('%');
+  const auto end = comment.find(" =", start == std::string::npos ? 0 : start);
+  if (start == std::string::npos || end == std::string::npos) {
+    throw ProgramFault("inlined_call without a `/* %kernel = ... */` comment naming its kernel");
+  }
+  const std::string name = comment.substr(start + 1, end - start - 1);
+  const auto it = c.callees.find(name);
+  if (it == c.callees.end()) throw ProgramFault(fmt::format("inlined_call of kernel '{}', which was not loaded", name));
+  std::vector<std::uint32_t> args;
+  for (std::size_t i = 0; i < op.op->operands.size(); ++i) args.push_back(c.scalar_operand(op, i));
+  c.call(*it->second, std::move(args));
+}
 
 void exec_InlinedCallOperandHbm(Core& c, const ExecOp& op) {
   const std::uint32_t index = op.op->operands[0].decl.index;

@@ -82,12 +82,14 @@ int run_case_command(const std::vector<std::string>& args) {
       ("case", po::value<std::string>(), "case directory (with case.json)")
       ("report", po::value<std::string>(), "write the run report (with per-kernel cycles and stalls) as JSON")
       ("strict", "treat stalls on register hazards as errors (reports the compiler-scheduled hazards)")
+      ("tlp", "run the case's top-level program (with its copy-in DMAs and inlined_calls) instead of the kernel chain")
       ("rtol", po::value<double>()->default_value(1e-5), "relative tolerance where the case is not bit-exact")
       ("atol", po::value<double>()->default_value(1e-30), "absolute tolerance where the case is not bit-exact");
   po::positional_options_description positional;
   positional.add("case", 1);
   bool help = false;
-  const auto vm = parse_options("run-case", "DIR [--chip v5e] [--report R.json] [--strict]", args, options, positional, help);
+  const auto vm =
+      parse_options("run-case", "DIR [--tlp] [--chip v5e] [--report R.json] [--strict]", args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   if (vm->count("case") == 0U) {
     fmt::print(stderr, "tpuemu run-case: no case directory given\n");
@@ -159,10 +161,47 @@ int run_case_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
 
-  // 2. Run the chain.
+  // 2. Run the chain, or the top-level program that calls it.
   chip::ChainResult result;
+  const bool tlp = vm->count("tlp") != 0U;
+  isa::Program tlp_program;
   try {
-    result = chip::run_chain(request);
+    if (!tlp) {
+      result = chip::run_chain(request);
+    } else {
+      if (!c.contains("tlp_dump") || c.at("tlp_dump").is_null()) {
+        throw std::invalid_argument("the case has no top-level program (tlp_dump is null: an old-format dump)");
+      }
+      tlp_program = load_program((dir / c.at("tlp_dump").get<std::string>()).string());
+      chip::TlpRequest t;
+      t.chip = request.chip;
+      t.options = request.options;
+      t.tlp = &tlp_program;
+      // Each buffer's layout comes from the first kernel operand bound to it.
+      std::map<std::string, chip::OperandBinding> layouts;
+      for (const auto& step : request.steps) {
+        t.kernels[step.program->name] = step.program;
+        const auto exec = chip::decode_program(*step.program, request.chip);
+        for (const auto& b : exec.bindings) layouts.emplace(step.operand_buffers.at(b.index), b);
+      }
+      for (const auto& input : c.at("inputs")) {
+        const std::string buffer = input.at("name").get<std::string>();
+        if (layouts.count(buffer) == 0U) throw std::invalid_argument(fmt::format("no kernel reads input '{}'", buffer));
+        const bool transposed = request.transposed.count(buffer) != 0U;
+        t.parameters.emplace_back(transposed ? chip::transposed_binding(layouts.at(buffer)) : layouts.at(buffer),
+                                  transposed ? chip::transpose_2d(request.inputs.at(buffer)) : request.inputs.at(buffer));
+      }
+      if (layouts.count(output_buffer) == 0U) throw std::invalid_argument("no kernel writes the buffer 'output'");
+      t.output = layouts.at(output_buffer);
+      chip::TlpResult r = chip::run_tlp(t);
+      result.run = std::move(r.run);
+      result.buffers[output_buffer] = {t.output, std::move(r.output_bytes)};
+      chip::StepResult step;
+      step.kernel = "top-level program " + tlp_program.name;
+      step.end_cycle = result.run.cycles;
+      step.stats = result.run.cores.front();
+      result.steps.push_back(step);
+    }
   } catch (const std::exception& e) {  // LoadError, invalid_argument
     fmt::print(stderr, "tpuemu run-case: {}: {}\n", name, e.what());
     return kExitBadInput;
