@@ -72,5 +72,6 @@ BENCHMARK(BM_matmul_bf16_timing_only)->Unit(benchmark::kSecond)->Iterations(1)->
 
 BENCHMARK_MAIN();
 
-// libsystemc.so needs an sc_main; the benchmark never starts SystemC.
-int sc_main(int /*argc*/, char* /*argv*/[]) { return 0; }
+// libsystemc.so needs an sc_main (declared extern "C" by SystemC); the
+// benchmark never starts SystemC.
+extern "C" int sc_main(int /*argc*/, char* /*argv*/[]) { return 0; }

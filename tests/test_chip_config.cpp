@@ -8,16 +8,13 @@
 #include "common/chip_config.hpp"
 #include "common/embedded_file.hpp"
 #include "common/presets.hpp"
+#include "tests/test_support.hpp"
 
 using namespace tpuemu;
 
 namespace {
 
-ChipConfig preset(const std::string& name) {
-  ChipRequest r;
-  r.preset = name;
-  return load_chip(r);
-}
+using test::preset;
 
 std::string read(const std::string& path) {
   std::ifstream in(path);

@@ -11,16 +11,13 @@
 #include "isa/assembler.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
+#include "tests/test_support.hpp"
 
 using namespace tpuemu;
 
 namespace {
 
-ChipConfig preset(const std::string& name) {
-  ChipRequest r;
-  r.preset = name;
-  return load_chip(r);
-}
+using test::preset;
 
 struct MatmulRun {
   chip::RunResult result;

@@ -9,18 +9,14 @@
 #include "chip/exec_program.hpp"
 #include "common/presets.hpp"
 #include "isa/assembler.hpp"
+#include "tests/test_support.hpp"
 
 using namespace tpuemu;
 using namespace tpuemu::chip;
 
 namespace {
 
-ChipConfig v5e(std::vector<std::string> overrides = {}) {
-  ChipRequest r;
-  r.preset = "v5e";
-  r.overrides = std::move(overrides);
-  return load_chip(r);
-}
+ChipConfig v5e(std::vector<std::string> overrides = {}) { return test::preset("v5e", std::move(overrides)); }
 
 // A program, its chip and one core, run to the end.
 struct Harness {
