@@ -83,6 +83,9 @@ int run_case_command(const std::vector<std::string>& args) {
       ("report", po::value<std::string>(), "write the run report (with per-kernel cycles and stalls) as JSON")
       ("strict", "treat stalls on register hazards as errors (reports the compiler-scheduled hazards)")
       ("tlp", "run the case's top-level program (with its copy-in DMAs and inlined_calls) instead of the kernel chain")
+      ("row-max", po::value<std::vector<std::string>>()->composing(),
+       "NAME=INPUT: the host provides buffer NAME as the row maxima of the 2-D f32 input INPUT (for a case whose notes "
+       "say to take a missing kernel's output as x.max(axis=1))")
       ("rtol", po::value<double>()->default_value(1e-5), "relative tolerance where the case is not bit-exact")
       ("atol", po::value<double>()->default_value(1e-30), "absolute tolerance where the case is not bit-exact");
   po::positional_options_description positional;
@@ -139,6 +142,27 @@ int run_case_command(const std::vector<std::string>& args) {
                                    : input.at("file").get<std::string>();
       request.inputs[buffer] = read_npy((dir / file).string());
       request.input_origins[buffer] = (dir / file).string();
+    }
+    if (vm->count("row-max") != 0U) {
+      for (const auto& spec : (*vm)["row-max"].as<std::vector<std::string>>()) {
+        const auto eq = spec.find('=');
+        if (eq == std::string::npos) throw std::invalid_argument(fmt::format("--row-max {}: expected NAME=INPUT", spec));
+        const std::string buffer = spec.substr(0, eq);
+        const std::string source = spec.substr(eq + 1);
+        const auto it = request.inputs.find(source);
+        if (it == request.inputs.end() || it->second.dtype != NpyDtype::kFloat32 || it->second.shape.size() != 2) {
+          throw std::invalid_argument(fmt::format("--row-max {}: '{}' is not a 2-D float32 input of the case", spec, source));
+        }
+        const auto values = it->second.as_f32();
+        const std::uint64_t rows = it->second.shape[0];
+        const std::uint64_t cols = it->second.shape[1];
+        std::vector<float> maxima(rows, -INFINITY);
+        for (std::uint64_t r = 0; r < rows; ++r) {
+          for (std::uint64_t k = 0; k < cols; ++k) maxima[r] = std::max(maxima[r], values[r * cols + k]);
+        }
+        request.inputs[buffer] = make_npy(NpyDtype::kFloat32, {rows}, maxima.data());
+        request.input_origins[buffer] = fmt::format("row maxima of {}", source);
+      }
     }
     const auto& out = c.at("output");
     expected = read_npy((dir / out.at("file").get<std::string>()).string());
