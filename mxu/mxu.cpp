@@ -72,16 +72,27 @@ std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_ma
   Result r{ready_cycle, vpu::Vreg{}};
   if (compute_numerics) {
     // acc[row][col] = sum over k ascending of bf16(lhs[row][k]) * w[k][col], in f32.
-    std::array<float, kLanes> acc{};
-    for (std::size_t row = 0; row < kSublanes; ++row) {
-      acc.fill(0.0F);
-      for (std::size_t k = 0; k < used_k; ++k) {
-        if (k_mask != nullptr && k_mask->bits[row * kLanes + k] == 0) continue;
-        const float a = bf16_round(lhs.f32(row * kLanes + k));
-        const float* w = &weights_[k * size_];
-        for (std::size_t col = 0; col < active_columns_; ++col) acc[col] += a * w[col];
+    // Loop order k -> row -> col keeps each weight row in cache for the 8 rows;
+    // the per-element order of additions (k ascending) is what the contract fixes.
+    // Columns beyond active_columns_ hold zero weights, so all 128 are summed (a
+    // constant trip count the compiler vectorises).
+    std::array<std::array<float, kLanes>, kSublanes> acc{};
+    std::array<float, kSublanes> a{};
+    for (std::size_t k = 0; k < used_k; ++k) {
+      const float* w = &weights_[k * size_];
+      for (std::size_t row = 0; row < kSublanes; ++row) {
+        const bool enabled = k_mask == nullptr || k_mask->bits[row * kLanes + k] != 0;
+        a[row] = enabled ? bf16_round(lhs.f32(row * kLanes + k)) : 0.0F;
       }
-      for (std::size_t col = 0; col < kLanes; ++col) r.value.set_f32(row * kLanes + col, acc[col]);
+      for (std::size_t row = 0; row < kSublanes; ++row) {
+        if (k_mask != nullptr && k_mask->bits[row * kLanes + k] == 0) continue;  // masked lanes add nothing, not even +0
+        const float ar = a[row];
+        float* out = acc[row].data();
+        for (std::size_t col = 0; col < kLanes; ++col) out[col] += ar * w[col];
+      }
+    }
+    for (std::size_t row = 0; row < kSublanes; ++row) {
+      for (std::size_t col = 0; col < kLanes; ++col) r.value.set_f32(row * kLanes + col, acc[row][col]);
     }
   }
   results_.push_back(std::move(r));
