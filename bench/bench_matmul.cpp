@@ -58,12 +58,17 @@ void run_matmul(benchmark::State& state, bool numerics) {
   }
   const double macs = static_cast<double>(n) * n * n;
   state.counters["emulated_cycles"] = static_cast<double>(cycles);
-  state.counters["bundles_per_s"] = benchmark::Counter(static_cast<double>(bundles), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["bundles_per_s"] =
+      benchmark::Counter(static_cast<double>(bundles), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["mxu_macs_per_s"] = benchmark::Counter(macs, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_matmul_bf16(benchmark::State& state) { run_matmul(state, true); }
-void BM_matmul_bf16_timing_only(benchmark::State& state) { run_matmul(state, false); }
+void BM_matmul_bf16(benchmark::State& state) {
+  run_matmul(state, true);
+}
+void BM_matmul_bf16_timing_only(benchmark::State& state) {
+  run_matmul(state, false);
+}
 
 BENCHMARK(BM_matmul_bf16)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 BENCHMARK(BM_matmul_bf16_timing_only)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
@@ -74,4 +79,6 @@ BENCHMARK_MAIN();
 
 // libsystemc.so needs an sc_main (declared extern "C" by SystemC); the
 // benchmark never starts SystemC.
-extern "C" int sc_main(int /*argc*/, char* /*argv*/[]) { return 0; }
+extern "C" int sc_main(int /*argc*/, char* /*argv*/[]) {
+  return 0;
+}

@@ -6,12 +6,11 @@
 #pragma once
 
 #define SC_INCLUDE_DYNAMIC_PROCESSES
-#include <systemc>
-
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <systemc>
 #include <vector>
 
 #include "chip/core.hpp"

@@ -15,17 +15,24 @@ bool completes_before(const PendingDma& a, const PendingDma& b) {
   return a.complete_cycle != b.complete_cycle ? a.complete_cycle < b.complete_cycle : a.sequence < b.sequence;
 }
 
-std::size_t class_index(isa::RegClass c) { return static_cast<std::size_t>(c); }
+std::size_t class_index(isa::RegClass c) {
+  return static_cast<std::size_t>(c);
+}
 
 }  // namespace
 
 std::string_view to_string(StallCause c) {
   switch (c) {
-    case StallCause::kRegister: return "register not ready";
-    case StallCause::kFifo: return "FIFO empty";
-    case StallCause::kUnitBusy: return "unit busy";
-    case StallCause::kSyncFlag: return "sync-flag wait";
-    case StallCause::kDmaQueue: return "DMA queue full";
+    case StallCause::kRegister:
+      return "register not ready";
+    case StallCause::kFifo:
+      return "FIFO empty";
+    case StallCause::kUnitBusy:
+      return "unit busy";
+    case StallCause::kSyncFlag:
+      return "sync-flag wait";
+    case StallCause::kDmaQueue:
+      return "DMA queue full";
   }
   return "?";
 }
@@ -64,10 +71,12 @@ Core::Core(const ChipConfig& chip_config, ChipShared& shared_state, std::uint32_
   }
   mxus.reserve(chip.mxu.count);
   for (std::uint64_t i = 0; i < chip.mxu.count; ++i) {
-    mxus.emplace_back(static_cast<std::uint32_t>(chip.mxu.size), static_cast<std::uint32_t>(chip.mxu.result_fifo_depth));
+    mxus.emplace_back(static_cast<std::uint32_t>(chip.mxu.size),
+                      static_cast<std::uint32_t>(chip.mxu.result_fifo_depth));
     mxus.back().compute_numerics = options.compute_numerics;
   }
-  const std::array<std::uint64_t, 4> counts{chip.scalar.sregs, chip.vpu.vregs, chip.vpu.mask_regs, chip.scalar.predicates};
+  const std::array<std::uint64_t, 4> counts{chip.scalar.sregs, chip.vpu.vregs, chip.vpu.mask_regs,
+                                            chip.scalar.predicates};
   for (std::size_t c = 0; c < 4; ++c) {
     reg_ready_[c].assign(counts[c], 0);
     reg_writer_[c].assign(counts[c], nullptr);
@@ -84,8 +93,9 @@ std::string Core::where_bundle(std::uint32_t bundle_index) const {
   const ExecBundle& b = program_->bundles[bundle_index];
   const isa::Bundle& src = program_->program->bundles[bundle_index];
   const std::string file = src.source.file < program_->program->files.size() ? program_->program->files[src.source.file]
-                                                                            : std::string("<program>");
-  return fmt::format("chip {} core {} bundle 0x{:x} ({}:{})", shared.chip_id, core_index, b.address, file, src.source.line);
+                                                                             : std::string("<program>");
+  return fmt::format("chip {} core {} bundle 0x{:x} ({}:{})", shared.chip_id, core_index, b.address, file,
+                     src.source.line);
 }
 
 bool Core::guard_true(const ExecOp& op) const {
@@ -210,7 +220,8 @@ std::optional<std::uint64_t> Core::flag_satisfied_at(std::uint32_t flag, std::in
     resolve(d);
     credits.push_back(&d);
   }
-  std::sort(credits.begin(), credits.end(), [](const PendingDma* a, const PendingDma* b) { return completes_before(*a, *b); });
+  std::sort(credits.begin(), credits.end(),
+            [](const PendingDma* a, const PendingDma* b) { return completes_before(*a, *b); });
   for (const PendingDma* d : credits) {
     current += d->credit;
     if (current >= value) return std::max(now_, d->complete_cycle);
@@ -376,12 +387,13 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
     if (issue > now_) {
       if (cause == StallCause::kRegister && options.strict) {
         const ExecOp* writer = reg_writer_[class_index(hazard.cls)][hazard.index];
-        throw LocatedFault(fmt::format(
-            "{}: register hazard (--strict): reads %{}{} at cycle {}, but {} writes it with latency {} so it is ready at "
-            "cycle {}",
-            where(*waiting), isa::reg_prefix(hazard.cls), hazard.index, now_,
-            writer != nullptr ? where(*writer) : std::string("an earlier op"), writer != nullptr ? writer->latency : 0,
-            issue));
+        throw LocatedFault(
+            fmt::format("{}: register hazard (--strict): reads %{}{} at cycle {}, but {} writes it with latency {} so "
+                        "it is ready at "
+                        "cycle {}",
+                        where(*waiting), isa::reg_prefix(hazard.cls), hazard.index, now_,
+                        writer != nullptr ? where(*writer) : std::string("an earlier op"),
+                        writer != nullptr ? writer->latency : 0, issue));
       }
       // Stall up to the issue cycle, or to the limit if that comes first (the
       // next call re-evaluates readiness from there).
@@ -405,7 +417,8 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
       ++pc_;
     }
     if (pending_call_) {
-      if (branch_target_) throw LocatedFault(fmt::format("{}: a call inside branch delay slots", where_bundle(pc_ - 1)));
+      if (branch_target_)
+        throw LocatedFault(fmt::format("{}: a call inside branch delay slots", where_bundle(pc_ - 1)));
       call_stack_.push_back({program_, pc_, operand_values});
       program_ = pending_call_->first;
       operand_values.clear();

@@ -20,8 +20,8 @@
 #include "chip/exec_program.hpp"
 #include "chip/fault.hpp"
 #include "common/chip_config.hpp"
-#include "memory/dma_port.hpp"
 #include "memory/dense_memory.hpp"
+#include "memory/dma_port.hpp"
 #include "memory/sparse_memory.hpp"
 #include "mxu/mxu.hpp"
 #include "vpu/vreg.hpp"
@@ -48,8 +48,8 @@ struct ChipShared {
 };
 
 struct RunOptions {
-  bool strict = false;          // register hazards are faults, not stalls
-  bool compute_numerics = true; // false = timing-only (identical cycle counts)
+  bool strict = false;           // register hazards are faults, not stalls
+  bool compute_numerics = true;  // false = timing-only (identical cycle counts)
 };
 
 // A DMA the core issued: when it completes, its bytes land and its flag is
@@ -137,11 +137,11 @@ class Core {
     vpu::Vreg value;
   };
   std::map<std::uint32_t, TokenResult> eup_results;
-  std::vector<std::map<std::uint32_t, TokenResult>> permute_results;  // per XLU
-  std::vector<std::deque<TokenResult>> transpose_results;              // per XLU, pop order
+  std::vector<std::map<std::uint32_t, TokenResult>> permute_results;               // per XLU
+  std::vector<std::deque<TokenResult>> transpose_results;                          // per XLU, pop order
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> scalar_pushes;  // vpush -> spop
-  std::vector<vpu::Transposer> transposers;                                         // per XLU
-  std::vector<std::map<std::uint32_t, vpu::Vreg>> permute_patterns;                 // per XLU, by token
+  std::vector<vpu::Transposer> transposers;                                        // per XLU
+  std::vector<std::map<std::uint32_t, vpu::Vreg>> permute_patterns;                // per XLU, by token
 
   // The core's random number generator (setrngseed / vrng): xorshift32, deterministic.
   void seed_random(std::uint32_t seed) { rng_state_ = seed == 0 ? 0x9E3779B9U : seed; }

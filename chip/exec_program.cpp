@@ -21,16 +21,25 @@ std::uint32_t symbol_value(const isa::Program& program, const isa::SymbolRef& sy
     const std::uint64_t offset = a.offset.value_or(0) + (base_it == allocation_base.end() ? 0 : base_it->second);
     std::int64_t base = 0;
     switch (a.space) {
-      case MemorySpace::kVmem: base = static_cast<std::int64_t>(offset / 512); break;   // rows
-      case MemorySpace::kSflag: base = static_cast<std::int64_t>(offset / 4); break;    // flag index
-      case MemorySpace::kSmem: base = static_cast<std::int64_t>(offset / 4); break;     // word
-      case MemorySpace::kHbm: base = static_cast<std::int64_t>(offset / 512); break;
+      case MemorySpace::kVmem:
+        base = static_cast<std::int64_t>(offset / 512);
+        break;  // rows
+      case MemorySpace::kSflag:
+        base = static_cast<std::int64_t>(offset / 4);
+        break;  // flag index
+      case MemorySpace::kSmem:
+        base = static_cast<std::int64_t>(offset / 4);
+        break;  // word
+      case MemorySpace::kHbm:
+        base = static_cast<std::int64_t>(offset / 512);
+        break;
     }
     return static_cast<std::uint32_t>(base + sym.offset + extra_offset);
   }
-  throw LoadError(fmt::format("{}: #allocation{}{} is not declared: declare it (`#allocation{} [space=..., size = ...]`) "
-                              "or load the dump's post-delay-converter file, which holds the allocation table",
-                              describe_source(program, op), sym.allocation, sym.spill ? "_spill" : "", sym.allocation));
+  throw LoadError(
+      fmt::format("{}: #allocation{}{} is not declared: declare it (`#allocation{} [space=..., size = ...]`) "
+                  "or load the dump's post-delay-converter file, which holds the allocation table",
+                  describe_source(program, op), sym.allocation, sym.spill ? "_spill" : "", sym.allocation));
 }
 
 // f32 ops take their immediates as floats; an integer literal there means its value.
@@ -120,13 +129,19 @@ ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip,
       for (std::size_t i = 0; i < op.operands.size(); ++i) {
         const isa::Operand& o = op.operands[i];
         switch (o.kind) {
-          case isa::Operand::Kind::kReg: e.sources.push_back({o.reg.cls, o.reg.index}); break;
+          case isa::Operand::Kind::kReg:
+            e.sources.push_back({o.reg.cls, o.reg.index});
+            break;
           case isa::Operand::Kind::kInt:
             e.value[i] = float_imms ? std::bit_cast<std::uint32_t>(static_cast<float>(o.integer))
                                     : static_cast<std::uint32_t>(o.integer);
             break;
-          case isa::Operand::Kind::kFloat: e.value[i] = o.float_bits; break;
-          case isa::Operand::Kind::kSymbol: e.value[i] = symbol_value(program, o.symbol, op, 0, allocation_base); break;
+          case isa::Operand::Kind::kFloat:
+            e.value[i] = o.float_bits;
+            break;
+          case isa::Operand::Kind::kSymbol:
+            e.value[i] = symbol_value(program, o.symbol, op, 0, allocation_base);
+            break;
           case isa::Operand::Kind::kMem:
             if (o.mem.base_reg) {
               e.sources.push_back({o.mem.base_reg->cls, o.mem.base_reg->index});
@@ -134,7 +149,8 @@ ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip,
             } else if (o.mem.base_symbol) {
               e.value[i] = symbol_value(program, *o.mem.base_symbol, op, o.mem.offset, allocation_base);
             }
-            if (o.mem.sublane_mask_reg) e.sources.push_back({o.mem.sublane_mask_reg->cls, o.mem.sublane_mask_reg->index});
+            if (o.mem.sublane_mask_reg)
+              e.sources.push_back({o.mem.sublane_mask_reg->cls, o.mem.sublane_mask_reg->index});
             break;
           case isa::Operand::Kind::kTarget: {
             // Kernels: bundleno is the target's address. TLP dumps print fewer bundles than the
@@ -148,8 +164,10 @@ ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip,
               for (const std::string& mark : marks) {
                 for (std::size_t t = 0; t < program.bundles.size(); ++t) {
                   const std::string comment = program.bundles[t].comment + " ";
-                  for (std::size_t pos = comment.find(mark); pos != std::string::npos; pos = comment.find(mark, pos + 1)) {
-                    if (pos == 0 || comment[pos - 1] == ' ' || comment[pos - 1] == '*') return static_cast<std::uint32_t>(t);
+                  for (std::size_t pos = comment.find(mark); pos != std::string::npos;
+                       pos = comment.find(mark, pos + 1)) {
+                    if (pos == 0 || comment[pos - 1] == ' ' || comment[pos - 1] == '*')
+                      return static_cast<std::uint32_t>(t);
                   }
                 }
               }
@@ -160,15 +178,17 @@ ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip,
             } else if (const auto t = by_region()) {
               e.target_bundle = *t;
             } else {
-              throw LoadError(fmt::format("{}: branch target bundleno = {} is not the address of a bundle of this program"
-                                          "{}",
-                                          describe_source(program, op), o.target.bundleno,
-                                          o.target.region >= 0 ? fmt::format(", and no bundle starts region {}", o.target.region)
-                                                               : std::string()));
+              throw LoadError(
+                  fmt::format("{}: branch target bundleno = {} is not the address of a bundle of this program"
+                              "{}",
+                              describe_source(program, op), o.target.bundleno,
+                              o.target.region >= 0 ? fmt::format(", and no bundle starts region {}", o.target.region)
+                                                   : std::string()));
             }
             break;
           }
-          default: break;
+          default:
+            break;
         }
       }
       // Casts and phis whose input already sits in the result's register move
@@ -194,13 +214,15 @@ ExecProgram decode_program(const isa::Program& program, const ChipConfig& chip,
         binding.is_output = decl.kind == "output";
         const auto shape = parse_shape(decl.shape);
         if (!shape) {
-          throw LoadError(fmt::format("{}: operand shape '{}' is not like f32[8,128]", describe_source(program, op), decl.shape));
+          throw LoadError(
+              fmt::format("{}: operand shape '{}' is not like f32[8,128]", describe_source(program, op), decl.shape));
         }
         binding.dtype = shape->first;
         binding.shape = shape->second;
         for (const auto& existing : out.bindings) {
           if (existing.index == binding.index) {
-            throw LoadError(fmt::format("{}: operand index {} is bound twice", describe_source(program, op), binding.index));
+            throw LoadError(
+                fmt::format("{}: operand index {} is bound twice", describe_source(program, op), binding.index));
           }
         }
         out.bindings.push_back(std::move(binding));

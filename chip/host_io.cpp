@@ -15,7 +15,7 @@ enum class Element { k32Bit, kBf16, kF8 };
 
 struct Layout {
   Element element;
-  std::uint64_t rows;   // of the tiled 2-D view
+  std::uint64_t rows;  // of the tiled 2-D view
   std::uint64_t cols;
   std::uint64_t count;  // logical elements
   bool one_d;           // 1-D: element i is (i / 128, i % 128) of a [ceil(n/128), 128] view (layout T(1024)...)
@@ -30,8 +30,8 @@ Layout layout_of(const OperandBinding& b) {
   } else if (b.dtype == "f8e4m3fn") {
     l.element = Element::kF8;
   } else {
-    throw std::invalid_argument(fmt::format("operand {}: dtype {} is not supported (f32, s32, u32, bf16, f8e4m3fn)",
-                                            b.index, b.dtype));
+    throw std::invalid_argument(
+        fmt::format("operand {}: dtype {} is not supported (f32, s32, u32, bf16, f8e4m3fn)", b.index, b.dtype));
   }
   if (b.shape.size() == 2) {
     l.rows = b.shape[0];
@@ -43,16 +43,22 @@ Layout layout_of(const OperandBinding& b) {
     l.rows = (l.count + 127) / 128;
     l.cols = 128;
   } else {
-    throw std::invalid_argument(fmt::format("operand {}: rank-{} arrays are not supported (1-D and 2-D are)", b.index,
-                                            b.shape.size()));
+    throw std::invalid_argument(
+        fmt::format("operand {}: rank-{} arrays are not supported (1-D and 2-D are)", b.index, b.shape.size()));
   }
   return l;
 }
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  return (a + b - 1) / b;
+}
 
-std::uint64_t tile_bytes(Element e) { return e == Element::k32Bit ? 4096 : e == Element::kBf16 ? 2048 : 1024; }
-std::uint64_t element_bytes(Element e) { return e == Element::k32Bit ? 4 : e == Element::kBf16 ? 2 : 1; }
+std::uint64_t tile_bytes(Element e) {
+  return e == Element::k32Bit ? 4096 : e == Element::kBf16 ? 2048 : 1024;
+}
+std::uint64_t element_bytes(Element e) {
+  return e == Element::k32Bit ? 4 : e == Element::kBf16 ? 2 : 1;
+}
 
 // Byte offset of element (r, c) of the tiled 2-D view in the device layout.
 std::uint64_t device_offset(const Layout& l, std::uint64_t r, std::uint64_t c) {
@@ -61,9 +67,12 @@ std::uint64_t device_offset(const Layout& l, std::uint64_t r, std::uint64_t c) {
   const std::uint64_t tr = r % 8;
   const std::uint64_t tc = c % 128;
   switch (l.element) {
-    case Element::k32Bit: return tile * 4096 + (tr * 128 + tc) * 4;
-    case Element::kBf16: return tile * 2048 + ((tr / 2) * 128 + tc) * 4 + (tr % 2) * 2;
-    case Element::kF8: return tile * 1024 + ((tr / 4) * 128 + tc) * 4 + (tr % 4);
+    case Element::k32Bit:
+      return tile * 4096 + (tr * 128 + tc) * 4;
+    case Element::kBf16:
+      return tile * 2048 + ((tr / 2) * 128 + tc) * 4 + (tr % 2) * 2;
+    case Element::kF8:
+      return tile * 1024 + ((tr / 4) * 128 + tc) * 4 + (tr % 4);
   }
   return 0;
 }
@@ -151,7 +160,9 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
   };
   switch (l.element) {
     case Element::k32Bit:
-      out.dtype = binding.dtype == "f32" ? NpyDtype::kFloat32 : binding.dtype == "s32" ? NpyDtype::kInt32 : NpyDtype::kUint32;
+      out.dtype = binding.dtype == "f32"   ? NpyDtype::kFloat32
+                  : binding.dtype == "s32" ? NpyDtype::kInt32
+                                           : NpyDtype::kUint32;
       out.data.resize(n * 4);
       for (std::uint64_t i = 0; i < n; ++i) get(i, out.data.data() + i * 4);
       break;

@@ -15,14 +15,17 @@ namespace {
 
 constexpr std::uint64_t kAlign = 4096;
 
-std::uint64_t align_up(std::uint64_t v, std::uint64_t a) { return (v + a - 1) / a * a; }
+std::uint64_t align_up(std::uint64_t v, std::uint64_t a) {
+  return (v + a - 1) / a * a;
+}
 
 void collect_units(ChipModule& chip, RunResult& result) {
   for (const auto& core : chip.cores) {
     result.cycles = std::max(result.cycles, core->cycle());
     result.cores.push_back(core->stats());
     for (std::size_t m = 0; m < core->mxus.size(); ++m) {
-      result.units.push_back({fmt::format("core{}.mxu{}", core->core_index, m), static_cast<double>(core->mxus[m].busy_cycles)});
+      result.units.push_back(
+          {fmt::format("core{}.mxu{}", core->core_index, m), static_cast<double>(core->mxus[m].busy_cycles)});
     }
     result.units.push_back({fmt::format("core{}.vmem_port", core->core_index), core->vmem_port.busy_cycles()});
   }
@@ -52,8 +55,9 @@ ChainResult run_chain(const ChainRequest& request) {
     for (const auto& b : execs[s].bindings) {
       const auto it = request.steps[s].operand_buffers.find(b.index);
       if (it == request.steps[s].operand_buffers.end()) {
-        throw std::invalid_argument(fmt::format("kernel {}: operand {} ({}[{}], {}) is not bound to any buffer", s, b.index,
-                                                b.dtype, fmt::join(b.shape, ","), b.is_output ? "output" : "input"));
+        throw std::invalid_argument(fmt::format("kernel {}: operand {} ({}[{}], {}) is not bound to any buffer", s,
+                                                b.index, b.dtype, fmt::join(b.shape, ","),
+                                                b.is_output ? "output" : "input"));
       }
       Buffer& buf = buffers[it->second];
       if (buf.spaces.empty() && !buf.scalar) buf.binding = b;
@@ -67,8 +71,8 @@ ChainResult run_chain(const ChainRequest& request) {
             it->second, b.space));
       }
       if (!b.is_output && buf.produced && buf.spaces.count(b.space) == 0U) {
-        throw std::invalid_argument(fmt::format("kernel {} reads buffer '{}' in {}, but it was produced in another space",
-                                                s, it->second, b.space));
+        throw std::invalid_argument(fmt::format(
+            "kernel {} reads buffer '{}' in {}, but it was produced in another space", s, it->second, b.space));
       }
       if (b.is_output) buf.produced = true;
       buf.spaces.insert(b.space);
@@ -95,7 +99,8 @@ ChainResult run_chain(const ChainRequest& request) {
       buf.address[space] = next;
       next = align_up(next + size, kAlign);
       const std::uint64_t limit = space == "hbm" ? request.chip.hbm.size_bytes : request.chip.vmem.size_bytes;
-      if (next > limit) throw std::invalid_argument(fmt::format("buffer '{}' ({} bytes) does not fit in {}", name, size, space));
+      if (next > limit)
+        throw std::invalid_argument(fmt::format("buffer '{}' ({} bytes) does not fit in {}", name, size, space));
     }
     if (const auto in = request.inputs.find(name); in != request.inputs.end()) {
       const std::string origin = request.input_origins.count(name) != 0U ? request.input_origins.at(name) : name;
@@ -111,7 +116,8 @@ ChainResult run_chain(const ChainRequest& request) {
       if (b.space == "<no memory space>") {
         const auto it = request.scalars.find(name);
         if (it == request.scalars.end()) {
-          throw std::invalid_argument(fmt::format("kernel {}: scalar operand {} ('{}') has no value", s, b.index, name));
+          throw std::invalid_argument(
+              fmt::format("kernel {}: scalar operand {} ('{}') has no value", s, b.index, name));
         }
         operand_values[s][b.index] = it->second;
       } else {
@@ -181,7 +187,8 @@ TlpResult run_tlp(const TlpRequest& request) {
   // The kernels' scoped allocations live above the TLP's own.
   const auto base = allocation_ends(*request.tlp);
   std::map<std::string, ExecProgram> kernels;
-  for (const auto& [name, program] : request.kernels) kernels.emplace(name, decode_program(*program, request.chip, base));
+  for (const auto& [name, program] : request.kernels)
+    kernels.emplace(name, decode_program(*program, request.chip, base));
 
   // 1. HBM: parameters, then the output.
   std::uint64_t next = 0;
@@ -246,15 +253,14 @@ RunResult run_program(const RunRequest& request) {
     const auto it = request.inputs.find(b.index);
     if (it == request.inputs.end()) {
       if (!b.is_output) {
-        throw std::invalid_argument(fmt::format("operand {} ({}[{}], input) has no data: pass --in {}=FILE.npy", b.index,
-                                                b.dtype, fmt::join(b.shape, ","), b.index));
+        throw std::invalid_argument(fmt::format("operand {} ({}[{}], input) has no data: pass --in {}=FILE.npy",
+                                                b.index, b.dtype, fmt::join(b.shape, ","), b.index));
       }
       continue;
     }
     if (b.space == "<no memory space>") {
-      const auto bytes = to_device(b, it->second, request.input_origins.count(b.index) != 0U
-                                                      ? request.input_origins.at(b.index)
-                                                      : name);
+      const auto bytes = to_device(
+          b, it->second, request.input_origins.count(b.index) != 0U ? request.input_origins.at(b.index) : name);
       std::uint32_t v = 0;
       std::memcpy(&v, bytes.data(), std::min<std::size_t>(4, bytes.size()));
       chain.scalars[name] = v;

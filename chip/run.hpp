@@ -21,13 +21,13 @@ struct RunRequest {
   const isa::Program* program = nullptr;
   ChipConfig chip;
   RunOptions options;
-  std::map<std::uint32_t, NpyArray> inputs;  // by operand index
+  std::map<std::uint32_t, NpyArray> inputs;            // by operand index
   std::map<std::uint32_t, std::string> input_origins;  // file names for messages
   std::uint64_t quantum_cycles = 1000;
 };
 
 struct UnitStats {
-  std::string name;           // "mxu0", "hbm", ...
+  std::string name;  // "mxu0", "hbm", ...
   double busy_cycles = 0;
 };
 
@@ -96,7 +96,7 @@ struct TlpRequest {
   RunOptions options;
   std::uint64_t quantum_cycles = 1000;
   const isa::Program* tlp = nullptr;
-  std::map<std::string, const isa::Program*> kernels;         // callees by name
+  std::map<std::string, const isa::Program*> kernels;           // callees by name
   std::vector<std::pair<OperandBinding, NpyArray>> parameters;  // layout and data, in parameter order
   OperandBinding output;
 };

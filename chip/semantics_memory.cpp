@@ -13,9 +13,9 @@ constexpr std::uint64_t kRowBytes = vpu::kLanes * 4;
 constexpr std::uint64_t kGranuleBytes = 32;
 
 struct VmemAccess {
-  std::uint64_t row;      // first row
-  std::uint32_t stride;   // rows between sublanes
-  std::uint32_t mask;     // enabled sublanes
+  std::uint64_t row;     // first row
+  std::uint32_t stride;  // rows between sublanes
+  std::uint32_t mask;    // enabled sublanes
 };
 
 VmemAccess vmem_access(const Core& core, const ExecOp& op, std::size_t i) {
@@ -57,12 +57,17 @@ void store(Core& core, const ExecOp& op, const vpu::Vmask* element_mask, std::si
 PendingDma::Kind dma_kind(isa::OpId id) {
   switch (id) {
     case isa::OpId::kDmaHbmToVmem:
-    case isa::OpId::kDmaHbmToVmemStrided: return PendingDma::Kind::kHbmToVmem;
+    case isa::OpId::kDmaHbmToVmemStrided:
+      return PendingDma::Kind::kHbmToVmem;
     case isa::OpId::kDmaVmemToHbm:
-    case isa::OpId::kDmaVmemToHbmStrided: return PendingDma::Kind::kVmemToHbm;
-    case isa::OpId::kDmaHbmToSmem: return PendingDma::Kind::kHbmToSmem;
-    case isa::OpId::kDmaSmemToHbm: return PendingDma::Kind::kSmemToHbm;
-    default: return PendingDma::Kind::kHbmToHbm;
+    case isa::OpId::kDmaVmemToHbmStrided:
+      return PendingDma::Kind::kVmemToHbm;
+    case isa::OpId::kDmaHbmToSmem:
+      return PendingDma::Kind::kHbmToSmem;
+    case isa::OpId::kDmaSmemToHbm:
+      return PendingDma::Kind::kSmemToHbm;
+    default:
+      return PendingDma::Kind::kHbmToHbm;
   }
 }
 
@@ -82,7 +87,8 @@ void dma(Core& core, const ExecOp& op, bool strided) {
     const std::uint64_t block = core.scalar_operand(op, 5);
     const std::uint64_t stride = core.scalar_operand(op, 6);
     if (block == 0 || granules % block != 0) {
-      throw ProgramFault(fmt::format("strided DMA: size_in_granules {} is not a multiple of block_granules {}", granules, block));
+      throw ProgramFault(
+          fmt::format("strided DMA: size_in_granules {} is not a multiple of block_granules {}", granules, block));
     }
     d.block_bytes = block * kGranuleBytes;
     d.blocks = granules / block;
@@ -103,11 +109,26 @@ void dma(Core& core, const ExecOp& op, bool strided) {
     }
   };
   switch (d.kind) {
-    case PendingDma::Kind::kHbmToVmem: check_hbm(d.src, src_span); core.check_range(core.vmem, "VMEM", d.dst, dst_span); break;
-    case PendingDma::Kind::kVmemToHbm: core.check_range(core.vmem, "VMEM", d.src, src_span); check_hbm(d.dst, dst_span); break;
-    case PendingDma::Kind::kHbmToSmem: check_hbm(d.src, src_span); core.check_range(core.smem, "SMEM", d.dst, dst_span); break;
-    case PendingDma::Kind::kSmemToHbm: core.check_range(core.smem, "SMEM", d.src, src_span); check_hbm(d.dst, dst_span); break;
-    case PendingDma::Kind::kHbmToHbm: check_hbm(d.src, src_span); check_hbm(d.dst, dst_span); break;
+    case PendingDma::Kind::kHbmToVmem:
+      check_hbm(d.src, src_span);
+      core.check_range(core.vmem, "VMEM", d.dst, dst_span);
+      break;
+    case PendingDma::Kind::kVmemToHbm:
+      core.check_range(core.vmem, "VMEM", d.src, src_span);
+      check_hbm(d.dst, dst_span);
+      break;
+    case PendingDma::Kind::kHbmToSmem:
+      check_hbm(d.src, src_span);
+      core.check_range(core.smem, "SMEM", d.dst, dst_span);
+      break;
+    case PendingDma::Kind::kSmemToHbm:
+      core.check_range(core.smem, "SMEM", d.src, src_span);
+      check_hbm(d.dst, dst_span);
+      break;
+    case PendingDma::Kind::kHbmToHbm:
+      check_hbm(d.src, src_span);
+      check_hbm(d.dst, dst_span);
+      break;
   }
   core.issue_dma(d);
 }
@@ -127,8 +148,12 @@ void exec_Vld(Core& c, const ExecOp& op) {
     std::memcpy(&out.words[s * vpu::kLanes], c.vmem.data(address), kRowBytes);
   }
 }
-void exec_Vst(Core& c, const ExecOp& op) { store(c, op, nullptr, 1); }
-void exec_VstMsk(Core& c, const ExecOp& op) { store(c, op, &c.masks[op.op->operands[1].reg.index], 2); }
+void exec_Vst(Core& c, const ExecOp& op) {
+  store(c, op, nullptr, 1);
+}
+void exec_VstMsk(Core& c, const ExecOp& op) {
+  store(c, op, &c.masks[op.op->operands[1].reg.index], 2);
+}
 
 void exec_Vsyncpa(Core& c, const ExecOp& op) {
   c.flags[flag_index(c, op, 0)] = static_cast<std::int32_t>(c.scalar_operand(op, 1));
@@ -140,13 +165,27 @@ void exec_Vsyncadd(Core& c, const ExecOp& op) {
 // The wait itself is the readiness check (ready_dma_done_wait); at issue the flag holds enough.
 void exec_DmaDoneWait(Core&, const ExecOp&) {}
 
-void exec_DmaHbmToVmem(Core& c, const ExecOp& op) { dma(c, op, false); }
-void exec_DmaVmemToHbm(Core& c, const ExecOp& op) { dma(c, op, false); }
-void exec_DmaHbmToSmem(Core& c, const ExecOp& op) { dma(c, op, false); }
-void exec_DmaSmemToHbm(Core& c, const ExecOp& op) { dma(c, op, false); }
-void exec_DmaHbmToHbm(Core& c, const ExecOp& op) { dma(c, op, false); }
-void exec_DmaHbmToVmemStrided(Core& c, const ExecOp& op) { dma(c, op, true); }
-void exec_DmaVmemToHbmStrided(Core& c, const ExecOp& op) { dma(c, op, true); }
+void exec_DmaHbmToVmem(Core& c, const ExecOp& op) {
+  dma(c, op, false);
+}
+void exec_DmaVmemToHbm(Core& c, const ExecOp& op) {
+  dma(c, op, false);
+}
+void exec_DmaHbmToSmem(Core& c, const ExecOp& op) {
+  dma(c, op, false);
+}
+void exec_DmaSmemToHbm(Core& c, const ExecOp& op) {
+  dma(c, op, false);
+}
+void exec_DmaHbmToHbm(Core& c, const ExecOp& op) {
+  dma(c, op, false);
+}
+void exec_DmaHbmToVmemStrided(Core& c, const ExecOp& op) {
+  dma(c, op, true);
+}
+void exec_DmaVmemToHbmStrided(Core& c, const ExecOp& op) {
+  dma(c, op, true);
+}
 
 namespace {
 [[noreturn]] void needs_pod(const ExecOp& op) {
@@ -154,11 +193,21 @@ namespace {
                                  isa::mnemonic_text(op.id, op.unit)));
 }
 }  // namespace
-void exec_DmaRemoteHbmToHbm(Core&, const ExecOp& op) { needs_pod(op); }
-void exec_DmaRemoteVmemToVmem(Core&, const ExecOp& op) { needs_pod(op); }
-void exec_DmaRemoteHbmToVmem(Core&, const ExecOp& op) { needs_pod(op); }
-void exec_DmaRemoteVmemToHbm(Core&, const ExecOp& op) { needs_pod(op); }
-void exec_VsyncaddRemote(Core&, const ExecOp& op) { needs_pod(op); }
+void exec_DmaRemoteHbmToHbm(Core&, const ExecOp& op) {
+  needs_pod(op);
+}
+void exec_DmaRemoteVmemToVmem(Core&, const ExecOp& op) {
+  needs_pod(op);
+}
+void exec_DmaRemoteHbmToVmem(Core&, const ExecOp& op) {
+  needs_pod(op);
+}
+void exec_DmaRemoteVmemToHbm(Core&, const ExecOp& op) {
+  needs_pod(op);
+}
+void exec_VsyncaddRemote(Core&, const ExecOp& op) {
+  needs_pod(op);
+}
 
 std::uint64_t ready_dma_done_wait(Core& c, const ExecOp& op) {
   const std::uint32_t f = flag_index(c, op, 0);
@@ -166,8 +215,9 @@ std::uint64_t ready_dma_done_wait(Core& c, const ExecOp& op) {
   c.set_stall_cause(StallCause::kSyncFlag);
   const auto at = c.flag_satisfied_at(f, want);
   if (!at) {
-    throw ProgramFault(fmt::format("deadlock: waits for sync flag {} to reach {}; it holds {} and no DMA in flight adds to it",
-                                   f, want, c.flags[f]));
+    throw ProgramFault(
+        fmt::format("deadlock: waits for sync flag {} to reach {}; it holds {} and no DMA in flight adds to it", f,
+                    want, c.flags[f]));
   }
   return *at;
 }

@@ -9,12 +9,15 @@ namespace {
 
 mxu::Mxu& unit(Core& c, const ExecOp& op) {
   if (op.unit >= c.mxus.size()) {
-    throw ProgramFault(fmt::format("mxu{} does not exist: {} has {} MXUs per core", op.unit, c.chip.name, c.mxus.size()));
+    throw ProgramFault(
+        fmt::format("mxu{} does not exist: {} has {} MXUs per core", op.unit, c.chip.name, c.mxus.size()));
   }
   return c.mxus[op.unit];
 }
 
-const vpu::Vreg& vreg_operand(Core& c, const ExecOp& op, std::size_t i) { return c.vregs[op.op->operands[i].reg.index]; }
+const vpu::Vreg& vreg_operand(Core& c, const ExecOp& op, std::size_t i) {
+  return c.vregs[op.op->operands[i].reg.index];
+}
 
 void multiply(Core& c, const ExecOp& op, bool latch, bool masked) {
   mxu::Mxu& m = unit(c, op);
@@ -30,20 +33,35 @@ void multiply(Core& c, const ExecOp& op, bool latch, bool masked) {
 
 }  // namespace
 
-void exec_VmatpushMsra(Core& c, const ExecOp& op) { unit(c, op).push_weights(vreg_operand(c, op, 0), false); }
-void exec_VmatpushXposeMsra(Core& c, const ExecOp& op) { unit(c, op).push_weights(vreg_operand(c, op, 0), true); }
-void exec_VmatmulLatch(Core& c, const ExecOp& op) { multiply(c, op, true, false); }
-void exec_Vmatmul(Core& c, const ExecOp& op) { multiply(c, op, false, false); }
-void exec_VmatmulMskLatch(Core& c, const ExecOp& op) { multiply(c, op, true, true); }
-void exec_VmatmulMsk(Core& c, const ExecOp& op) { multiply(c, op, false, true); }
-void exec_VpopMrf(Core& c, const ExecOp& op) { c.stage_vreg(op) = unit(c, op).pop(); }
+void exec_VmatpushMsra(Core& c, const ExecOp& op) {
+  unit(c, op).push_weights(vreg_operand(c, op, 0), false);
+}
+void exec_VmatpushXposeMsra(Core& c, const ExecOp& op) {
+  unit(c, op).push_weights(vreg_operand(c, op, 0), true);
+}
+void exec_VmatmulLatch(Core& c, const ExecOp& op) {
+  multiply(c, op, true, false);
+}
+void exec_Vmatmul(Core& c, const ExecOp& op) {
+  multiply(c, op, false, false);
+}
+void exec_VmatmulMskLatch(Core& c, const ExecOp& op) {
+  multiply(c, op, true, true);
+}
+void exec_VmatmulMsk(Core& c, const ExecOp& op) {
+  multiply(c, op, false, true);
+}
+void exec_VpopMrf(Core& c, const ExecOp& op) {
+  c.stage_vreg(op) = unit(c, op).pop();
+}
 
 std::uint64_t ready_mxu_matmul(Core& c, const ExecOp& op) {
   mxu::Mxu& m = unit(c, op);
   if (m.fifo_full()) {
-    throw ProgramFault(fmt::format("the result FIFO of mxu{} is full ({} results, mxu.result_fifo_depth): pop results "
-                                   "before multiplying more",
-                                   op.unit, m.queued()));
+    throw ProgramFault(
+        fmt::format("the result FIFO of mxu{} is full ({} results, mxu.result_fifo_depth): pop results "
+                    "before multiplying more",
+                    op.unit, m.queued()));
   }
   c.set_stall_cause(StallCause::kUnitBusy);
   return m.next_matmul_cycle;
@@ -52,7 +70,8 @@ std::uint64_t ready_mxu_matmul(Core& c, const ExecOp& op) {
 std::uint64_t ready_mxu_pop(Core& c, const ExecOp& op) {
   const std::uint64_t* ready = unit(c, op).head_ready_cycle();
   if (ready == nullptr) {
-    throw ProgramFault(fmt::format("pop from the empty result FIFO of mxu{}: no multiply is queued or in flight", op.unit));
+    throw ProgramFault(
+        fmt::format("pop from the empty result FIFO of mxu{}: no multiply is queued or in flight", op.unit));
   }
   c.set_stall_cause(StallCause::kFifo);
   return *ready;

@@ -23,25 +23,55 @@ void scalar_compare(Core& core, const ExecOp& op) {
                         static_cast<std::int32_t>(core.scalar_operand(op, 1))));
 }
 
-std::uint32_t add(std::uint32_t a, std::uint32_t b) { return a + b; }
-std::uint32_t sub(std::uint32_t a, std::uint32_t b) { return a - b; }
-std::uint32_t mul(std::uint32_t a, std::uint32_t b) { return a * b; }
-std::uint32_t band(std::uint32_t a, std::uint32_t b) { return a & b; }
-std::uint32_t bor(std::uint32_t a, std::uint32_t b) { return a | b; }
-std::uint32_t bxor(std::uint32_t a, std::uint32_t b) { return a ^ b; }
-std::uint32_t shl(std::uint32_t a, std::uint32_t b) { return a << (b & 31U); }
-std::uint32_t shr(std::uint32_t a, std::uint32_t b) { return a >> (b & 31U); }
+std::uint32_t add(std::uint32_t a, std::uint32_t b) {
+  return a + b;
+}
+std::uint32_t sub(std::uint32_t a, std::uint32_t b) {
+  return a - b;
+}
+std::uint32_t mul(std::uint32_t a, std::uint32_t b) {
+  return a * b;
+}
+std::uint32_t band(std::uint32_t a, std::uint32_t b) {
+  return a & b;
+}
+std::uint32_t bor(std::uint32_t a, std::uint32_t b) {
+  return a | b;
+}
+std::uint32_t bxor(std::uint32_t a, std::uint32_t b) {
+  return a ^ b;
+}
+std::uint32_t shl(std::uint32_t a, std::uint32_t b) {
+  return a << (b & 31U);
+}
+std::uint32_t shr(std::uint32_t a, std::uint32_t b) {
+  return a >> (b & 31U);
+}
 std::uint32_t sra(std::uint32_t a, std::uint32_t b) {
   return static_cast<std::uint32_t>(static_cast<std::int32_t>(a) >> (b & 31U));
 }
-bool eq(std::int32_t a, std::int32_t b) { return a == b; }
-bool ne(std::int32_t a, std::int32_t b) { return a != b; }
-bool lt(std::int32_t a, std::int32_t b) { return a < b; }
-bool le(std::int32_t a, std::int32_t b) { return a <= b; }
-bool gt(std::int32_t a, std::int32_t b) { return a > b; }
-bool ge(std::int32_t a, std::int32_t b) { return a >= b; }
+bool eq(std::int32_t a, std::int32_t b) {
+  return a == b;
+}
+bool ne(std::int32_t a, std::int32_t b) {
+  return a != b;
+}
+bool lt(std::int32_t a, std::int32_t b) {
+  return a < b;
+}
+bool le(std::int32_t a, std::int32_t b) {
+  return a <= b;
+}
+bool gt(std::int32_t a, std::int32_t b) {
+  return a > b;
+}
+bool ge(std::int32_t a, std::int32_t b) {
+  return a >= b;
+}
 
-bool pred_operand(const Core& core, const ExecOp& op, std::size_t i) { return core.scalar_operand(op, i) != 0; }
+bool pred_operand(const Core& core, const ExecOp& op, std::size_t i) {
+  return core.scalar_operand(op, i) != 0;
+}
 
 std::uint32_t smem_word_address(Core& core, const ExecOp& op, std::size_t i) {
   const isa::Operand& o = op.op->operands[i];
@@ -51,38 +81,81 @@ std::uint32_t smem_word_address(Core& core, const ExecOp& op, std::size_t i) {
   return word;
 }
 
-
 }  // namespace
 
-void exec_SaddS32(Core& c, const ExecOp& op) { scalar_binary<add>(c, op); }
-void exec_SsubS32(Core& c, const ExecOp& op) { scalar_binary<sub>(c, op); }
-void exec_SmulU32(Core& c, const ExecOp& op) { scalar_binary<mul>(c, op); }
-void exec_SandU32(Core& c, const ExecOp& op) { scalar_binary<band>(c, op); }
-void exec_SorU32(Core& c, const ExecOp& op) { scalar_binary<bor>(c, op); }
-void exec_SxorU32(Core& c, const ExecOp& op) { scalar_binary<bxor>(c, op); }
-void exec_SshllU32(Core& c, const ExecOp& op) { scalar_binary<shl>(c, op); }
-void exec_SshrlU32(Core& c, const ExecOp& op) { scalar_binary<shr>(c, op); }
-void exec_SshraS32(Core& c, const ExecOp& op) { scalar_binary<sra>(c, op); }
-void exec_ScmpEqS32(Core& c, const ExecOp& op) { scalar_compare<eq>(c, op); }
-void exec_ScmpNeS32(Core& c, const ExecOp& op) { scalar_compare<ne>(c, op); }
-void exec_ScmpLtS32(Core& c, const ExecOp& op) { scalar_compare<lt>(c, op); }
-void exec_ScmpLeS32(Core& c, const ExecOp& op) { scalar_compare<le>(c, op); }
-void exec_ScmpGtS32(Core& c, const ExecOp& op) { scalar_compare<gt>(c, op); }
-void exec_ScmpGeS32(Core& c, const ExecOp& op) { scalar_compare<ge>(c, op); }
-void exec_Pnand(Core& c, const ExecOp& op) { c.write_pred(op, !(pred_operand(c, op, 0) && pred_operand(c, op, 1))); }
-void exec_Por(Core& c, const ExecOp& op) { c.write_pred(op, pred_operand(c, op, 0) || pred_operand(c, op, 1)); }
-void exec_Pneg(Core& c, const ExecOp& op) { c.write_pred(op, !pred_operand(c, op, 0)); }
+void exec_SaddS32(Core& c, const ExecOp& op) {
+  scalar_binary<add>(c, op);
+}
+void exec_SsubS32(Core& c, const ExecOp& op) {
+  scalar_binary<sub>(c, op);
+}
+void exec_SmulU32(Core& c, const ExecOp& op) {
+  scalar_binary<mul>(c, op);
+}
+void exec_SandU32(Core& c, const ExecOp& op) {
+  scalar_binary<band>(c, op);
+}
+void exec_SorU32(Core& c, const ExecOp& op) {
+  scalar_binary<bor>(c, op);
+}
+void exec_SxorU32(Core& c, const ExecOp& op) {
+  scalar_binary<bxor>(c, op);
+}
+void exec_SshllU32(Core& c, const ExecOp& op) {
+  scalar_binary<shl>(c, op);
+}
+void exec_SshrlU32(Core& c, const ExecOp& op) {
+  scalar_binary<shr>(c, op);
+}
+void exec_SshraS32(Core& c, const ExecOp& op) {
+  scalar_binary<sra>(c, op);
+}
+void exec_ScmpEqS32(Core& c, const ExecOp& op) {
+  scalar_compare<eq>(c, op);
+}
+void exec_ScmpNeS32(Core& c, const ExecOp& op) {
+  scalar_compare<ne>(c, op);
+}
+void exec_ScmpLtS32(Core& c, const ExecOp& op) {
+  scalar_compare<lt>(c, op);
+}
+void exec_ScmpLeS32(Core& c, const ExecOp& op) {
+  scalar_compare<le>(c, op);
+}
+void exec_ScmpGtS32(Core& c, const ExecOp& op) {
+  scalar_compare<gt>(c, op);
+}
+void exec_ScmpGeS32(Core& c, const ExecOp& op) {
+  scalar_compare<ge>(c, op);
+}
+void exec_Pnand(Core& c, const ExecOp& op) {
+  c.write_pred(op, !(pred_operand(c, op, 0) && pred_operand(c, op, 1)));
+}
+void exec_Por(Core& c, const ExecOp& op) {
+  c.write_pred(op, pred_operand(c, op, 0) || pred_operand(c, op, 1));
+}
+void exec_Pneg(Core& c, const ExecOp& op) {
+  c.write_pred(op, !pred_operand(c, op, 0));
+}
 
 // A guard with a kept register (`smov (%p, %s_old), v`) is handled by the
 // issue loop: when the guard is false the op does not execute and the
 // destination, which shares the kept register, keeps its value.
-void exec_Smov(Core& c, const ExecOp& op) { c.write_sreg(op, c.scalar_operand(op, 0)); }
+void exec_Smov(Core& c, const ExecOp& op) {
+  c.write_sreg(op, c.scalar_operand(op, 0));
+}
 void exec_ScalarSelect(Core& c, const ExecOp& op) {
   c.write_sreg(op, pred_operand(c, op, 0) ? c.scalar_operand(op, 1) : c.scalar_operand(op, 2));
 }
-void exec_ScalarLeaVmem(Core& c, const ExecOp& op) { scalar_binary<add>(c, op); }
-void exec_ScalarLeaHbm(Core& c, const ExecOp& op) { scalar_binary<add>(c, op); }
-void exec_ScalarLeaSflag(Core& c, const ExecOp& op) { scalar_binary<add>(c, op); }
+void exec_ScalarLeaVmem(Core& c, const ExecOp& op) {
+  scalar_binary<add>(c, op);
+}
+void exec_ScalarLeaHbm(Core& c, const ExecOp& op) {
+  scalar_binary<add>(c, op);
+}
+void exec_ScalarLeaSflag(Core& c, const ExecOp& op) {
+  scalar_binary<add>(c, op);
+}
 
 void exec_Sld(Core& c, const ExecOp& op) {
   const std::uint32_t word = smem_word_address(c, op, 0);
@@ -100,7 +173,8 @@ void exec_Sst(Core& c, const ExecOp& op) {
 void exec_ScalarParameterAddress(Core& c, const ExecOp& op) {
   const std::uint32_t k = op.value[0];
   if (k >= c.parameter_values.size()) {
-    throw ProgramFault(fmt::format("parameter {} is not bound by the host ({} parameters)", k, c.parameter_values.size()));
+    throw ProgramFault(
+        fmt::format("parameter {} is not bound by the host ({} parameters)", k, c.parameter_values.size()));
   }
   c.write_sreg(op, c.parameter_values[k]);
 }
@@ -111,12 +185,18 @@ void exec_ScalarParameterAddress(Core& c, const ExecOp& op) {
 static void int_to_ptr(Core& c, const ExecOp& op) {
   if (op.op->operands[1].reg.index != op.dest->index) c.write_sreg(op, c.scalar_operand(op, 1));
 }
-void exec_IntToPtrHbm(Core& c, const ExecOp& op) { int_to_ptr(c, op); }
-void exec_IntToPtrVmem(Core& c, const ExecOp& op) { int_to_ptr(c, op); }
+void exec_IntToPtrHbm(Core& c, const ExecOp& op) {
+  int_to_ptr(c, op);
+}
+void exec_IntToPtrVmem(Core& c, const ExecOp& op) {
+  int_to_ptr(c, op);
+}
 // Both inputs of a phi share the result's register once allocated: nothing moves.
 void exec_Sphi(Core&, const ExecOp&) {}
 
-void exec_SbrRel(Core& c, const ExecOp& op) { c.branch_to(op.target_bundle); }
+void exec_SbrRel(Core& c, const ExecOp& op) {
+  c.branch_to(op.target_bundle);
+}
 void exec_ShaltErr(Core&, const ExecOp&) {
   throw ProgramFault("the program halted with an error (a bounds check failed)");
 }
@@ -142,8 +222,12 @@ void exec_InlinedCallOperandHbm(Core& c, const ExecOp& op) {
   if (it == c.operand_values.end()) throw ProgramFault(fmt::format("operand {} is not bound by the host", index));
   c.write_sreg(op, it->second);
 }
-void exec_InlinedCallOperandVmem(Core& c, const ExecOp& op) { exec_InlinedCallOperandHbm(c, op); }
-void exec_InlinedCallOperandScalar(Core& c, const ExecOp& op) { exec_InlinedCallOperandHbm(c, op); }
+void exec_InlinedCallOperandVmem(Core& c, const ExecOp& op) {
+  exec_InlinedCallOperandHbm(c, op);
+}
+void exec_InlinedCallOperandScalar(Core& c, const ExecOp& op) {
+  exec_InlinedCallOperandHbm(c, op);
+}
 void exec_CompilerSchedulingBarrier(Core&, const ExecOp&) {}
 
 void exec_Vtrace(Core&, const ExecOp&) {}
@@ -152,13 +236,29 @@ void exec_Vdelay(Core&, const ExecOp&) {}
 void exec_VsetiarIar0(Core&, const ExecOp&) {}
 void exec_VsetiarIar1(Core&, const ExecOp&) {}
 
-void exec_SidChip(Core& c, const ExecOp& op) { c.write_sreg(op, c.shared.chip_id); }
-void exec_SidX(Core& c, const ExecOp& op) { c.write_sreg(op, c.shared.chip_id); }
-void exec_SidY(Core& c, const ExecOp& op) { c.write_sreg(op, 0); }
-void exec_SidZ(Core& c, const ExecOp& op) { c.write_sreg(op, 0); }
-void exec_SidCore(Core& c, const ExecOp& op) { c.write_sreg(op, c.core_index); }
-void exec_SidDimX(Core& c, const ExecOp& op) { c.write_sreg(op, 1); }
-void exec_SidDimY(Core& c, const ExecOp& op) { c.write_sreg(op, 1); }
-void exec_SidDimZ(Core& c, const ExecOp& op) { c.write_sreg(op, 1); }
+void exec_SidChip(Core& c, const ExecOp& op) {
+  c.write_sreg(op, c.shared.chip_id);
+}
+void exec_SidX(Core& c, const ExecOp& op) {
+  c.write_sreg(op, c.shared.chip_id);
+}
+void exec_SidY(Core& c, const ExecOp& op) {
+  c.write_sreg(op, 0);
+}
+void exec_SidZ(Core& c, const ExecOp& op) {
+  c.write_sreg(op, 0);
+}
+void exec_SidCore(Core& c, const ExecOp& op) {
+  c.write_sreg(op, c.core_index);
+}
+void exec_SidDimX(Core& c, const ExecOp& op) {
+  c.write_sreg(op, 1);
+}
+void exec_SidDimY(Core& c, const ExecOp& op) {
+  c.write_sreg(op, 1);
+}
+void exec_SidDimZ(Core& c, const ExecOp& op) {
+  c.write_sreg(op, 1);
+}
 
 }  // namespace tpuemu::chip

@@ -25,29 +25,38 @@ constexpr std::array kSemantics{
 
 }  // namespace
 
-ExecFn semantics_of(isa::OpId id) { return kSemantics.at(static_cast<std::size_t>(id)); }
+ExecFn semantics_of(isa::OpId id) {
+  return kSemantics.at(static_cast<std::size_t>(id));
+}
 
 ReadyFn readiness_of(isa::OpId id) {
   using isa::OpId;
   switch (id) {
-    case OpId::kDmaDoneWait: return &ready_dma_done_wait;
+    case OpId::kDmaDoneWait:
+      return &ready_dma_done_wait;
     case OpId::kDmaHbmToVmem:
     case OpId::kDmaVmemToHbm:
     case OpId::kDmaHbmToSmem:
     case OpId::kDmaSmemToHbm:
     case OpId::kDmaHbmToHbm:
     case OpId::kDmaHbmToVmemStrided:
-    case OpId::kDmaVmemToHbmStrided: return &ready_dma_issue;
+    case OpId::kDmaVmemToHbmStrided:
+      return &ready_dma_issue;
     case OpId::kVmatmulLatch:
     case OpId::kVmatmul:
     case OpId::kVmatmulMskLatch:
-    case OpId::kVmatmulMsk: return &ready_mxu_matmul;
-    case OpId::kVpopMrf: return &ready_mxu_pop;
+    case OpId::kVmatmulMsk:
+      return &ready_mxu_matmul;
+    case OpId::kVpopMrf:
+      return &ready_mxu_pop;
     case OpId::kVpopEup:
     case OpId::kVpopPermute:
-    case OpId::kSpop: return &ready_token_pop;
-    case OpId::kVpopTrf: return &ready_transpose_pop;
-    default: return nullptr;
+    case OpId::kSpop:
+      return &ready_token_pop;
+    case OpId::kVpopTrf:
+      return &ready_transpose_pop;
+    default:
+      return nullptr;
   }
 }
 

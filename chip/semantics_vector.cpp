@@ -20,8 +20,12 @@ VecArg arg(const Core& c, const ExecOp& op, std::size_t i) {
   return vpu::splat(c.scalar_operand(op, i));
 }
 
-const vpu::Vreg& vreg(const Core& c, const ExecOp& op, std::size_t i) { return c.vregs[op.op->operands[i].reg.index]; }
-const vpu::Vmask& mask(const Core& c, const ExecOp& op, std::size_t i) { return c.masks[op.op->operands[i].reg.index]; }
+const vpu::Vreg& vreg(const Core& c, const ExecOp& op, std::size_t i) {
+  return c.vregs[op.op->operands[i].reg.index];
+}
+const vpu::Vmask& mask(const Core& c, const ExecOp& op, std::size_t i) {
+  return c.masks[op.op->operands[i].reg.index];
+}
 
 bool is_f32_arithmetic(isa::OpId id) {
   using isa::OpId;
@@ -33,9 +37,15 @@ void binary(Core& c, const ExecOp& op) {
   c.stage_vreg(op) = vpu::valu_binary(op.id, arg(c, op, 0), arg(c, op, 1));
   if (is_f32_arithmetic(op.id)) c.record_vpu_flops(vpu::kElements);
 }
-void compare(Core& c, const ExecOp& op) { c.stage_mask(op) = vpu::valu_compare(op.id, arg(c, op, 0), arg(c, op, 1)); }
-void unary(Core& c, const ExecOp& op) { c.stage_vreg(op) = vpu::valu_unary(op.id, arg(c, op, 0)); }
-void pack(Core& c, const ExecOp& op) { c.stage_vreg(op) = vpu::vpack(op.id, arg(c, op, 0), arg(c, op, 1)); }
+void compare(Core& c, const ExecOp& op) {
+  c.stage_mask(op) = vpu::valu_compare(op.id, arg(c, op, 0), arg(c, op, 1));
+}
+void unary(Core& c, const ExecOp& op) {
+  c.stage_vreg(op) = vpu::valu_unary(op.id, arg(c, op, 0));
+}
+void pack(Core& c, const ExecOp& op) {
+  c.stage_vreg(op) = vpu::vpack(op.id, arg(c, op, 0), arg(c, op, 1));
+}
 
 std::uint32_t token_of(const ExecOp& op) {
   if (op.op->dest_kind != isa::Op::DestKind::kToken) {
@@ -47,7 +57,8 @@ std::uint32_t token_of(const ExecOp& op) {
 
 std::uint32_t xlu_index(const Core& c, const ExecOp& op) {
   if (op.unit >= c.transposers.size()) {
-    throw ProgramFault(fmt::format("xlu{} does not exist: {} has {} XLUs per core", op.unit, c.chip.name, c.transposers.size()));
+    throw ProgramFault(
+        fmt::format("xlu{} does not exist: {} has {} XLUs per core", op.unit, c.chip.name, c.transposers.size()));
   }
   return op.unit;
 }
@@ -83,69 +94,179 @@ vpu::Vreg take(std::map<std::uint32_t, Core::TokenResult>& results, std::uint32_
 
 }  // namespace
 
-void exec_VaddS32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VsubS32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VmulU32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VandU32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VorU32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VxorU32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VshllU32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VshrlU32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VshraS32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VaddF32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VsubF32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VmulF32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VmaxF32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_VminF32(Core& c, const ExecOp& op) { binary(c, op); }
-void exec_Vclz(Core& c, const ExecOp& op) { unary(c, op); }
-void exec_Vlaneseq(Core& c, const ExecOp& op) { c.stage_vreg(op) = vpu::vlaneseq(); }
-void exec_Vstv(Core& c, const ExecOp& op) { c.stage_vreg(op) = vpu::vstv(c.scalar_operand(op, 0)); }
-void exec_Vmov(Core& c, const ExecOp& op) { unary(c, op); }
+void exec_VaddS32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VsubS32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VmulU32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VandU32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VorU32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VxorU32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VshllU32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VshrlU32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VshraS32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VaddF32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VsubF32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VmulF32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VmaxF32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_VminF32(Core& c, const ExecOp& op) {
+  binary(c, op);
+}
+void exec_Vclz(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
+void exec_Vlaneseq(Core& c, const ExecOp& op) {
+  c.stage_vreg(op) = vpu::vlaneseq();
+}
+void exec_Vstv(Core& c, const ExecOp& op) {
+  c.stage_vreg(op) = vpu::vstv(c.scalar_operand(op, 0));
+}
+void exec_Vmov(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
 void exec_Vrng(Core& c, const ExecOp& op) {
   vpu::Vreg& out = c.stage_vreg(op);
   for (auto& w : out.words) w = c.next_random();
 }
-void exec_Setrngseed(Core& c, const ExecOp& op) { c.seed_random(vreg(c, op, 0).words[0]); }
+void exec_Setrngseed(Core& c, const ExecOp& op) {
+  c.seed_random(vreg(c, op, 0).words[0]);
+}
 
-void exec_VcmpEqS32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpNeS32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpLtS32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpLeS32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpGtS32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpGeS32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpEqF32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpNeF32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpLtF32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpLeF32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpGtF32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcmpGeF32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VcU32(Core& c, const ExecOp& op) { compare(c, op); }
-void exec_VweirdF32(Core& c, const ExecOp& op) { c.stage_mask(op) = vpu::vweird_f32(vreg(c, op, 0)); }
-void exec_Vcmask(Core& c, const ExecOp& op) { c.stage_mask(op) = vpu::vcmask(op.value[0]); }
-void exec_Vmor(Core& c, const ExecOp& op) { c.stage_mask(op) = vpu::vmor(mask(c, op, 0), mask(c, op, 1)); }
-void exec_Vsel(Core& c, const ExecOp& op) { c.stage_vreg(op) = vpu::vsel(mask(c, op, 0), arg(c, op, 1), arg(c, op, 2)); }
+void exec_VcmpEqS32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpNeS32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpLtS32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpLeS32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpGtS32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpGeS32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpEqF32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpNeF32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpLtF32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpLeF32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpGtF32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcmpGeF32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VcU32(Core& c, const ExecOp& op) {
+  compare(c, op);
+}
+void exec_VweirdF32(Core& c, const ExecOp& op) {
+  c.stage_mask(op) = vpu::vweird_f32(vreg(c, op, 0));
+}
+void exec_Vcmask(Core& c, const ExecOp& op) {
+  c.stage_mask(op) = vpu::vcmask(op.value[0]);
+}
+void exec_Vmor(Core& c, const ExecOp& op) {
+  c.stage_mask(op) = vpu::vmor(mask(c, op, 0), mask(c, op, 1));
+}
+void exec_Vsel(Core& c, const ExecOp& op) {
+  c.stage_vreg(op) = vpu::vsel(mask(c, op, 0), arg(c, op, 1), arg(c, op, 2));
+}
 
-void exec_VcvtS32F32(Core& c, const ExecOp& op) { unary(c, op); }
-void exec_VcvtF32S32(Core& c, const ExecOp& op) { unary(c, op); }
-void exec_VcvtF32F8e4m3b11(Core& c, const ExecOp& op) { unary(c, op); }
-void exec_VunpackCLoBf16(Core& c, const ExecOp& op) { unary(c, op); }
-void exec_VunpackCHiBf16(Core& c, const ExecOp& op) { unary(c, op); }
-void exec_VunpackILoBf16(Core& c, const ExecOp& op) { unary(c, op); }
-void exec_VunpackC0F8e4m3b11(Core& c, const ExecOp& op) { unary(c, op); }
-void exec_VpackCBf16(Core& c, const ExecOp& op) { pack(c, op); }
-void exec_VpackCB16(Core& c, const ExecOp& op) { pack(c, op); }
-void exec_VpackCB8(Core& c, const ExecOp& op) { pack(c, op); }
-void exec_VrotSlane(Core& c, const ExecOp& op) { c.stage_vreg(op) = vpu::vrot_slane(vreg(c, op, 0), c.scalar_operand(op, 1)); }
+void exec_VcvtS32F32(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
+void exec_VcvtF32S32(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
+void exec_VcvtF32F8e4m3b11(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
+void exec_VunpackCLoBf16(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
+void exec_VunpackCHiBf16(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
+void exec_VunpackILoBf16(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
+void exec_VunpackC0F8e4m3b11(Core& c, const ExecOp& op) {
+  unary(c, op);
+}
+void exec_VpackCBf16(Core& c, const ExecOp& op) {
+  pack(c, op);
+}
+void exec_VpackCB16(Core& c, const ExecOp& op) {
+  pack(c, op);
+}
+void exec_VpackCB8(Core& c, const ExecOp& op) {
+  pack(c, op);
+}
+void exec_VrotSlane(Core& c, const ExecOp& op) {
+  c.stage_vreg(op) = vpu::vrot_slane(vreg(c, op, 0), c.scalar_operand(op, 1));
+}
 
-void exec_Vpow2F32(Core& c, const ExecOp& op) { eup_push(c, op); }
-void exec_VrcpF32(Core& c, const ExecOp& op) { eup_push(c, op); }
-void exec_VtanhF32(Core& c, const ExecOp& op) { eup_push(c, op); }
-void exec_VpopEup(Core& c, const ExecOp& op) { c.stage_vreg(op) = take(c.eup_results, op.op->operands[0].token, "EUP"); }
+void exec_Vpow2F32(Core& c, const ExecOp& op) {
+  eup_push(c, op);
+}
+void exec_VrcpF32(Core& c, const ExecOp& op) {
+  eup_push(c, op);
+}
+void exec_VtanhF32(Core& c, const ExecOp& op) {
+  eup_push(c, op);
+}
+void exec_VpopEup(Core& c, const ExecOp& op) {
+  c.stage_vreg(op) = take(c.eup_results, op.op->operands[0].token, "EUP");
+}
 
-void exec_VxposeStart(Core& c, const ExecOp& op) { transpose(c, op); }
-void exec_VxposeCont(Core& c, const ExecOp& op) { transpose(c, op); }
-void exec_VxposeEnd(Core& c, const ExecOp& op) { transpose(c, op); }
-void exec_VxposeStartEnd(Core& c, const ExecOp& op) { transpose(c, op); }
+void exec_VxposeStart(Core& c, const ExecOp& op) {
+  transpose(c, op);
+}
+void exec_VxposeCont(Core& c, const ExecOp& op) {
+  transpose(c, op);
+}
+void exec_VxposeEnd(Core& c, const ExecOp& op) {
+  transpose(c, op);
+}
+void exec_VxposeStartEnd(Core& c, const ExecOp& op) {
+  transpose(c, op);
+}
 void exec_VpopTrf(Core& c, const ExecOp& op) {
   auto& q = c.transpose_results[xlu_index(c, op)];
   c.stage_vreg(op) = std::move(q.front().value);
@@ -154,7 +275,8 @@ void exec_VpopTrf(Core& c, const ExecOp& op) {
 void exec_VrotLaneB32(Core& c, const ExecOp& op) {
   const std::uint32_t x = xlu_index(c, op);
   const std::uint64_t ready = c.now() + c.chip.latency(LatencyClass::kXluRotate).value();
-  c.permute_results[x][token_of(op)] = Core::TokenResult{ready, vpu::rotate_lanes(vreg(c, op, 0), c.scalar_operand(op, 1))};
+  c.permute_results[x][token_of(op)] =
+      Core::TokenResult{ready, vpu::rotate_lanes(vreg(c, op, 0), c.scalar_operand(op, 1))};
 }
 void exec_VsetPatternPermute(Core& c, const ExecOp& op) {
   c.permute_patterns[xlu_index(c, op)][token_of(op)] = vreg(c, op, 0);
@@ -164,7 +286,8 @@ void exec_Vperm(Core& c, const ExecOp& op) {
   const std::uint32_t pattern_token = op.op->operands[0].token;
   const auto it = c.permute_patterns[x].find(pattern_token);
   if (it == c.permute_patterns[x].end()) {
-    throw ProgramFault(fmt::format("vperm names pattern %{}, which no vset.pattern.permute.xlu{} set", pattern_token, x));
+    throw ProgramFault(
+        fmt::format("vperm names pattern %{}, which no vset.pattern.permute.xlu{} set", pattern_token, x));
   }
   const std::uint64_t ready = c.now() + c.chip.latency(LatencyClass::kXluPermute).value();
   c.permute_results[x][token_of(op)] = Core::TokenResult{ready, vpu::permute_lanes(vreg(c, op, 1), it->second)};
@@ -204,7 +327,8 @@ std::uint64_t ready_token_pop(Core& c, const ExecOp& op) {
 std::uint64_t ready_transpose_pop(Core& c, const ExecOp& op) {
   const auto& q = c.transpose_results[xlu_index(c, op)];
   if (q.empty()) {
-    throw ProgramFault(fmt::format("pop from the empty transpose FIFO of xlu{}: no completed transpose is queued", op.unit));
+    throw ProgramFault(
+        fmt::format("pop from the empty transpose FIFO of xlu{}: no completed transpose is queued", op.unit));
   }
   c.set_stall_cause(StallCause::kFifo);
   return q.front().ready_cycle;

@@ -31,25 +31,36 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.cycles_per_tile; });
   add("mxu.result_fifo_depth", Q::kCount, "results an MXU result FIFO holds before multiplies stall", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.result_fifo_depth; });
-  add("vpu.sublanes", Q::kCount, "sublanes of a vreg", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.sublanes; });
-  add("vpu.lanes", Q::kCount, "lanes of a vreg (32-bit each)", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.lanes; });
+  add("vpu.sublanes", Q::kCount, "sublanes of a vreg", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.sublanes; });
+  add("vpu.lanes", Q::kCount, "lanes of a vreg (32-bit each)", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.lanes; });
   add("vpu.vregs", Q::kCount, "vector registers", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.vregs; });
-  add("vpu.mask_regs", Q::kCount, "vector mask registers", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.mask_regs; });
-  add("scalar.sregs", Q::kCount, "scalar registers (32-bit)", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.scalar.sregs; });
+  add("vpu.mask_regs", Q::kCount, "vector mask registers", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.mask_regs; });
+  add("scalar.sregs", Q::kCount, "scalar registers (32-bit)", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.scalar.sregs; });
   add("scalar.predicates", Q::kCount, "predicate registers", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.scalar.predicates; });
-  add("xlu.count", Q::kCount, "cross-lane units per TensorCore", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.count; });
-  add("xlu.fifo_depth", Q::kCount, "results an XLU FIFO holds", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.fifo_depth; });
-  add("eup.fifo_depth", Q::kCount, "results the EUP FIFO holds", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.eup.fifo_depth; });
+  add("xlu.count", Q::kCount, "cross-lane units per TensorCore", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.count; });
+  add("xlu.fifo_depth", Q::kCount, "results an XLU FIFO holds", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.fifo_depth; });
+  add("eup.fifo_depth", Q::kCount, "results the EUP FIFO holds", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.eup.fifo_depth; });
 
   // One capacity per capped slot class, one latency per latency class. These
   // lambdas cannot capture, so the class is recovered from the path at use.
-  static constexpr auto slot_field = [](ChipConfig&) -> ParamSpec::FieldRef { return static_cast<std::uint64_t*>(nullptr); };
+  static constexpr auto slot_field = [](ChipConfig&) -> ParamSpec::FieldRef {
+    return static_cast<std::uint64_t*>(nullptr);
+  };
   for (SlotClass s : kCappedSlotClasses) {
     p.push_back(ParamSpec{fmt::format("slots.{}", preset_key(s)), Q::kCount,
                           fmt::format("{} ops per bundle", to_string(s)), 1, false, slot_field});
   }
-  static constexpr auto latency_field = [](ChipConfig&) -> ParamSpec::FieldRef { return static_cast<std::uint64_t*>(nullptr); };
+  static constexpr auto latency_field = [](ChipConfig&) -> ParamSpec::FieldRef {
+    return static_cast<std::uint64_t*>(nullptr);
+  };
   for (std::size_t i = 0; i < kLatencyClassCount; ++i) {
     const auto lc = static_cast<LatencyClass>(i);
     p.push_back(ParamSpec{fmt::format("latency.{}", preset_key(lc)), Q::kCycles,
@@ -62,21 +73,29 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.size_bytes; });
   add("vmem.bandwidth", Q::kBandwidth, "VMEM port bandwidth seen by DMA", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.bandwidth; });
-  add("vmem.latency", Q::kCycles, "VMEM access latency", 0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.latency_cycles; });
-  add("smem.size", Q::kBytes, "scalar memory per TensorCore", 4, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.smem.size_bytes; });
-  add("sflag.count", Q::kCount, "sync flags per TensorCore", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.sflag.count; });
+  add("vmem.latency", Q::kCycles, "VMEM access latency", 0,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.latency_cycles; });
+  add("smem.size", Q::kBytes, "scalar memory per TensorCore", 4,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.smem.size_bytes; });
+  add("sflag.count", Q::kCount, "sync flags per TensorCore", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.sflag.count; });
   add("hbm.size", Q::kBytes, "HBM per chip (shared by its TensorCores)", 4096,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.size_bytes; });
-  add("hbm.bandwidth", Q::kBandwidth, "HBM bandwidth per chip", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.bandwidth; });
-  add("hbm.latency", Q::kTime, "HBM access latency", 0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.latency_s; });
-  add("dma.chunk_size", Q::kBytes, "DMA service chunk: ports serve concurrent DMAs round-robin in chunks of this size (fidelity vs speed)", 32,
+  add("hbm.bandwidth", Q::kBandwidth, "HBM bandwidth per chip", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.bandwidth; });
+  add("hbm.latency", Q::kTime, "HBM access latency", 0,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.latency_s; });
+  add("dma.chunk_size", Q::kBytes,
+      "DMA service chunk: ports serve concurrent DMAs round-robin in chunks of this size (fidelity vs speed)", 32,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.chunk_bytes; });
   add("dma.max_in_flight", Q::kCount, "DMA descriptors in flight per TensorCore", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.max_in_flight; });
   add("ici.link_bandwidth", Q::kBandwidth, "ICI bandwidth per link, one way", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.link_bandwidth; });
-  add("ici.links_per_chip", Q::kCount, "ICI links per chip", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.links_per_chip; });
-  add("ici.hop_latency", Q::kTime, "latency of one ICI hop", 0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.hop_latency_s; });
+  add("ici.links_per_chip", Q::kCount, "ICI links per chip", 1,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.links_per_chip; });
+  add("ici.hop_latency", Q::kTime, "latency of one ICI hop", 0,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.hop_latency_s; });
   add("ici.torus_dims", Q::kCount, "torus dimensionality (1, 2 or 3)", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.torus_dims; });
   add("ici.wrap_multiple", Q::kCount, "an axis has wraparound links iff its length is a multiple of this", 1,
@@ -103,7 +122,6 @@ ParamSpec::FieldRef field_of(const ParamSpec& spec, ChipConfig& c) {
   return spec.field(c);
 }
 
-
 std::string unknown_field_message(std::string_view path) {
   std::string_view best;
   std::size_t best_distance = 4;
@@ -125,7 +143,9 @@ std::string value_text(const json& v, const std::string& origin, const std::stri
   throw ConfigError(origin, path, fmt::format("expected a number or a string with a unit, got {}", v.dump()));
 }
 
-bool is_leaf(const json& v) { return !v.is_object() || v.contains("value"); }
+bool is_leaf(const json& v) {
+  return !v.is_object() || v.contains("value");
+}
 
 void collect(const json& node, const std::string& prefix, const std::string& origin, ChipSpec& spec) {
   for (const auto& [key, v] : node.items()) {
@@ -156,7 +176,8 @@ void collect(const json& node, const std::string& prefix, const std::string& ori
         } else {
           throw ConfigError(origin, path,
                             fmt::format("unknown key '{}' (a parameter takes value, unit, note and one of "
-                                        "source, derived, assumed, user)", leaf_key));
+                                        "source, derived, assumed, user)",
+                                        leaf_key));
         }
         if (!leaf_value.is_string()) throw ConfigError(origin, path, fmt::format("'{}' must be a string", leaf_key));
         if (++provenance_keys > 1) throw ConfigError(origin, path, "more than one of source/derived/assumed/user");
@@ -209,15 +230,21 @@ ConfigError::ConfigError(std::string file, std::string field, const std::string&
 
 std::string_view to_string(Provenance::Kind kind) {
   switch (kind) {
-    case Provenance::Kind::kSource: return "source";
-    case Provenance::Kind::kDerived: return "derived";
-    case Provenance::Kind::kAssumed: return "assumed";
-    case Provenance::Kind::kUser: return "user";
+    case Provenance::Kind::kSource:
+      return "source";
+    case Provenance::Kind::kDerived:
+      return "derived";
+    case Provenance::Kind::kAssumed:
+      return "assumed";
+    case Provenance::Kind::kUser:
+      return "user";
   }
   return "user";
 }
 
-std::span<const ParamSpec> chip_params() { return params_table(); }
+std::span<const ParamSpec> chip_params() {
+  return params_table();
+}
 
 const ParamSpec* find_param(std::string_view path) {
   for (const auto& spec : params_table()) {
@@ -230,9 +257,13 @@ double ChipConfig::peak_bf16_flops() const {
   return static_cast<double>(mxus_per_chip()) * static_cast<double>(mxu.size * mxu.size) * 2.0 * clock_hz;
 }
 
-double ChipConfig::ici_bandwidth_per_chip() const { return ici.link_bandwidth * static_cast<double>(ici.links_per_chip); }
+double ChipConfig::ici_bandwidth_per_chip() const {
+  return ici.link_bandwidth * static_cast<double>(ici.links_per_chip);
+}
 
-std::vector<std::uint64_t> ChipConfig::max_slice_dims() const { return parse_slice(ici.max_slice); }
+std::vector<std::uint64_t> ChipConfig::max_slice_dims() const {
+  return parse_slice(ici.max_slice);
+}
 
 Cycles ChipConfig::seconds_to_cycles(double seconds) const {
   return Cycles(static_cast<std::uint64_t>(std::ceil(seconds * clock_hz - 1e-9)));
@@ -302,8 +333,9 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
   for (const ParamSpec& spec : params_table()) {
     auto it = merged.find(spec.path);
     if (it == merged.end()) {
-      throw ConfigError(last_origin, spec.path, fmt::format("missing ({}, in {})", spec.description,
-                                                             spec.is_text ? "text" : std::string(quantity_name(spec.quantity))));
+      throw ConfigError(last_origin, spec.path,
+                        fmt::format("missing ({}, in {})", spec.description,
+                                    spec.is_text ? "text" : std::string(quantity_name(spec.quantity))));
     }
     const ChipSpec::Value& v = *it->second;
     const ParamSpec::FieldRef ref = field_of(spec, c);
@@ -317,8 +349,9 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
         throw ConfigError(v.origin, spec.path, e.what());
       }
       if (value < spec.min_value) {
-        throw ConfigError(v.origin, spec.path,
-                          fmt::format("{} is below the minimum {}", v.text, format_quantity(spec.min_value, spec.quantity)));
+        throw ConfigError(
+            v.origin, spec.path,
+            fmt::format("{} is below the minimum {}", v.text, format_quantity(spec.min_value, spec.quantity)));
       }
       if (auto* d = std::get_if<double*>(&ref)) {
         **d = value;
@@ -338,8 +371,9 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
                       fmt::format("'{}' is not a slice shape like 16x16 or 16x20x28", c.ici.max_slice));
   }
   if (dims.size() != c.ici.torus_dims) {
-    throw ConfigError(origin_of("ici.max_slice"), "ici.max_slice",
-                      fmt::format("'{}' has {} axes but ici.torus_dims is {}", c.ici.max_slice, dims.size(), c.ici.torus_dims));
+    throw ConfigError(
+        origin_of("ici.max_slice"), "ici.max_slice",
+        fmt::format("'{}' has {} axes but ici.torus_dims is {}", c.ici.max_slice, dims.size(), c.ici.torus_dims));
   }
   if (c.dma.chunk_bytes % 32 != 0) {
     throw ConfigError(origin_of("dma.chunk_size"), "dma.chunk_size", "must be a whole number of 32-byte granules");
@@ -350,8 +384,9 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
                       fmt::format("must be a whole number of {}-byte rows (vpu.lanes x 4 B)", row_bytes));
   }
   if (c.mxu.size % c.vpu.lanes != 0 && c.vpu.lanes % c.mxu.size != 0) {
-    throw ConfigError(origin_of("mxu.size"), "mxu.size",
-                      fmt::format("{} does not tile the {} vector lanes (one must divide the other)", c.mxu.size, c.vpu.lanes));
+    throw ConfigError(
+        origin_of("mxu.size"), "mxu.size",
+        fmt::format("{} does not tile the {} vector lanes (one must divide the other)", c.mxu.size, c.vpu.lanes));
   }
   return c;
 }
@@ -365,7 +400,8 @@ std::variant<double, std::uint64_t, std::string> param_value(const ChipConfig& c
 std::string format_param(const ChipConfig& config, const ParamSpec& spec) {
   const auto v = param_value(config, spec);
   if (const auto* text = std::get_if<std::string>(&v)) return *text;
-  const double number = std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<std::uint64_t>(v));
+  const double number =
+      std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<std::uint64_t>(v));
   return format_quantity(number, spec.quantity);
 }
 

@@ -151,7 +151,7 @@ std::string format_param(const ChipConfig& config, const ParamSpec& spec);
 // One layer of configuration as written, before validation.
 struct ChipSpec {
   struct Value {
-    std::string text;                  // the value as written: "1.5GHz", "8", ...
+    std::string text;  // the value as written: "1.5GHz", "8", ...
     Provenance provenance;
     std::string origin;  // file or "--set"
   };

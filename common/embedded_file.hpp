@@ -7,8 +7,8 @@
 namespace tpuemu {
 
 struct EmbeddedFile {
-  std::string_view stem;     // file name without directory and extension
-  std::string_view path;     // path relative to the source tree
+  std::string_view stem;  // file name without directory and extension
+  std::string_view path;  // path relative to the source tree
   std::string_view content;
 };
 

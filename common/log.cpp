@@ -24,9 +24,13 @@ spdlog::logger& logger() {
 
 }  // namespace
 
-Level level() { return static_cast<Level>(g_level.load(std::memory_order_relaxed)); }
+Level level() {
+  return static_cast<Level>(g_level.load(std::memory_order_relaxed));
+}
 
-void set_level(Level l) { g_level.store(static_cast<int>(l), std::memory_order_relaxed); }
+void set_level(Level l) {
+  g_level.store(static_cast<int>(l), std::memory_order_relaxed);
+}
 
 void set_verbosity(int verbose_count, int quiet_count) {
   const int lvl = static_cast<int>(Level::kWarn) - verbose_count + quiet_count;

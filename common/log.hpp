@@ -18,12 +18,14 @@ void set_level(Level level);
 void set_verbosity(int verbose_count, int quiet_count);
 void write(Level level, std::string_view message);
 
-inline bool enabled(Level l) { return static_cast<int>(l) >= static_cast<int>(level()); }
+inline bool enabled(Level l) {
+  return static_cast<int>(l) >= static_cast<int>(level());
+}
 
 }  // namespace tpuemu::log
 
-#define TPUEMU_LOG_AT(lvl, ...)                                         \
-  do {                                                                  \
+#define TPUEMU_LOG_AT(lvl, ...)                                                             \
+  do {                                                                                      \
     if (::tpuemu::log::enabled(lvl)) ::tpuemu::log::write(lvl, ::fmt::format(__VA_ARGS__)); \
   } while (0)
 #define TPUEMU_LOG_TRACE(...) TPUEMU_LOG_AT(::tpuemu::log::Level::kTrace, __VA_ARGS__)

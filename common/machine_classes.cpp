@@ -9,12 +9,18 @@ struct SlotName {
   std::string_view key;
 };
 constexpr std::array<SlotName, kSlotClassCount> kSlotNames{{
-    {SlotClass::kSalu, "SALU", "salu"},     {SlotClass::kValu, "VALU", "valu"},
-    {SlotClass::kLoad, "LOAD", "load"},     {SlotClass::kStore, "STORE", "store"},
-    {SlotClass::kMxu, "MXU", "mxu"},        {SlotClass::kXlu, "XLU", "xlu"},
-    {SlotClass::kEup, "EUP", "eup"},        {SlotClass::kDma, "DMA", "dma"},
-    {SlotClass::kBranch, "BRANCH", "branch"}, {SlotClass::kSync, "SYNC", "sync"},
-    {SlotClass::kMisc, "MISC", "misc"},     {SlotClass::kPseudo, "pseudo", "pseudo"},
+    {SlotClass::kSalu, "SALU", "salu"},
+    {SlotClass::kValu, "VALU", "valu"},
+    {SlotClass::kLoad, "LOAD", "load"},
+    {SlotClass::kStore, "STORE", "store"},
+    {SlotClass::kMxu, "MXU", "mxu"},
+    {SlotClass::kXlu, "XLU", "xlu"},
+    {SlotClass::kEup, "EUP", "eup"},
+    {SlotClass::kDma, "DMA", "dma"},
+    {SlotClass::kBranch, "BRANCH", "branch"},
+    {SlotClass::kSync, "SYNC", "sync"},
+    {SlotClass::kMisc, "MISC", "misc"},
+    {SlotClass::kPseudo, "pseudo", "pseudo"},
 }};
 
 struct LatencyName {
@@ -44,10 +50,18 @@ constexpr std::array<LatencyName, kLatencyClassCount> kLatencyNames{{
 
 }  // namespace
 
-std::string_view to_string(SlotClass c) { return kSlotNames[static_cast<std::size_t>(c)].display; }
-std::string_view preset_key(SlotClass c) { return kSlotNames[static_cast<std::size_t>(c)].key; }
-std::string_view to_string(LatencyClass c) { return kLatencyNames[static_cast<std::size_t>(c)].key; }
-std::string_view preset_key(LatencyClass c) { return kLatencyNames[static_cast<std::size_t>(c)].key; }
+std::string_view to_string(SlotClass c) {
+  return kSlotNames[static_cast<std::size_t>(c)].display;
+}
+std::string_view preset_key(SlotClass c) {
+  return kSlotNames[static_cast<std::size_t>(c)].key;
+}
+std::string_view to_string(LatencyClass c) {
+  return kLatencyNames[static_cast<std::size_t>(c)].key;
+}
+std::string_view preset_key(LatencyClass c) {
+  return kLatencyNames[static_cast<std::size_t>(c)].key;
+}
 
 std::optional<SlotClass> slot_class_from_key(std::string_view key) {
   for (const auto& n : kSlotNames) {

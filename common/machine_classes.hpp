@@ -29,30 +29,29 @@ enum class SlotClass : std::uint8_t {
 inline constexpr std::size_t kSlotClassCount = 12;
 
 // Slot classes that have a capacity in a preset (every class but kPseudo).
-inline constexpr std::array kCappedSlotClasses{SlotClass::kSalu, SlotClass::kValu,   SlotClass::kLoad,
-                                               SlotClass::kStore, SlotClass::kMxu,    SlotClass::kXlu,
-                                               SlotClass::kEup,  SlotClass::kDma,    SlotClass::kBranch,
-                                               SlotClass::kSync, SlotClass::kMisc};
+inline constexpr std::array kCappedSlotClasses{
+    SlotClass::kSalu, SlotClass::kValu, SlotClass::kLoad,   SlotClass::kStore, SlotClass::kMxu, SlotClass::kXlu,
+    SlotClass::kEup,  SlotClass::kDma,  SlotClass::kBranch, SlotClass::kSync,  SlotClass::kMisc};
 
 enum class LatencyClass : std::uint8_t {
-  kSalu,           // scalar ALU result ready
-  kSmemLoad,       // sld result ready
-  kValu,           // simple vector ALU result ready
-  kValuConvert,    // conversions, packs and unpacks
-  kVectorLoad,     // vld result ready
-  kVectorStore,    // vst visible to later loads
-  kMxuPush,        // weight push into msra
-  kMxuMatmul,      // vmatmul issue to first result in the result FIFO (fill)
-  kMxuPop,         // vpop of a ready result to its vreg
-  kXluTranspose,   // last transpose chunk to first result ready
-  kXluRotate,      // lane rotation result ready
-  kXluPermute,     // permute / lane broadcast result ready
-  kEup,            // transcendental op result ready in the EUP FIFO
-  kPop,            // any unit FIFO pop to its register
-  kBranch,         // branch resolution (delay slots are a separate parameter)
-  kSync,           // sync-flag update visible
-  kDmaIssue,       // DMA descriptor issue to first byte moving
-  kNone,           // no result (pseudo ops)
+  kSalu,          // scalar ALU result ready
+  kSmemLoad,      // sld result ready
+  kValu,          // simple vector ALU result ready
+  kValuConvert,   // conversions, packs and unpacks
+  kVectorLoad,    // vld result ready
+  kVectorStore,   // vst visible to later loads
+  kMxuPush,       // weight push into msra
+  kMxuMatmul,     // vmatmul issue to first result in the result FIFO (fill)
+  kMxuPop,        // vpop of a ready result to its vreg
+  kXluTranspose,  // last transpose chunk to first result ready
+  kXluRotate,     // lane rotation result ready
+  kXluPermute,    // permute / lane broadcast result ready
+  kEup,           // transcendental op result ready in the EUP FIFO
+  kPop,           // any unit FIFO pop to its register
+  kBranch,        // branch resolution (delay slots are a separate parameter)
+  kSync,          // sync-flag update visible
+  kDmaIssue,      // DMA descriptor issue to first byte moving
+  kNone,          // no result (pseudo ops)
 };
 inline constexpr std::size_t kLatencyClassCount = 18;
 

@@ -21,8 +21,14 @@ class StrongInt {
   [[nodiscard]] constexpr Rep value() const { return value_; }
 
   constexpr auto operator<=>(const StrongInt&) const = default;
-  constexpr StrongInt& operator+=(StrongInt o) { value_ += o.value_; return *this; }
-  constexpr StrongInt& operator-=(StrongInt o) { value_ -= o.value_; return *this; }
+  constexpr StrongInt& operator+=(StrongInt o) {
+    value_ += o.value_;
+    return *this;
+  }
+  constexpr StrongInt& operator-=(StrongInt o) {
+    value_ -= o.value_;
+    return *this;
+  }
   friend constexpr StrongInt operator+(StrongInt a, StrongInt b) { return StrongInt(a.value_ + b.value_); }
   friend constexpr StrongInt operator-(StrongInt a, StrongInt b) { return StrongInt(a.value_ - b.value_); }
   friend constexpr StrongInt operator*(StrongInt a, Rep k) { return StrongInt(a.value_ * k); }

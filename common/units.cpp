@@ -17,11 +17,16 @@ struct UnitSuffix {
 
 constexpr std::array kFrequencyUnits{UnitSuffix{"Hz", 1.0}, UnitSuffix{"kHz", 1e3}, UnitSuffix{"MHz", 1e6},
                                      UnitSuffix{"GHz", 1e9}, UnitSuffix{"THz", 1e12}};
-constexpr std::array kByteUnits{
-    UnitSuffix{"B", 1.0},           UnitSuffix{"kB", 1e3},           UnitSuffix{"KB", 1e3},
-    UnitSuffix{"MB", 1e6},          UnitSuffix{"GB", 1e9},           UnitSuffix{"TB", 1e12},
-    UnitSuffix{"KiB", 1024.0},      UnitSuffix{"MiB", 1048576.0},    UnitSuffix{"GiB", 1073741824.0},
-    UnitSuffix{"TiB", 1099511627776.0}};
+constexpr std::array kByteUnits{UnitSuffix{"B", 1.0},
+                                UnitSuffix{"kB", 1e3},
+                                UnitSuffix{"KB", 1e3},
+                                UnitSuffix{"MB", 1e6},
+                                UnitSuffix{"GB", 1e9},
+                                UnitSuffix{"TB", 1e12},
+                                UnitSuffix{"KiB", 1024.0},
+                                UnitSuffix{"MiB", 1048576.0},
+                                UnitSuffix{"GiB", 1073741824.0},
+                                UnitSuffix{"TiB", 1099511627776.0}};
 constexpr std::array kTimeUnits{UnitSuffix{"s", 1.0}, UnitSuffix{"ms", 1e-3}, UnitSuffix{"us", 1e-6},
                                 UnitSuffix{"ns", 1e-9}, UnitSuffix{"ps", 1e-12}};
 constexpr std::array kCycleUnits{UnitSuffix{"cycles", 1.0}, UnitSuffix{"cycle", 1.0}};
@@ -67,24 +72,36 @@ std::pair<double, std::string_view> split_number(std::string_view text) {
 
 std::string_view base_unit(Quantity kind) {
   switch (kind) {
-    case Quantity::kFrequency: return "Hz";
-    case Quantity::kBandwidth: return "B/s";
-    case Quantity::kBytes: return "B";
-    case Quantity::kTime: return "s";
-    case Quantity::kCycles: return "cycles";
-    case Quantity::kCount: return "";
+    case Quantity::kFrequency:
+      return "Hz";
+    case Quantity::kBandwidth:
+      return "B/s";
+    case Quantity::kBytes:
+      return "B";
+    case Quantity::kTime:
+      return "s";
+    case Quantity::kCycles:
+      return "cycles";
+    case Quantity::kCount:
+      return "";
   }
   return "";
 }
 
 std::string_view quantity_name(Quantity kind) {
   switch (kind) {
-    case Quantity::kFrequency: return "frequency";
-    case Quantity::kBandwidth: return "bandwidth";
-    case Quantity::kBytes: return "size";
-    case Quantity::kTime: return "time";
-    case Quantity::kCycles: return "cycle count";
-    case Quantity::kCount: return "count";
+    case Quantity::kFrequency:
+      return "frequency";
+    case Quantity::kBandwidth:
+      return "bandwidth";
+    case Quantity::kBytes:
+      return "size";
+    case Quantity::kTime:
+      return "time";
+    case Quantity::kCycles:
+      return "cycle count";
+    case Quantity::kCount:
+      return "count";
   }
   return "";
 }
@@ -158,8 +175,10 @@ std::string format_quantity(double value, Quantity kind) {
     return fmt::format("{:g} {}{}", v, binary ? kBinary[i] : kDecimal[i], base);
   };
   switch (kind) {
-    case Quantity::kFrequency: return scaled("Hz", false);
-    case Quantity::kBandwidth: return scaled("B/s", false);
+    case Quantity::kFrequency:
+      return scaled("Hz", false);
+    case Quantity::kBandwidth:
+      return scaled("B/s", false);
     case Quantity::kBytes: {
       // Binary prefixes when the value is an exact power-of-two multiple, decimal otherwise.
       const bool binary = value >= 1024 && std::fmod(value, 1024.0) == 0;
@@ -174,8 +193,10 @@ std::string format_quantity(double value, Quantity kind) {
       }
       return fmt::format("{:g} ps", value / 1e-12);
     }
-    case Quantity::kCycles: return fmt::format("{:g} cycles", value);
-    case Quantity::kCount: return fmt::format("{:g}", value);
+    case Quantity::kCycles:
+      return fmt::format("{:g} cycles", value);
+    case Quantity::kCount:
+      return fmt::format("{:g}", value);
   }
   return fmt::format("{:g}", value);
 }

@@ -24,12 +24,18 @@ struct LineError {
   std::string message;
 };
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.'; }
+bool is_ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.';
+}
 bool is_ident_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' || c == '-' || c == '$';
 }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 // A logical line: one or more physical lines joined while a comment, a
 // bundle brace or a bracket is open. Offsets map back to (line, column).
@@ -370,14 +376,16 @@ class Assembler {
       if (e == std::string_view::npos) throw LineError{pos, "unterminated comment: expected '*/'"};
       const std::string_view after = trim(text.substr(e));
       if (after.empty()) return;
-      const std::string blanked = std::string(text.substr(0, pos)) + std::string(e - pos, ' ') + std::string(text.substr(e));
+      const std::string blanked =
+          std::string(text.substr(0, pos)) + std::string(e - pos, ' ') + std::string(text.substr(e));
       process_line(blanked, depth);
       return;
     }
     if (rest.starts_with(".include")) return parse_include(text, pos + 8, depth);
     if (rest.starts_with(".const")) return parse_const(text, pos + 6);
-    if (rest.starts_with('.')) throw LineError{pos, fmt::format("unknown directive '{}': expected .include or .const",
-                                                               rest.substr(0, rest.find_first_of(" \t")))};
+    if (rest.starts_with('.'))
+      throw LineError{pos, fmt::format("unknown directive '{}': expected .include or .const",
+                                       rest.substr(0, rest.find_first_of(" \t")))};
     if (rest.starts_with("#allocation")) return parse_allocation(text, pos);
     // A label: identifier followed by ':' and nothing else.
     if (is_ident_start(rest.front()) && !rest.starts_with("0x")) {
@@ -435,7 +443,8 @@ class Assembler {
     for (const auto& path : candidates) {
       std::ifstream in(path, std::ios::binary);
       if (!in) continue;
-      if (std::find(include_stack_.begin(), include_stack_.end(), path.lexically_normal().string()) != include_stack_.end()) {
+      if (std::find(include_stack_.begin(), include_stack_.end(), path.lexically_normal().string()) !=
+          include_stack_.end()) {
         throw LineError{pos, fmt::format("'{}' includes itself", name)};
       }
       std::ostringstream ss;
@@ -455,7 +464,8 @@ class Assembler {
     skip_space(text, pos);
     const std::size_t name_start = pos;
     while (pos < text.size() && is_ident_char(text[pos])) ++pos;
-    if (pos == name_start || !is_ident_start(text[name_start])) throw LineError{name_start, "expected a constant name after .const"};
+    if (pos == name_start || !is_ident_start(text[name_start]))
+      throw LineError{name_start, "expected a constant name after .const"};
     const std::string name(text.substr(name_start, pos - name_start));
     skip_space(text, pos);
     if (pos >= text.size() || text[pos] != '=') throw LineError{pos, fmt::format("expected '=' after .const {}", name)};
@@ -484,7 +494,8 @@ class Assembler {
     std::int64_t parse() {
       const std::int64_t v = parse_or();
       skip();
-      if (pos != s.size()) throw LineError{base + pos, fmt::format("unexpected '{}' in constant expression", s.substr(pos, 1))};
+      if (pos != s.size())
+        throw LineError{base + pos, fmt::format("unexpected '{}' in constant expression", s.substr(pos, 1))};
       return v;
     }
     void skip() {
@@ -621,7 +632,8 @@ class Assembler {
       if (q < close && text[q] == ',') ++q;
       auto number = [&]() -> std::uint64_t {
         const auto v = parse_integer(value);
-        if (!v || *v < 0) throw LineError{value_start, fmt::format("expected a non-negative integer for '{}', got '{}'", key, value)};
+        if (!v || *v < 0)
+          throw LineError{value_start, fmt::format("expected a non-negative integer for '{}', got '{}'", key, value)};
         return static_cast<std::uint64_t>(*v);
       };
       if (key == "shape") {
@@ -647,7 +659,9 @@ class Assembler {
       } else if (key == "tag") {
         a.tag = value;
       } else {
-        throw LineError{key_start, fmt::format("unknown allocation attribute '{}': expected shape, space, size, offset or tag", key)};
+        throw LineError{
+            key_start,
+            fmt::format("unknown allocation attribute '{}': expected shape, space, size, offset or tag", key)};
       }
     }
     if (!have_space) throw LineError{p, "allocation without 'space=' (vmem, smem, sflag or hbm)"};
@@ -822,8 +836,8 @@ class Assembler {
     if (mnemonic.empty()) throw LineError{mnemonic_start, "expected an op mnemonic"};
     const auto match = find_mnemonic(mnemonic);
     if (!match) {
-      throw LineError{mnemonic_start, fmt::format("unknown mnemonic '{}'; did you mean '{}'?", mnemonic,
-                                                  nearest_mnemonic(mnemonic))};
+      throw LineError{mnemonic_start,
+                      fmt::format("unknown mnemonic '{}'; did you mean '{}'?", mnemonic, nearest_mnemonic(mnemonic))};
     }
     op.opcode = match->id;
     op.unit = match->unit;
@@ -841,8 +855,9 @@ class Assembler {
         const std::size_t e = comment_end(text, p);
         if (e == std::string_view::npos) throw LineError{p, "unterminated comment: expected '*/'"};
         const std::string_view inner = text.substr(p + 2, e - p - 4);
-        if (inner.size() >= 2 && inner.back() == '=' &&
-            std::all_of(inner.begin(), inner.end() - 1, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; })) {
+        if (inner.size() >= 2 && inner.back() == '=' && std::all_of(inner.begin(), inner.end() - 1, [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+            })) {
           pending_name = std::string(inner.substr(0, inner.size() - 1));
           pending_name_offset = p;
         } else {
@@ -860,14 +875,18 @@ class Assembler {
         const std::string_view inner = trim(text.substr(p + 1, close - p - 1));
         if (inner.starts_with("%p") || inner.starts_with("!%p") || inner.starts_with("!")) {
           parse_guard(text, p + 1, close, op);
-        } else if (!inner.empty() && std::all_of(inner.begin(), inner.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; })) {
+        } else if (!inner.empty() && std::all_of(inner.begin(), inner.end(), [](char c) {
+                     return std::isalpha(static_cast<unsigned char>(c)) != 0;
+                   })) {
           Operand flag;
           flag.kind = Operand::Kind::kFlag;
           flag.text = std::string(inner);
           operand_offsets.push_back(p);
           op.operands.push_back(std::move(flag));
         } else {
-          throw LineError{p, fmt::format("expected a predicate guard like (%p1) or (!%p1), or a flag like (narrow), got '({})'", inner)};
+          throw LineError{
+              p, fmt::format("expected a predicate guard like (%p1) or (!%p1), or a flag like (narrow), got '({})'",
+                             inner)};
         }
         p = close + 1;
         continue;
@@ -890,7 +909,8 @@ class Assembler {
       operand_offsets.push_back(operand_start);
       op.operands.push_back(std::move(operand));
     }
-    if (!pending_name.empty()) throw LineError{pending_name_offset, fmt::format("/*{}=*/ is not followed by a value", pending_name)};
+    if (!pending_name.empty())
+      throw LineError{pending_name_offset, fmt::format("/*{}=*/ is not followed by a value", pending_name)};
 
     check_against_table(op, info, mnemonic_start, operand_offsets, p);
     return op;
@@ -915,7 +935,8 @@ class Assembler {
       ++p;
       skip_space(text, p);
       Operand fallback = parse_percent(text, p);
-      if (fallback.kind != Operand::Kind::kReg) throw LineError{p, "expected the register kept when the guard is false"};
+      if (fallback.kind != Operand::Kind::kReg)
+        throw LineError{p, "expected the register kept when the guard is false"};
       op.guard_fallback = fallback.reg;
       skip_space(text, p);
     }
@@ -951,13 +972,16 @@ class Assembler {
       while (d < part.size() && std::isalpha(static_cast<unsigned char>(part[d])) != 0) ++d;
       const auto cls = class_of(part.substr(0, d));
       const std::string_view digits = part.substr(d);
-      if (!cls || digits.empty() || !std::all_of(digits.begin(), digits.end(), is_digit) || digits.size() > 6) return std::nullopt;
+      if (!cls || digits.empty() || !std::all_of(digits.begin(), digits.end(), is_digit) || digits.size() > 6)
+        return std::nullopt;
       return std::make_pair(*cls, static_cast<std::uint32_t>(*parse_integer(digits)));
     };
     const auto underscore = body.rfind('_');
     if (underscore == std::string_view::npos) {
       const auto reg = split(body);
-      if (!reg) throw LineError{start, fmt::format("'%{}' is not a register (%v, %vm, %s, %p followed by a number) or a token (%N)", body)};
+      if (!reg)
+        throw LineError{
+            start, fmt::format("'%{}' is not a register (%v, %vm, %s, %p followed by a number) or a token (%N)", body)};
       o.kind = Operand::Kind::kReg;
       o.reg.cls = reg->first;
       if (reg->second > 1023) throw LineError{start, fmt::format("register index {} out of range", reg->second)};
@@ -967,7 +991,8 @@ class Assembler {
     const auto ssa = split(body.substr(0, underscore));
     const auto phys = split(body.substr(underscore + 1));
     if (!ssa || !phys || ssa->first != phys->first) {
-      throw LineError{start, fmt::format("'%{}' is not a register: expected SSA form like %v12_v3 (value 12 in v3)", body)};
+      throw LineError{start,
+                      fmt::format("'%{}' is not a register: expected SSA form like %v12_v3 (value 12 in v3)", body)};
     }
     if (phys->second > 1023) throw LineError{start, fmt::format("register index {} out of range", phys->second)};
     o.kind = Operand::Kind::kReg;
@@ -1030,7 +1055,8 @@ class Assembler {
       o.mem.space = inner.starts_with("vmem") ? MemRef::Space::kVmem : MemRef::Space::kSmem;
       q += 5;
       const std::size_t inner_close = matching_close(text, q, '[', ']');
-      if (inner_close == std::string_view::npos || inner_close > close) throw LineError{q, "expected ']' after the address"};
+      if (inner_close == std::string_view::npos || inner_close > close)
+        throw LineError{q, "expected ']' after the address"};
       ++q;
       skip_space(text, q);
       if (text[q] == '%') {
@@ -1112,7 +1138,8 @@ class Assembler {
       const auto slash = inner.find('/');
       const auto k = parse_integer(trim(inner.substr(0, slash)));
       const auto n = parse_integer(trim(inner.substr(slash + 1)));
-      if (!k || !n || *k < 1 || *n < 1 || *k > *n || *n > 1024) throw LineError{p, fmt::format("bad transpose chunk '[{}]'", inner)};
+      if (!k || !n || *k < 1 || *n < 1 || *k > *n || *n > 1024)
+        throw LineError{p, fmt::format("bad transpose chunk '[{}]'", inner)};
       o.integer = *k;
       o.chunk_count = static_cast<std::uint32_t>(*n);
     } else if (const auto colon = inner.find(":$"); colon != std::string_view::npos && colon > 0) {
@@ -1148,7 +1175,9 @@ class Assembler {
         const std::size_t c = text.find(')', p);
         if (c == std::string_view::npos) throw LineError{p, "expected ')'"};
         const auto hex = parse_integer(trim(text.substr(p + 1, c - p - 1)));
-        if (!hex || *hex != *n) throw LineError{p, fmt::format("target ({}) does not match bundleno = {}", text.substr(p + 1, c - p - 1), *n)};
+        if (!hex || *hex != *n)
+          throw LineError{p,
+                          fmt::format("target ({}) does not match bundleno = {}", text.substr(p + 1, c - p - 1), *n)};
         p = c + 1;
       }
       skip_space(text, p);
@@ -1203,33 +1232,51 @@ class Assembler {
     if (is_digit(word.front()) || word.front() == '-' || word.front() == '+') {
       const auto v = parse_integer(word);
       if (!v) throw LineError{start, fmt::format("'{}' is not a number", word)};
-      if (*v < -(1LL << 31) || *v > 0xFFFFFFFFLL) throw LineError{start, fmt::format("{} does not fit in 32 bits", word)};
+      if (*v < -(1LL << 31) || *v > 0xFFFFFFFFLL)
+        throw LineError{start, fmt::format("{} does not fit in 32 bits", word)};
       o.kind = Operand::Kind::kInt;
       o.integer = *v;
       return o;
     }
     if (const auto it = constants_.find(word); it != constants_.end()) return it->second;
-    throw LineError{start, fmt::format("unexpected '{}': expected an operand (register, number, [..] reference)", word)};
+    throw LineError{start,
+                    fmt::format("unexpected '{}': expected an operand (register, number, [..] reference)", word)};
   }
 
   static bool matches(const Operand& o, OperandClass c) {
     switch (c) {
-      case OperandClass::kVreg: return o.kind == Operand::Kind::kReg && o.reg.cls == RegClass::kVector;
-      case OperandClass::kMask: return o.kind == Operand::Kind::kReg && o.reg.cls == RegClass::kMask;
-      case OperandClass::kSreg: return o.kind == Operand::Kind::kReg && o.reg.cls == RegClass::kScalar;
-      case OperandClass::kPred: return o.kind == Operand::Kind::kReg && o.reg.cls == RegClass::kPredicate;
-      case OperandClass::kToken: return o.kind == Operand::Kind::kToken;
-      case OperandClass::kInt: return o.kind == Operand::Kind::kInt;
-      case OperandClass::kNumber: return o.kind == Operand::Kind::kInt || o.kind == Operand::Kind::kFloat;
-      case OperandClass::kSymbol: return o.kind == Operand::Kind::kSymbol;
-      case OperandClass::kVmem: return o.kind == Operand::Kind::kMem && o.mem.space == MemRef::Space::kVmem;
-      case OperandClass::kSmem: return o.kind == Operand::Kind::kMem && o.mem.space == MemRef::Space::kSmem;
-      case OperandClass::kThread: return o.kind == Operand::Kind::kAttr && o.text.starts_with("thread:$");
-      case OperandClass::kResolvable: return o.kind == Operand::Kind::kAttr && o.text.starts_with("resolvable:$");
-      case OperandClass::kChunk: return o.kind == Operand::Kind::kChunk;
-      case OperandClass::kFlag: return o.kind == Operand::Kind::kFlag && (o.text == "narrow" || o.text == "short");
-      case OperandClass::kTarget: return o.kind == Operand::Kind::kTarget;
-      case OperandClass::kDecl: return o.kind == Operand::Kind::kDecl;
+      case OperandClass::kVreg:
+        return o.kind == Operand::Kind::kReg && o.reg.cls == RegClass::kVector;
+      case OperandClass::kMask:
+        return o.kind == Operand::Kind::kReg && o.reg.cls == RegClass::kMask;
+      case OperandClass::kSreg:
+        return o.kind == Operand::Kind::kReg && o.reg.cls == RegClass::kScalar;
+      case OperandClass::kPred:
+        return o.kind == Operand::Kind::kReg && o.reg.cls == RegClass::kPredicate;
+      case OperandClass::kToken:
+        return o.kind == Operand::Kind::kToken;
+      case OperandClass::kInt:
+        return o.kind == Operand::Kind::kInt;
+      case OperandClass::kNumber:
+        return o.kind == Operand::Kind::kInt || o.kind == Operand::Kind::kFloat;
+      case OperandClass::kSymbol:
+        return o.kind == Operand::Kind::kSymbol;
+      case OperandClass::kVmem:
+        return o.kind == Operand::Kind::kMem && o.mem.space == MemRef::Space::kVmem;
+      case OperandClass::kSmem:
+        return o.kind == Operand::Kind::kMem && o.mem.space == MemRef::Space::kSmem;
+      case OperandClass::kThread:
+        return o.kind == Operand::Kind::kAttr && o.text.starts_with("thread:$");
+      case OperandClass::kResolvable:
+        return o.kind == Operand::Kind::kAttr && o.text.starts_with("resolvable:$");
+      case OperandClass::kChunk:
+        return o.kind == Operand::Kind::kChunk;
+      case OperandClass::kFlag:
+        return o.kind == Operand::Kind::kFlag && (o.text == "narrow" || o.text == "short");
+      case OperandClass::kTarget:
+        return o.kind == Operand::Kind::kTarget;
+      case OperandClass::kDecl:
+        return o.kind == Operand::Kind::kDecl;
     }
     return false;
   }
@@ -1252,8 +1299,9 @@ class Assembler {
     // Destination.
     if (info.dest) {
       if (op.dest_kind == Op::DestKind::kNone && *info.dest != OperandClass::kToken) {
-        throw LineError{mnemonic_offset, fmt::format("{} needs a destination {} (syntax: {})", mnemonic_text(info.id, op.unit),
-                                                     describe(*info.dest), syntax_text(info, op.unit))};
+        throw LineError{mnemonic_offset,
+                        fmt::format("{} needs a destination {} (syntax: {})", mnemonic_text(info.id, op.unit),
+                                    describe(*info.dest), syntax_text(info, op.unit))};
       }
       if (op.dest_kind == Op::DestKind::kReg) {
         Operand d;
@@ -1266,7 +1314,8 @@ class Assembler {
         }
       }
       if (op.dest_kind == Op::DestKind::kToken && *info.dest != OperandClass::kToken) {
-        throw LineError{mnemonic_offset, fmt::format("{} writes {}, not a token", mnemonic_text(info.id, op.unit), describe(*info.dest))};
+        throw LineError{mnemonic_offset, fmt::format("{} writes {}, not a token", mnemonic_text(info.id, op.unit),
+                                                     describe(*info.dest))};
       }
     }
     if (op.guard_fallback && (op.dest_kind != Op::DestKind::kReg || op.guard_fallback->cls != op.dest_reg.cls)) {
@@ -1278,14 +1327,15 @@ class Assembler {
     for (std::size_t oi = 0; oi < op.operands.size(); ++oi) {
       Operand& o = op.operands[oi];
       if (si >= syntax.size()) {
-        throw LineError{offsets[oi], fmt::format("too many operands for {} (syntax: {})", mnemonic_text(info.id, op.unit),
-                                                 syntax_text(info, op.unit))};
+        throw LineError{offsets[oi], fmt::format("too many operands for {} (syntax: {})",
+                                                 mnemonic_text(info.id, op.unit), syntax_text(info, op.unit))};
       }
       const OperandSyntax& s = syntax[si];
-      const bool ok = std::any_of(s.alternatives.begin(), s.alternatives.end(), [&](OperandClass c) { return matches(o, c); });
+      const bool ok =
+          std::any_of(s.alternatives.begin(), s.alternatives.end(), [&](OperandClass c) { return matches(o, c); });
       if (!ok) {
-        throw LineError{offsets[oi], fmt::format("operand {} of {}: expected {}", oi + 1, mnemonic_text(info.id, op.unit),
-                                                 expected_text(s))};
+        throw LineError{offsets[oi], fmt::format("operand {} of {}: expected {}", oi + 1,
+                                                 mnemonic_text(info.id, op.unit), expected_text(s))};
       }
       if (!o.name.empty() && o.name != s.name) {
         throw LineError{offsets[oi], s.name.empty() ? fmt::format("operand {} of {} takes no /*{}=*/ tag", oi + 1,
@@ -1338,10 +1388,14 @@ class Assembler {
   void place_allocations() {
     auto alignment = [](MemorySpace s) -> std::uint64_t {
       switch (s) {
-        case MemorySpace::kVmem: return 4096;  // one (8,128) f32 tile
-        case MemorySpace::kHbm: return 4096;
-        case MemorySpace::kSmem: return 4;
-        case MemorySpace::kSflag: return 4;
+        case MemorySpace::kVmem:
+          return 4096;  // one (8,128) f32 tile
+        case MemorySpace::kHbm:
+          return 4096;
+        case MemorySpace::kSmem:
+          return 4;
+        case MemorySpace::kSflag:
+          return 4;
       }
       return 4;
     };
@@ -1388,17 +1442,22 @@ std::string format_symbol_body(const SymbolRef& s, std::int64_t offset) {
 }
 
 bool is_prefix_kind(Operand::Kind k) {
-  return k == Operand::Kind::kAttr || k == Operand::Kind::kChunk || k == Operand::Kind::kFlag || k == Operand::Kind::kMem;
+  return k == Operand::Kind::kAttr || k == Operand::Kind::kChunk || k == Operand::Kind::kFlag ||
+         k == Operand::Kind::kMem;
 }
 
 }  // namespace
 
 std::string_view reg_prefix(RegClass c) {
   switch (c) {
-    case RegClass::kScalar: return "s";
-    case RegClass::kVector: return "v";
-    case RegClass::kMask: return "vm";
-    case RegClass::kPredicate: return "p";
+    case RegClass::kScalar:
+      return "s";
+    case RegClass::kVector:
+      return "v";
+    case RegClass::kMask:
+      return "vm";
+    case RegClass::kPredicate:
+      return "p";
   }
   return "?";
 }
@@ -1406,17 +1465,27 @@ std::string_view reg_prefix(RegClass c) {
 bool Operand::operator==(const Operand& o) const {
   if (kind != o.kind || name != o.name) return false;
   switch (kind) {
-    case Kind::kReg: return reg == o.reg;
-    case Kind::kToken: return token == o.token;
-    case Kind::kInt: return integer == o.integer;
-    case Kind::kFloat: return float_bits == o.float_bits;
-    case Kind::kSymbol: return symbol == o.symbol;
-    case Kind::kMem: return mem == o.mem;
+    case Kind::kReg:
+      return reg == o.reg;
+    case Kind::kToken:
+      return token == o.token;
+    case Kind::kInt:
+      return integer == o.integer;
+    case Kind::kFloat:
+      return float_bits == o.float_bits;
+    case Kind::kSymbol:
+      return symbol == o.symbol;
+    case Kind::kMem:
+      return mem == o.mem;
     case Kind::kAttr:
-    case Kind::kFlag: return text == o.text;
-    case Kind::kChunk: return integer == o.integer && chunk_count == o.chunk_count;
-    case Kind::kTarget: return target == o.target && text == o.text;
-    case Kind::kDecl: return decl == o.decl;
+    case Kind::kFlag:
+      return text == o.text;
+    case Kind::kChunk:
+      return integer == o.integer && chunk_count == o.chunk_count;
+    case Kind::kTarget:
+      return target == o.target && text == o.text;
+    case Kind::kDecl:
+      return decl == o.decl;
   }
   return false;
 }
@@ -1436,7 +1505,8 @@ std::string format_diagnostic(const Diagnostic& d) {
   std::string out = fmt::format("{}:{}:{}: error: {}", d.file, d.line, d.column, d.message);
   if (!d.line_text.empty()) {
     std::string caret;
-    for (std::uint32_t i = 1; i < d.column && i <= d.line_text.size(); ++i) caret += d.line_text[i - 1] == '\t' ? '\t' : ' ';
+    for (std::uint32_t i = 1; i < d.column && i <= d.line_text.size(); ++i)
+      caret += d.line_text[i - 1] == '\t' ? '\t' : ' ';
     out += fmt::format("\n    {}\n    {}^", d.line_text, caret);
   }
   return out;
@@ -1480,11 +1550,21 @@ Program assemble_file(const std::string& path, const AssembleOptions& options) {
 std::string format_operand(const Operand& o) {
   std::string out = o.name.empty() ? std::string() : fmt::format("/*{}=*/", o.name);
   switch (o.kind) {
-    case Operand::Kind::kReg: out += format_reg(o.reg); break;
-    case Operand::Kind::kToken: out += fmt::format("%{}", o.token); break;
-    case Operand::Kind::kInt: out += fmt::format("{}", o.integer); break;
-    case Operand::Kind::kFloat: out += format_float(o.float_bits); break;
-    case Operand::Kind::kSymbol: out += "[" + format_symbol_body(o.symbol, o.symbol.offset) + "]"; break;
+    case Operand::Kind::kReg:
+      out += format_reg(o.reg);
+      break;
+    case Operand::Kind::kToken:
+      out += fmt::format("%{}", o.token);
+      break;
+    case Operand::Kind::kInt:
+      out += fmt::format("{}", o.integer);
+      break;
+    case Operand::Kind::kFloat:
+      out += format_float(o.float_bits);
+      break;
+    case Operand::Kind::kSymbol:
+      out += "[" + format_symbol_body(o.symbol, o.symbol.offset) + "]";
+      break;
     case Operand::Kind::kMem: {
       out += o.mem.space == MemRef::Space::kVmem ? "[vmem:[" : "[smem:[";
       if (o.mem.base_reg) {
@@ -1499,9 +1579,15 @@ std::string format_operand(const Operand& o) {
       out += "]";
       break;
     }
-    case Operand::Kind::kAttr: out += "[" + o.text + "]"; break;
-    case Operand::Kind::kChunk: out += fmt::format("[{}/{}]", o.integer, o.chunk_count); break;
-    case Operand::Kind::kFlag: out += "(" + o.text + ")"; break;
+    case Operand::Kind::kAttr:
+      out += "[" + o.text + "]";
+      break;
+    case Operand::Kind::kChunk:
+      out += fmt::format("[{}/{}]", o.integer, o.chunk_count);
+      break;
+    case Operand::Kind::kFlag:
+      out += "(" + o.text + ")";
+      break;
     case Operand::Kind::kTarget:
       if (!o.text.empty()) {
         out += "target = " + o.text;
@@ -1559,10 +1645,18 @@ std::string disassemble(const Program& program) {
   for (const auto& a : program.allocations) {
     std::string space;
     switch (a.space) {
-      case MemorySpace::kVmem: space = "vmem"; break;
-      case MemorySpace::kSmem: space = "smem"; break;
-      case MemorySpace::kSflag: space = "sflag"; break;
-      case MemorySpace::kHbm: space = "hbm"; break;
+      case MemorySpace::kVmem:
+        space = "vmem";
+        break;
+      case MemorySpace::kSmem:
+        space = "smem";
+        break;
+      case MemorySpace::kSflag:
+        space = "sflag";
+        break;
+      case MemorySpace::kHbm:
+        space = "hbm";
+        break;
     }
     out += fmt::format("#allocation{}{} [shape = '{}', space={}, size = 0x{:x}", a.id, a.spill ? "_spill" : "", a.shape,
                        space, a.size);

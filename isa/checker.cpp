@@ -16,20 +16,28 @@ Diagnostic at(const Program& program, const SourceLoc& loc, std::string message)
 
 std::uint64_t register_count(const ChipConfig& chip, RegClass cls) {
   switch (cls) {
-    case RegClass::kScalar: return chip.scalar.sregs;
-    case RegClass::kVector: return chip.vpu.vregs;
-    case RegClass::kMask: return chip.vpu.mask_regs;
-    case RegClass::kPredicate: return chip.scalar.predicates;
+    case RegClass::kScalar:
+      return chip.scalar.sregs;
+    case RegClass::kVector:
+      return chip.vpu.vregs;
+    case RegClass::kMask:
+      return chip.vpu.mask_regs;
+    case RegClass::kPredicate:
+      return chip.scalar.predicates;
   }
   return 0;
 }
 
 std::string_view register_param(RegClass cls) {
   switch (cls) {
-    case RegClass::kScalar: return "scalar.sregs";
-    case RegClass::kVector: return "vpu.vregs";
-    case RegClass::kMask: return "vpu.mask_regs";
-    case RegClass::kPredicate: return "scalar.predicates";
+    case RegClass::kScalar:
+      return "scalar.sregs";
+    case RegClass::kVector:
+      return "vpu.vregs";
+    case RegClass::kMask:
+      return "vpu.mask_regs";
+    case RegClass::kPredicate:
+      return "scalar.predicates";
   }
   return "";
 }
@@ -43,10 +51,10 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
   auto check_reg = [&](const Reg& r, const Op& op) {
     const std::uint64_t count = register_count(chip, r.cls);
     if (r.index >= count) {
-      result.violations.push_back(at(program, op.source,
-                                     fmt::format("%{}{} does not exist on {}: it has {} ({}), %{}0..%{}{}",
-                                                 reg_prefix(r.cls), r.index, chip.name, count, register_param(r.cls),
-                                                 reg_prefix(r.cls), reg_prefix(r.cls), count - 1)));
+      result.violations.push_back(
+          at(program, op.source,
+             fmt::format("%{}{} does not exist on {}: it has {} ({}), %{}0..%{}{}", reg_prefix(r.cls), r.index,
+                         chip.name, count, register_param(r.cls), reg_prefix(r.cls), reg_prefix(r.cls), count - 1)));
     }
   };
   for (const Bundle& bundle : program.bundles) {
@@ -60,11 +68,12 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
                                   : info.unit_kind == UnitKind::kXlu ? chip.xlu.count
                                                                      : 1;
       if (info.unit_kind != UnitKind::kNone && op.unit >= units) {
-        result.violations.push_back(at(program, op.source,
-                                       fmt::format("{}: {} has {} {} per core ({}0..{}{})", mnemonic_text(op.opcode, op.unit),
-                                                   chip.name, units, info.unit_kind == UnitKind::kMxu ? "MXUs" : "XLUs",
-                                                   info.unit_kind == UnitKind::kMxu ? "mxu" : "xlu",
-                                                   info.unit_kind == UnitKind::kMxu ? "mxu" : "xlu", units - 1)));
+        result.violations.push_back(
+            at(program, op.source,
+               fmt::format("{}: {} has {} {} per core ({}0..{}{})", mnemonic_text(op.opcode, op.unit), chip.name, units,
+                           info.unit_kind == UnitKind::kMxu ? "MXUs" : "XLUs",
+                           info.unit_kind == UnitKind::kMxu ? "mxu" : "xlu",
+                           info.unit_kind == UnitKind::kMxu ? "mxu" : "xlu", units - 1)));
       }
       if (op.dest_kind == Op::DestKind::kReg) check_reg(op.dest_reg, op);
       if (op.guard) check_reg(*op.guard, op);
@@ -83,10 +92,11 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
       const std::uint64_t capacity = chip.slot_capacity_of(cls);
       if (in_bundle[c] > capacity) {
         const std::string address = bundle.address ? fmt::format("0x{:x}", *bundle.address) : std::string("?");
-        result.violations.push_back(at(program, bundle.source,
-                                       fmt::format("bundle {} has {} {} ops, but {} has {} {} slot{} per bundle (slots.{})",
-                                                   address, in_bundle[c], to_string(cls), chip.name, capacity,
-                                                   to_string(cls), capacity == 1 ? "" : "s", preset_key(cls))));
+        result.violations.push_back(
+            at(program, bundle.source,
+               fmt::format("bundle {} has {} {} ops, but {} has {} {} slot{} per bundle (slots.{})", address,
+                           in_bundle[c], to_string(cls), chip.name, capacity, to_string(cls), capacity == 1 ? "" : "s",
+                           preset_key(cls))));
       }
     }
   }

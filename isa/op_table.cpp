@@ -13,11 +13,11 @@ namespace {
 
 std::optional<OperandClass> class_from_token(std::string_view t) {
   static const std::unordered_map<std::string_view, OperandClass> kClasses{
-      {"v", OperandClass::kVreg},       {"vm", OperandClass::kMask},      {"s", OperandClass::kSreg},
-      {"p", OperandClass::kPred},       {"t", OperandClass::kToken},      {"i", OperandClass::kInt},
-      {"n", OperandClass::kNumber},     {"sym", OperandClass::kSymbol},   {"vmem", OperandClass::kVmem},
-      {"smem", OperandClass::kSmem},    {"thread", OperandClass::kThread}, {"resolvable", OperandClass::kResolvable},
-      {"chunk", OperandClass::kChunk},  {"flag", OperandClass::kFlag},    {"target", OperandClass::kTarget},
+      {"v", OperandClass::kVreg},      {"vm", OperandClass::kMask},       {"s", OperandClass::kSreg},
+      {"p", OperandClass::kPred},      {"t", OperandClass::kToken},       {"i", OperandClass::kInt},
+      {"n", OperandClass::kNumber},    {"sym", OperandClass::kSymbol},    {"vmem", OperandClass::kVmem},
+      {"smem", OperandClass::kSmem},   {"thread", OperandClass::kThread}, {"resolvable", OperandClass::kResolvable},
+      {"chunk", OperandClass::kChunk}, {"flag", OperandClass::kFlag},     {"target", OperandClass::kTarget},
       {"decl", OperandClass::kDecl},
   };
   const auto it = kClasses.find(t);
@@ -75,10 +75,20 @@ std::vector<OpInfo> build_table() {
   bool in_extensions = false;
   std::string_view group;
 #define TPUEMU_GROUP(title) group = title;
-#define TPUEMU_OP(name, mnemonic, syntax, slot, latency, origin, summary)                                       \
-  if (OpId::k##name == OpId::kSidChip) in_extensions = true;                                                   \
-  table.push_back(OpInfo{OpId::k##name, mnemonic, syntax, SlotClass::k##slot, LatencyClass::k##latency,        \
-                         Origin::k##origin, summary, group, std::nullopt, {}, UnitKind::kNone, in_extensions});
+#define TPUEMU_OP(name, mnemonic, syntax, slot, latency, origin, summary) \
+  if (OpId::k##name == OpId::kSidChip) in_extensions = true;              \
+  table.push_back(OpInfo{OpId::k##name,                                   \
+                         mnemonic,                                        \
+                         syntax,                                          \
+                         SlotClass::k##slot,                              \
+                         LatencyClass::k##latency,                        \
+                         Origin::k##origin,                               \
+                         summary,                                         \
+                         group,                                           \
+                         std::nullopt,                                    \
+                         {},                                              \
+                         UnitKind::kNone,                                 \
+                         in_extensions});
 #include "isa/ops.def"
 #undef TPUEMU_OP
 #undef TPUEMU_GROUP
@@ -101,43 +111,65 @@ const std::unordered_map<std::string_view, OpId>& by_mnemonic() {
   return map;
 }
 
-
 }  // namespace
 
 std::string_view to_string(Origin o) {
   switch (o) {
-    case Origin::kObserved: return "observed";
-    case Origin::kInferred: return "inferred";
-    case Origin::kAssumed: return "assumed";
+    case Origin::kObserved:
+      return "observed";
+    case Origin::kInferred:
+      return "inferred";
+    case Origin::kAssumed:
+      return "assumed";
   }
   return "assumed";
 }
 
 std::string_view describe(OperandClass c) {
   switch (c) {
-    case OperandClass::kVreg: return "a vector register (%v)";
-    case OperandClass::kMask: return "a vector mask register (%vm)";
-    case OperandClass::kSreg: return "a scalar register (%s)";
-    case OperandClass::kPred: return "a predicate register (%p)";
-    case OperandClass::kToken: return "an op result token (%N)";
-    case OperandClass::kInt: return "an integer";
-    case OperandClass::kNumber: return "a number";
-    case OperandClass::kSymbol: return "an allocation ([#allocationN])";
-    case OperandClass::kVmem: return "a VMEM reference ([vmem:[...] sm:$0x..])";
-    case OperandClass::kSmem: return "an SMEM reference ([smem:[#allocationN]])";
-    case OperandClass::kThread: return "[thread:$N]";
-    case OperandClass::kResolvable: return "[resolvable:$true|$false]";
-    case OperandClass::kChunk: return "a transpose chunk ([k/n])";
-    case OperandClass::kFlag: return "(narrow) or (short)";
-    case OperandClass::kTarget: return "a branch target (target bundleno = N or target = label)";
-    case OperandClass::kDecl: return "an operand declaration ([shape: ..., index: ..., kind: ...])";
+    case OperandClass::kVreg:
+      return "a vector register (%v)";
+    case OperandClass::kMask:
+      return "a vector mask register (%vm)";
+    case OperandClass::kSreg:
+      return "a scalar register (%s)";
+    case OperandClass::kPred:
+      return "a predicate register (%p)";
+    case OperandClass::kToken:
+      return "an op result token (%N)";
+    case OperandClass::kInt:
+      return "an integer";
+    case OperandClass::kNumber:
+      return "a number";
+    case OperandClass::kSymbol:
+      return "an allocation ([#allocationN])";
+    case OperandClass::kVmem:
+      return "a VMEM reference ([vmem:[...] sm:$0x..])";
+    case OperandClass::kSmem:
+      return "an SMEM reference ([smem:[#allocationN]])";
+    case OperandClass::kThread:
+      return "[thread:$N]";
+    case OperandClass::kResolvable:
+      return "[resolvable:$true|$false]";
+    case OperandClass::kChunk:
+      return "a transpose chunk ([k/n])";
+    case OperandClass::kFlag:
+      return "(narrow) or (short)";
+    case OperandClass::kTarget:
+      return "a branch target (target bundleno = N or target = label)";
+    case OperandClass::kDecl:
+      return "an operand declaration ([shape: ..., index: ..., kind: ...])";
   }
   return "an operand";
 }
 
-std::span<const OpInfo> op_table() { return table(); }
+std::span<const OpInfo> op_table() {
+  return table();
+}
 
-const OpInfo& op_info(OpId id) { return table()[static_cast<std::size_t>(id)]; }
+const OpInfo& op_info(OpId id) {
+  return table()[static_cast<std::size_t>(id)];
+}
 
 std::optional<MnemonicMatch> find_mnemonic(std::string_view mnemonic) {
   const auto& map = by_mnemonic();

@@ -32,8 +32,22 @@ enum class UnitKind : std::uint8_t { kNone, kMxu, kXlu };
 
 // One alternative kind of operand in an op's syntax.
 enum class OperandClass : std::uint8_t {
-  kVreg, kMask, kSreg, kPred, kToken, kInt, kNumber, kSymbol, kVmem, kSmem,
-  kThread, kResolvable, kChunk, kFlag, kTarget, kDecl,
+  kVreg,
+  kMask,
+  kSreg,
+  kPred,
+  kToken,
+  kInt,
+  kNumber,
+  kSymbol,
+  kVmem,
+  kSmem,
+  kThread,
+  kResolvable,
+  kChunk,
+  kFlag,
+  kTarget,
+  kDecl,
 };
 std::string_view describe(OperandClass c);  // "a vector register", ...
 
@@ -61,7 +75,9 @@ struct OpInfo {
 
 std::span<const OpInfo> op_table();
 const OpInfo& op_info(OpId id);
-inline std::size_t op_count() { return op_table().size(); }
+inline std::size_t op_count() {
+  return op_table().size();
+}
 
 // A mnemonic as printed, resolved to its row and unit index.
 struct MnemonicMatch {

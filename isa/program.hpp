@@ -38,9 +38,9 @@ struct SymbolRef {
 struct MemRef {
   enum class Space : std::uint8_t { kVmem, kSmem };
   Space space = Space::kVmem;
-  std::optional<Reg> base_reg;        // exactly one of base_reg / base_symbol
+  std::optional<Reg> base_reg;  // exactly one of base_reg / base_symbol
   std::optional<SymbolRef> base_symbol;
-  std::int64_t offset = 0;            // rows (VMEM) added to the base
+  std::int64_t offset = 0;                      // rows (VMEM) added to the base
   std::optional<std::uint32_t> sublane_stride;  // ss:$N
   std::optional<std::uint32_t> sublane_mask;    // sm:$0xNN
   std::optional<Reg> sublane_mask_reg;          // sm:%sN (mask computed at run time)
@@ -49,7 +49,7 @@ struct MemRef {
 
 // `[shape: f32[16,256], index: 0, kind: input, shape index: {}]`
 struct OperandDecl {
-  std::string shape;        // "f32[16,256]"
+  std::string shape;  // "f32[16,256]"
   std::uint32_t index = 0;
   std::string kind;         // "input" / "output"
   std::string shape_index;  // "{}"
@@ -66,17 +66,17 @@ struct BranchTarget {
 
 struct Operand {
   enum class Kind : std::uint8_t {
-    kReg,      // %v122_v0
-    kToken,    // %123: the untyped result of an earlier op (a unit's pending result)
-    kInt,      // decimal integer; 32-bit values print in unsigned form
-    kFloat,    // decimal float or nan, held as binary32
-    kSymbol,   // [#allocationN (+ $0xK)]
-    kMem,      // [vmem:[...] ss sm] / [smem:[...]]
-    kAttr,     // [thread:$0], [resolvable:$true]
-    kChunk,    // [2/16] of a transpose
-    kFlag,     // (narrow), (short)
-    kTarget,   // target bundleno = N (0xN), region = R
-    kDecl,     // [shape: ..., index: ..., kind: ..., shape index: ...]
+    kReg,     // %v122_v0
+    kToken,   // %123: the untyped result of an earlier op (a unit's pending result)
+    kInt,     // decimal integer; 32-bit values print in unsigned form
+    kFloat,   // decimal float or nan, held as binary32
+    kSymbol,  // [#allocationN (+ $0xK)]
+    kMem,     // [vmem:[...] ss sm] / [smem:[...]]
+    kAttr,    // [thread:$0], [resolvable:$true]
+    kChunk,   // [2/16] of a transpose
+    kFlag,    // (narrow), (short)
+    kTarget,  // target bundleno = N (0xN), region = R
+    kDecl,    // [shape: ..., index: ..., kind: ..., shape index: ...]
   };
   Kind kind = Kind::kInt;
   std::string name;  // `/*name=*/` tag before the value, empty if none
@@ -86,7 +86,7 @@ struct Operand {
   std::uint32_t float_bits = 0;
   SymbolRef symbol;
   MemRef mem;
-  std::string text;           // kAttr "thread:$0", kFlag "narrow"
+  std::string text;  // kAttr "thread:$0", kFlag "narrow"
   std::uint32_t chunk_count = 0;
   BranchTarget target;
   OperandDecl decl;
@@ -126,7 +126,7 @@ struct Bundle {
   std::string tag;                       // LB, PF, ... or empty
   bool in_loop = false;                  // `>` marker
   std::vector<Op> ops;
-  std::string comment;                   // trailing region bookkeeping
+  std::string comment;  // trailing region bookkeeping
   SourceLoc source;
 
   bool operator==(const Bundle& o) const;

@@ -46,7 +46,7 @@ class DmaPort {
   double bytes_per_cycle_;
   double latency_;
   std::uint64_t chunk_;
-  double time_ = 0;  // the port is busy until here
+  double time_ = 0;            // the port is busy until here
   std::deque<Active> active_;  // round-robin order
   std::unordered_map<TransferId, double> done_;
   TransferId next_id_ = 0;

@@ -15,7 +15,9 @@ using vpu::kSublanes;
 Mxu::Mxu(std::uint32_t size, std::uint32_t fifo_depth)
     : size_(size), fifo_depth_(fifo_depth), weights_(static_cast<std::size_t>(size) * size) {}
 
-void Mxu::push_weights(const vpu::Vreg& rows, bool transposed) { staged_.push_back(Staged{rows, transposed}); }
+void Mxu::push_weights(const vpu::Vreg& rows, bool transposed) {
+  staged_.push_back(Staged{rows, transposed});
+}
 
 void Mxu::latch() {
   // The last push holds K rows 0..7 (or columns 0..7 when transposed).
@@ -64,10 +66,10 @@ std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_ma
     if (used) used_k = static_cast<std::uint32_t>(lane + 1);
   }
   if (used_k > active_k_) {
-    return MxuFault{fmt::format("latched weights cover K rows 0..{} but the multiply uses K lanes up to {} "
-                                "(push {} more weight vregs, or mask the LHS)",
-                                active_k_ == 0 ? 0 : active_k_ - 1, used_k - 1,
-                                (used_k - active_k_ + kSublanes - 1) / kSublanes)};
+    return MxuFault{
+        fmt::format("latched weights cover K rows 0..{} but the multiply uses K lanes up to {} "
+                    "(push {} more weight vregs, or mask the LHS)",
+                    active_k_ == 0 ? 0 : active_k_ - 1, used_k - 1, (used_k - active_k_ + kSublanes - 1) / kSublanes)};
   }
   Result r{ready_cycle, vpu::Vreg{}};
   if (compute_numerics) {
@@ -85,7 +87,8 @@ std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_ma
         a[row] = enabled ? bf16_round(lhs.f32(row * kLanes + k)) : 0.0F;
       }
       for (std::size_t row = 0; row < kSublanes; ++row) {
-        if (k_mask != nullptr && k_mask->bits[row * kLanes + k] == 0) continue;  // masked lanes add nothing, not even +0
+        if (k_mask != nullptr && k_mask->bits[row * kLanes + k] == 0)
+          continue;  // masked lanes add nothing, not even +0
         const float ar = a[row];
         float* out = acc[row].data();
         for (std::size_t col = 0; col < kLanes; ++col) out[col] += ar * w[col];

@@ -34,7 +34,7 @@ struct MatmulSpec {
 };
 
 struct AddSpec {
-  std::uint64_t n = 0;                // f32 elements
+  std::uint64_t n = 0;                  // f32 elements
   std::uint64_t chunk_bytes = 1 << 20;  // bytes of A (and of B, C) per DMA
 };
 

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -38,8 +37,8 @@ TEST_CASE("presets: derived peak bf16 FLOP/s is within 1% of the published per-c
     const ChipConfig c = preset(name);
     CHECK(std::abs(c.peak_bf16_flops() - flops) / flops < 0.01);
     // The derivation itself: MXUs per chip x size^2 x 2 x clock.
-    CHECK(c.peak_bf16_flops() == static_cast<double>(c.tensorcores_per_chip * c.mxu.count * c.mxu.size * c.mxu.size) *
-                                     2.0 * c.clock_hz);
+    CHECK(c.peak_bf16_flops() ==
+          static_cast<double>(c.tensorcores_per_chip * c.mxu.count * c.mxu.size * c.mxu.size) * 2.0 * c.clock_hz);
   }
 }
 
@@ -152,7 +151,8 @@ TEST_CASE("config: validation errors name file and field", "[config]") {
   CHECK(layer_error(R"({"hbm": {"bandwidth": {"value": "1TB/s", "citation": "x"}}})") ==
         "user.json: field 'hbm.bandwidth': unknown key 'citation' (a parameter takes value, unit, note and one of "
         "source, derived, assumed, user)");
-  CHECK(layer_error(R"({"vpu": {"lane": 128}})") == "user.json: field 'vpu.lane': unknown field; did you mean 'vpu.lanes'?");
+  CHECK(layer_error(R"({"vpu": {"lane": 128}})") ==
+        "user.json: field 'vpu.lane': unknown field; did you mean 'vpu.lanes'?");
   CHECK(layer_error(R"({"hbm": {"bandwidth": true}})") ==
         "user.json: field 'hbm.bandwidth': expected a number or a string with a unit, got true");
   CHECK(layer_error(R"([1, 2])") == "user.json: a chip file must hold a JSON object");

@@ -2,7 +2,6 @@
 // references, bit for bit. SystemC elaborates once per process, so each
 // TEST_CASE does exactly one run (CTest runs each in its own process).
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "chip/host_io.hpp"

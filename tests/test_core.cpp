@@ -2,7 +2,6 @@
 // cycle early stalls, on time issues), stall attribution, and program faults
 // with their locations.
 #include <catch2/catch.hpp>
-
 #include <memory>
 
 #include "chip/core.hpp"
@@ -16,13 +15,18 @@ using namespace tpuemu::chip;
 
 namespace {
 
-ChipConfig v5e(std::vector<std::string> overrides = {}) { return test::preset("v5e", std::move(overrides)); }
+ChipConfig v5e(std::vector<std::string> overrides = {}) {
+  return test::preset("v5e", std::move(overrides));
+}
 
 // A program, its chip and one core, run to the end.
 struct Harness {
   explicit Harness(const std::string& text, ChipConfig config = v5e(), RunOptions options = {})
-      : chip(std::move(config)), program(isa::assemble(text, "test.llo")), exec(decode_program(program, chip)),
-        shared(chip), core(chip, shared, 0, exec, options) {}
+      : chip(std::move(config)),
+        program(isa::assemble(text, "test.llo")),
+        exec(decode_program(program, chip)),
+        shared(chip),
+        core(chip, shared, 0, exec, options) {}
   std::uint64_t run() {
     core.run_until(UINT64_MAX);
     core.drain();
@@ -78,9 +82,10 @@ TEST_CASE("core: --strict turns a register hazard into an error naming both ops"
   strict.strict = true;
   Harness h("{ %v1 = vlaneseq }\n{ %v2 = vadd.s32 %v1, %v1 }\n", v5e({"latency.valu=2"}), strict);
   const std::string f = h.fault();
-  CHECK_THAT(f, Catch::Contains("chip 0 core 0 bundle 0x1 (test.llo:2:3): vadd.s32: register hazard (--strict): reads %v1 "
-                                "at cycle 1, but chip 0 core 0 bundle 0x0 (test.llo:1:3): vlaneseq writes it with latency "
-                                "2 so it is ready at cycle 2"));
+  CHECK_THAT(f,
+             Catch::Contains("chip 0 core 0 bundle 0x1 (test.llo:2:3): vadd.s32: register hazard (--strict): reads %v1 "
+                             "at cycle 1, but chip 0 core 0 bundle 0x0 (test.llo:1:3): vlaneseq writes it with latency "
+                             "2 so it is ready at cycle 2"));
 }
 
 TEST_CASE("core: an MXU pop waits for the result: latency.mxu_matmul after the multiply", "[core][timing][mxu]") {
@@ -92,14 +97,17 @@ TEST_CASE("core: an MXU pop waits for the result: latency.mxu_matmul after the m
 }
 
 TEST_CASE("core: one multiply per MXU every cycles_per_tile cycles; other MXUs in parallel", "[core][timing][mxu]") {
-  const std::string push = "{ %v0 = vlaneseq }\n{ %1 = vmatpush.xpose.msra.mxu0 %v0 ;; %2 = vmatpush.xpose.msra.mxu1 %v0 }\n";
+  const std::string push =
+      "{ %v0 = vlaneseq }\n{ %1 = vmatpush.xpose.msra.mxu0 %v0 ;; %2 = vmatpush.xpose.msra.mxu1 %v0 }\n";
   Harness same(push + "{ %3 = vmatmul.f32.vlgmr.msra.gmra.mxu0 %v0 }\n{ %4 = vmatmul.f32.gmra.mxu0 %v0 }\n");
   CHECK(same.run() == 2 + 8 + 1);  // second multiply stalls 7 cycles (unit busy), issues 8 after the first
   CHECK(same.core.stats().stall_cycles[static_cast<std::size_t>(StallCause::kUnitBusy)] == 7);
-  Harness other(push + "{ %3 = vmatmul.f32.vlgmr.msra.gmra.mxu0 %v0 }\n{ %4 = vmatmul.f32.vlgmr.msra.gmra.mxu1 %v0 }\n");
+  Harness other(push +
+                "{ %3 = vmatmul.f32.vlgmr.msra.gmra.mxu0 %v0 }\n{ %4 = vmatmul.f32.vlgmr.msra.gmra.mxu1 %v0 }\n");
   CHECK(other.run() == 4);
-  Harness spaced(push + "{ %3 = vmatmul.f32.vlgmr.msra.gmra.mxu0 %v0 }\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n"
-                        "{ %4 = vmatmul.f32.gmra.mxu0 %v0 }\n");
+  Harness spaced(push +
+                 "{ %3 = vmatmul.f32.vlgmr.msra.gmra.mxu0 %v0 }\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n"
+                 "{ %4 = vmatmul.f32.gmra.mxu0 %v0 }\n");
   CHECK(spaced.run() == 11);
   CHECK(spaced.core.stats().stall_cycles[static_cast<std::size_t>(StallCause::kUnitBusy)] == 0);
 }
@@ -152,23 +160,29 @@ TEST_CASE("core: program faults name chip, core, bundle, source line and the pro
   };
   const Row rows[] = {
       {"{ %s1 = smov 4194304 }\n{ %v0 = vld [vmem:[%s1] sm:$0xff] }\n",
-       "chip 0 core 0 bundle 0x1 (test.llo:2:3): vld: VMEM access out of range: bytes [0x80000000, 0x80000200) but VMEM "
+       "chip 0 core 0 bundle 0x1 (test.llo:2:3): vld: VMEM access out of range: bytes [0x80000000, 0x80000200) but "
+       "VMEM "
        "holds 0x8000000 bytes"},
       {"{ %v0 = vpop.f32.mrf.mxu0 }\n",
-       "bundle 0x0 (test.llo:1:3): vpop.f32.mrf.mxu0: pop from the empty result FIFO of mxu0: no multiply is queued or in "
+       "bundle 0x0 (test.llo:1:3): vpop.f32.mrf.mxu0: pop from the empty result FIFO of mxu0: no multiply is queued or "
+       "in "
        "flight"},
-      {"#allocation1 [shape = 's32[1]', space=sflag, size = 0x4, tag = 'f']\n{ %1 = dma.done.wait [#allocation1], 128 }\n",
-       "bundle 0x0 (test.llo:2:3): dma.done.wait: deadlock: waits for sync flag 0 to reach 128; it holds 0 and no DMA in "
+      {"#allocation1 [shape = 's32[1]', space=sflag, size = 0x4, tag = 'f']\n{ %1 = dma.done.wait [#allocation1], 128 "
+       "}\n",
+       "bundle 0x0 (test.llo:2:3): dma.done.wait: deadlock: waits for sync flag 0 to reach 128; it holds 0 and no DMA "
+       "in "
        "flight adds to it"},
       {"{ %v0 = vlaneseq }\n{ %1 = vmatpush.msra.mxu0 %v0 }\n{ %2 = vmatmul.f32.vlgmr.msra.gmra.mxu0 %v0 }\n",
-       "bundle 0x2 (test.llo:3:3): vmatmul.f32.vlgmr.msra.gmra.mxu0: latched weights cover K rows 0..7 but the multiply "
+       "bundle 0x2 (test.llo:3:3): vmatmul.f32.vlgmr.msra.gmra.mxu0: latched weights cover K rows 0..7 but the "
+       "multiply "
        "uses K lanes up to 127 (push 15 more weight vregs, or mask the LHS)"},
       {"{ %v0 = vlaneseq }\n{ %2 = vmatmul.f32.gmra.mxu1 %v0 }\n",
        "vmatmul.f32.gmra.mxu1: multiply with no weights latched"},
       {"{ %v0 = vlaneseq }\n{ %2 = vmatmul.f32.gmra.mxu7 %v0 }\n", "mxu7 does not exist: v5e has 4 MXUs per core"},
       {"{ %v1 = vpop.eup %5 }\n", "pop of %5: nothing with that token is queued or in flight on this unit"},
       {"{ %1 = shalt.err }\n", "the program halted with an error (a bounds check failed)"},
-      {"{ %s0 = smov 9999 }\n{ %1 = vsyncadd %s0, 1 }\n", "sync flag 9999 out of range: the core has 4096 (sflag.count)"},
+      {"{ %s0 = smov 9999 }\n{ %1 = vsyncadd %s0, 1 }\n",
+       "sync flag 9999 out of range: the core has 4096 (sflag.count)"},
   };
   for (const Row& r : rows) {
     INFO(r.text);

@@ -1,8 +1,7 @@
 // The assembler on hand-written programs (ISA.md section 3) and its error
 // messages: file:line:col, the line, a caret, what was expected.
-#include <catch2/catch.hpp>
-
 #include <bit>
+#include <catch2/catch.hpp>
 
 #include "isa/assembler.hpp"
 
@@ -85,9 +84,10 @@ TEST_CASE("assembler: malformed input is reported with file:line:col, the line a
     const char* message;
   };
   const Row rows[] = {
-      {"{ %v1 = vad.f32 %v2, %v3 }", "bad.llo:1:9: error: unknown mnemonic 'vad.f32'; did you mean 'vadd.f32'?\n"
-                                     "    { %v1 = vad.f32 %v2, %v3 }\n"
-                                     "            ^"},
+      {"{ %v1 = vad.f32 %v2, %v3 }",
+       "bad.llo:1:9: error: unknown mnemonic 'vad.f32'; did you mean 'vadd.f32'?\n"
+       "    { %v1 = vad.f32 %v2, %v3 }\n"
+       "            ^"},
       {"{ %v1 = vadd.f32 %v2 }", "bad.llo:1:22: error: vadd.f32 expects a vector register (%v) or a number here"},
       {"{ %v1 = vadd.f32 %s2, %v3 }",
        "bad.llo:1:18: error: operand 1 of vadd.f32: expected a vector register (%v) or a number"},
@@ -95,7 +95,8 @@ TEST_CASE("assembler: malformed input is reported with file:line:col, the line a
       {"{ %v1 = vadd.f32 %q2, %v3 }", "bad.llo:1:18: error: '%q2' is not a register"},
       {"{ %v1 = vadd.f32 %v2, %v3 /* open }", "error: unterminated comment: expected '*/'"},
       {"{ %v1 = vadd.f32 %v2, %v3", "bad.llo:1:1: error: expected '}' closing the bundle"},
-      {"  0x3 XX:  { %v1 = vlaneseq }", "bad.llo:1:7: error: unknown control tag 'XX': expected LH, LB, LE, PB, PF or CT"},
+      {"  0x3 XX:  { %v1 = vlaneseq }",
+       "bad.llo:1:7: error: unknown control tag 'XX': expected LH, LB, LE, PB, PF or CT"},
       {"{ sbr.rel target = nowhere }", "bad.llo:1:11: error: unknown label 'nowhere'"},
       {"a:\n{ %v1 = vlaneseq }\na:\n{ %v2 = vlaneseq }", "bad.llo:3:1: error: label 'a' is defined twice"},
       {"{ %s1 = smov 4294967296 }", "bad.llo:1:14: error: 4294967296 does not fit in 32 bits"},
@@ -113,8 +114,10 @@ TEST_CASE("assembler: malformed input is reported with file:line:col, the line a
        "target (0x6) does not match bundleno = 5"},
       // Found by fuzz_assembler: a `}` inside a line comment must not close the bundle (and the next
       // line must not silently become the bundle's trailing comment).
-      {"0x0 : { %v1 = vlaneseq //} /* note */\n0x1 : { %v2 = vlaneseq }", "bad.llo:1:7: error: expected '}' closing the bundle"},
-      {"{ %v1 = vlaneseq } // fine\n{ %v2 = vlaneseq } junk", "bad.llo:2:20: error: unexpected text after the bundle's closing '}'"},
+      {"0x0 : { %v1 = vlaneseq //} /* note */\n0x1 : { %v2 = vlaneseq }",
+       "bad.llo:1:7: error: expected '}' closing the bundle"},
+      {"{ %v1 = vlaneseq } // fine\n{ %v2 = vlaneseq } junk",
+       "bad.llo:2:20: error: unexpected text after the bundle's closing '}'"},
   };
   for (const Row& r : rows) {
     INFO(r.text);

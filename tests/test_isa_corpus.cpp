@@ -1,7 +1,6 @@
 // Golden checks on the real v5e dumps in ../shared/llo: every final_bundles
 // file assembles, disassembles and reassembles to the same program.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <regex>

@@ -1,10 +1,9 @@
 // Tests derived from the instruction table: every row, every operand
 // alternative, assembles, prints and reassembles to the same op; mnemonics and
 // encodings never collide.
-#include <catch2/catch.hpp>
-
 #include <fmt/format.h>
 
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "isa/assembler.hpp"
@@ -17,33 +16,54 @@ namespace {
 
 std::string sample(OperandClass c) {
   switch (c) {
-    case OperandClass::kVreg: return "%v12_v2";
-    case OperandClass::kMask: return "%vm3_vm2";
-    case OperandClass::kSreg: return "%s14_s2";
-    case OperandClass::kPred: return "%p4_p2";
-    case OperandClass::kToken: return "%5";
-    case OperandClass::kInt: return "4294967168";
-    case OperandClass::kNumber: return "1.442695";
-    case OperandClass::kSymbol: return "[#allocation3 + $0x1]";
-    case OperandClass::kVmem: return "[vmem:[%s185_s8 + $0x8] ss:$16 sm:$0xf0]";
-    case OperandClass::kSmem: return "[smem:[#allocation8_spill]]";
-    case OperandClass::kThread: return "[thread:$1]";
-    case OperandClass::kResolvable: return "[resolvable:$true]";
-    case OperandClass::kChunk: return "[2/16]";
-    case OperandClass::kFlag: return "(narrow)";
-    case OperandClass::kTarget: return "target bundleno = 7 (0x7), region = 3";
-    case OperandClass::kDecl: return "[shape: f32[8,128], index: 2, kind: output, shape index: {}]";
+    case OperandClass::kVreg:
+      return "%v12_v2";
+    case OperandClass::kMask:
+      return "%vm3_vm2";
+    case OperandClass::kSreg:
+      return "%s14_s2";
+    case OperandClass::kPred:
+      return "%p4_p2";
+    case OperandClass::kToken:
+      return "%5";
+    case OperandClass::kInt:
+      return "4294967168";
+    case OperandClass::kNumber:
+      return "1.442695";
+    case OperandClass::kSymbol:
+      return "[#allocation3 + $0x1]";
+    case OperandClass::kVmem:
+      return "[vmem:[%s185_s8 + $0x8] ss:$16 sm:$0xf0]";
+    case OperandClass::kSmem:
+      return "[smem:[#allocation8_spill]]";
+    case OperandClass::kThread:
+      return "[thread:$1]";
+    case OperandClass::kResolvable:
+      return "[resolvable:$true]";
+    case OperandClass::kChunk:
+      return "[2/16]";
+    case OperandClass::kFlag:
+      return "(narrow)";
+    case OperandClass::kTarget:
+      return "target bundleno = 7 (0x7), region = 3";
+    case OperandClass::kDecl:
+      return "[shape: f32[8,128], index: 2, kind: output, shape index: {}]";
   }
   return "?";
 }
 
 std::string dest_sample(OperandClass c) {
   switch (c) {
-    case OperandClass::kVreg: return "%v1_v1";
-    case OperandClass::kMask: return "%vm1_vm1";
-    case OperandClass::kSreg: return "%s1_s1";
-    case OperandClass::kPred: return "%p1_p1";
-    default: return "%99";
+    case OperandClass::kVreg:
+      return "%v1_v1";
+    case OperandClass::kMask:
+      return "%vm1_vm1";
+    case OperandClass::kSreg:
+      return "%s1_s1";
+    case OperandClass::kPred:
+      return "%p1_p1";
+    default:
+      return "%99";
   }
 }
 

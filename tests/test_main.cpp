@@ -5,7 +5,6 @@
 // once per process, so CTest runs each TEST_CASE in its own process.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <systemc>
 

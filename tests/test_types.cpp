@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <type_traits>
 
 #include "common/types.hpp"

@@ -245,7 +245,7 @@ const std::vector<UnaryCase> kUnaryCases = {
     {OpId::kVcvtF32F8e4m3b11, f(29.5F), 0x7F},  // beyond 29: 30, the largest value
     {OpId::kVcvtF32F8e4m3b11, kInf, 0x7F},
     {OpId::kVcvtF32F8e4m3b11, kNegInf, 0xFF},
-    {OpId::kVcvtF32F8e4m3b11, kQNan, 0x80},  // fnuz NaN
+    {OpId::kVcvtF32F8e4m3b11, kQNan, 0x80},               // fnuz NaN
     {OpId::kVcvtF32F8e4m3b11, f(0x1p-13F), 0x01},         // smallest subnormal
     {OpId::kVcvtF32F8e4m3b11, f(0x1p-14F), 0x00},         // half of it: tie, to even
     {OpId::kVcvtF32F8e4m3b11, f(1.0625F), 0x58},          // tie between 1 and 1.125: even

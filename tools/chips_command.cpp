@@ -52,9 +52,8 @@ void print_details(const ChipConfig& c) {
 int chips_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()
-      ("json", "print the fully resolved configuration as JSON")
-      ("names", po::value<std::vector<std::string>>(), "presets to show (default: all)");
+  options.add_options()("json", "print the fully resolved configuration as JSON")(
+      "names", po::value<std::vector<std::string>>(), "presets to show (default: all)");
   po::positional_options_description positional;
   positional.add("names", -1);
   bool help = false;
@@ -108,8 +107,9 @@ int params_command(const std::vector<std::string>& args) {
   for (const ParamSpec& spec : chip_params()) {
     fmt::print("{:<26} {:<11} {}\n", spec.path, spec.is_text ? "text" : base_unit(spec.quantity), spec.description);
   }
-  fmt::print("\nUnits: frequency Hz/kHz/MHz/GHz; size B/KB/MB/GB (x1000) or KiB/MiB/GiB (x1024); bandwidth "
-             "<size>/s; time s/ms/us/ns/ps; cycles as plain integers. A bare number is in the base unit.\n");
+  fmt::print(
+      "\nUnits: frequency Hz/kHz/MHz/GHz; size B/KB/MB/GB (x1000) or KiB/MiB/GiB (x1024); bandwidth "
+      "<size>/s; time s/ms/us/ns/ps; cycles as plain integers. A bare number is in the base unit.\n");
   return kExitOk;
 }
 

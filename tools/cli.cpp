@@ -33,7 +33,9 @@ constexpr std::array kCommands{
 
 }  // namespace
 
-std::span<const Command> commands() { return kCommands; }
+std::span<const Command> commands() {
+  return kCommands;
+}
 
 std::string usage() {
   std::string out =

@@ -10,8 +10,8 @@ namespace tpuemu::cli {
 
 // Exit codes, documented in README.md.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;    // the run completed but a check failed (e.g. FAIL)
-inline constexpr int kExitBadInput = 2;   // usage, preset, assembly or input-file errors
+inline constexpr int kExitFailure = 1;       // the run completed but a check failed (e.g. FAIL)
+inline constexpr int kExitBadInput = 2;      // usage, preset, assembly or input-file errors
 inline constexpr int kExitProgramFault = 3;  // the emulated program faulted or deadlocked
 
 struct Command {

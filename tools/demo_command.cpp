@@ -22,12 +22,11 @@ namespace tpuemu::cli {
 int demo_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()
-      ("m", po::value<std::uint64_t>()->default_value(2048), "rows of A and C")
-      ("k", po::value<std::uint64_t>()->default_value(2048), "columns of A, rows of B")
-      ("n", po::value<std::uint64_t>()->default_value(2048), "columns of B and C")
-      ("seed", po::value<std::uint32_t>()->default_value(1), "seed of the pseudo-random inputs")
-      ("report", po::value<std::string>(), "write the run report as JSON");
+  options.add_options()("m", po::value<std::uint64_t>()->default_value(2048), "rows of A and C")(
+      "k", po::value<std::uint64_t>()->default_value(2048), "columns of A, rows of B")(
+      "n", po::value<std::uint64_t>()->default_value(2048), "columns of B and C")(
+      "seed", po::value<std::uint32_t>()->default_value(1), "seed of the pseudo-random inputs")(
+      "report", po::value<std::string>(), "write the run report as JSON");
   po::positional_options_description positional;
   bool help = false;
   const auto vm = parse_options("demo", "[--m M --k K --n N] [--chip v5e]", args, options, positional, help);
@@ -59,8 +58,8 @@ int demo_command(const std::vector<std::string>& args) {
   request.inputs[0] = make_npy(NpyDtype::kFloat32, {m, k}, a.data());
   request.inputs[1] = make_npy(NpyDtype::kFloat32, {k, n}, b.data());
 
-  fmt::print("tpuemu demo: C[{},{}] = A[{},{}] @ B[{},{}], bf16 inputs, f32 output, on an emulated {}\n", m, n, m, k, k, n,
-             request.chip.name);
+  fmt::print("tpuemu demo: C[{},{}] = A[{},{}] @ B[{},{}], bf16 inputs, f32 output, on an emulated {}\n", m, n, m, k, k,
+             n, request.chip.name);
   fmt::print("program: `tpuemu gen matmul --m {} --k {} --n {}` ({} bundles)\n\n", m, k, n, program.bundles.size());
   const auto start = std::chrono::steady_clock::now();
   Summary summary;

@@ -13,20 +13,20 @@ namespace tpuemu::cli {
 int gen_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()
-      ("kind", po::value<std::string>(), "matmul or add")
-      ("m", po::value<std::uint64_t>(), "matmul: rows of A and C")
-      ("k", po::value<std::uint64_t>(), "matmul: columns of A, rows of B")
-      ("n", po::value<std::uint64_t>(), "matmul: columns of B and C; add: elements")
-      ("dtype", po::value<std::string>()->default_value("bf16"), "matmul: input dtype, bf16 or f32 (C is f32)")
-      ("no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")
-      ("chunk", po::value<std::uint64_t>()->default_value(1 << 20), "add: bytes per DMA chunk")
-      ("output,o", po::value<std::string>()->default_value("-"), "output file (default: stdout)");
+  options.add_options()("kind", po::value<std::string>(), "matmul or add")("m", po::value<std::uint64_t>(),
+                                                                           "matmul: rows of A and C")(
+      "k", po::value<std::uint64_t>(), "matmul: columns of A, rows of B")("n", po::value<std::uint64_t>(),
+                                                                          "matmul: columns of B and C; add: elements")(
+      "dtype", po::value<std::string>()->default_value("bf16"), "matmul: input dtype, bf16 or f32 (C is f32)")(
+      "no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")(
+      "chunk", po::value<std::uint64_t>()->default_value(1 << 20), "add: bytes per DMA chunk")(
+      "output,o", po::value<std::string>()->default_value("-"), "output file (default: stdout)");
   po::positional_options_description positional;
   positional.add("kind", 1);
   bool help = false;
-  const auto vm = parse_options("gen", "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [-o F] | add --n N [-o F]",
-                                args, options, positional, help);
+  const auto vm =
+      parse_options("gen", "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [-o F] | add --n N [-o F]",
+                    args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   const std::string kind = vm->count("kind") != 0U ? (*vm)["kind"].as<std::string>() : "";
   std::string text;

@@ -10,10 +10,10 @@
 #include "isa/assembler.hpp"
 #include "isa/checker.hpp"
 #include "isa/image.hpp"
-#include "tools/program_loader.hpp"
 #include "isa/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/program_loader.hpp"
 
 namespace tpuemu::cli {
 namespace {

@@ -7,7 +7,9 @@
 
 #include "tools/cli.hpp"
 
-int sc_main(int argc, char* argv[]) { return tpuemu::cli::run(argc, argv); }
+int sc_main(int argc, char* argv[]) {
+  return tpuemu::cli::run(argc, argv);
+}
 
 int main(int argc, char* argv[]) {
   setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);

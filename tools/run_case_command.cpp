@@ -78,21 +78,20 @@ double ulp_distance(float a, float b) {
 int run_case_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()
-      ("case", po::value<std::string>(), "case directory (with case.json)")
-      ("report", po::value<std::string>(), "write the run report (with per-kernel cycles and stalls) as JSON")
-      ("strict", "treat stalls on register hazards as errors (reports the compiler-scheduled hazards)")
-      ("tlp", "run the case's top-level program (with its copy-in DMAs and inlined_calls) instead of the kernel chain")
-      ("row-max", po::value<std::vector<std::string>>()->composing(),
-       "NAME=INPUT: the host provides buffer NAME as the row maxima of the 2-D f32 input INPUT (for a case whose notes "
-       "say to take a missing kernel's output as x.max(axis=1))")
-      ("rtol", po::value<double>()->default_value(1e-5), "relative tolerance where the case is not bit-exact")
-      ("atol", po::value<double>()->default_value(1e-30), "absolute tolerance where the case is not bit-exact");
+  options.add_options()("case", po::value<std::string>(), "case directory (with case.json)")(
+      "report", po::value<std::string>(), "write the run report (with per-kernel cycles and stalls) as JSON")(
+      "strict", "treat stalls on register hazards as errors (reports the compiler-scheduled hazards)")(
+      "tlp", "run the case's top-level program (with its copy-in DMAs and inlined_calls) instead of the kernel chain")(
+      "row-max", po::value<std::vector<std::string>>()->composing(),
+      "NAME=INPUT: the host provides buffer NAME as the row maxima of the 2-D f32 input INPUT (for a case whose notes "
+      "say to take a missing kernel's output as x.max(axis=1))")("rtol", po::value<double>()->default_value(1e-5),
+                                                                 "relative tolerance where the case is not bit-exact")(
+      "atol", po::value<double>()->default_value(1e-30), "absolute tolerance where the case is not bit-exact");
   po::positional_options_description positional;
   positional.add("case", 1);
   bool help = false;
-  const auto vm =
-      parse_options("run-case", "DIR [--tlp] [--chip v5e] [--report R.json] [--strict]", args, options, positional, help);
+  const auto vm = parse_options("run-case", "DIR [--tlp] [--chip v5e] [--report R.json] [--strict]", args, options,
+                                positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   if (vm->count("case") == 0U) {
     fmt::print(stderr, "tpuemu run-case: no case directory given\n");
@@ -121,7 +120,8 @@ int run_case_command(const std::vector<std::string>& args) {
     }
     const auto& chain = c.at("kernel_chain");
     programs.reserve(chain.size());
-    for (const auto& kernel : chain) programs.push_back(load_program((dir / kernel.at("dump").get<std::string>()).string()));
+    for (const auto& kernel : chain)
+      programs.push_back(load_program((dir / kernel.at("dump").get<std::string>()).string()));
     for (std::size_t k = 0; k < chain.size(); ++k) {
       chip::ChainStep step;
       step.program = &programs[k];
@@ -146,12 +146,14 @@ int run_case_command(const std::vector<std::string>& args) {
     if (vm->count("row-max") != 0U) {
       for (const auto& spec : (*vm)["row-max"].as<std::vector<std::string>>()) {
         const auto eq = spec.find('=');
-        if (eq == std::string::npos) throw std::invalid_argument(fmt::format("--row-max {}: expected NAME=INPUT", spec));
+        if (eq == std::string::npos)
+          throw std::invalid_argument(fmt::format("--row-max {}: expected NAME=INPUT", spec));
         const std::string buffer = spec.substr(0, eq);
         const std::string source = spec.substr(eq + 1);
         const auto it = request.inputs.find(source);
         if (it == request.inputs.end() || it->second.dtype != NpyDtype::kFloat32 || it->second.shape.size() != 2) {
-          throw std::invalid_argument(fmt::format("--row-max {}: '{}' is not a 2-D float32 input of the case", spec, source));
+          throw std::invalid_argument(
+              fmt::format("--row-max {}: '{}' is not a 2-D float32 input of the case", spec, source));
         }
         const auto values = it->second.as_f32();
         const std::uint64_t rows = it->second.shape[0];
@@ -212,8 +214,9 @@ int run_case_command(const std::vector<std::string>& args) {
         const std::string buffer = input.at("name").get<std::string>();
         if (layouts.count(buffer) == 0U) throw std::invalid_argument(fmt::format("no kernel reads input '{}'", buffer));
         const bool transposed = request.transposed.count(buffer) != 0U;
-        t.parameters.emplace_back(transposed ? chip::transposed_binding(layouts.at(buffer)) : layouts.at(buffer),
-                                  transposed ? chip::transpose_2d(request.inputs.at(buffer)) : request.inputs.at(buffer));
+        t.parameters.emplace_back(
+            transposed ? chip::transposed_binding(layouts.at(buffer)) : layouts.at(buffer),
+            transposed ? chip::transpose_2d(request.inputs.at(buffer)) : request.inputs.at(buffer));
       }
       if (layouts.count(output_buffer) == 0U) throw std::invalid_argument("no kernel writes the buffer 'output'");
       t.output = layouts.at(output_buffer);
@@ -299,12 +302,17 @@ int run_case_command(const std::vector<std::string>& args) {
       for (std::size_t i = 0; i < chip::kStallCauseCount; ++i) {
         stalls[std::string(to_string(static_cast<chip::StallCause>(i)))] = s.stats.stall_cycles[i];
       }
-      steps.push_back({{"kernel", s.kernel}, {"cycles", s.end_cycle - s.start_cycle}, {"bundles", s.stats.bundles},
+      steps.push_back({{"kernel", s.kernel},
+                       {"cycles", s.end_cycle - s.start_cycle},
+                       {"bundles", s.stats.bundles},
                        {"stalls", stalls}});
     }
     report["kernels"] = steps;
-    report["case"] = {{"pass", mismatches == 0}, {"mismatches", mismatches}, {"exact", exact},
-                      {"max_relative_error", max_rel}, {"max_ulp", max_ulp}};
+    report["case"] = {{"pass", mismatches == 0},
+                      {"mismatches", mismatches},
+                      {"exact", exact},
+                      {"max_relative_error", max_rel},
+                      {"max_ulp", max_ulp}};
     std::ofstream out((*vm)["report"].as<std::string>());
     out << report.dump(2) << "\n";
   }

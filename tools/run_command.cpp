@@ -38,20 +38,21 @@ std::optional<std::pair<std::uint32_t, std::string>> parse_binding(const std::st
 int run_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()
-      ("program", po::value<std::string>(), "LLO program (.llo, a dump's *-final_bundles.txt) or image (.tpub)")
-      ("in", po::value<std::vector<std::string>>()->composing(), "IDX=FILE.npy: input operand IDX (repeatable)")
-      ("out", po::value<std::vector<std::string>>()->composing(),
-       "IDX=FILE.npy: write output operand IDX (bf16/f8 as float32; as raw bits if FILE ends in .bits.npy)")
-      ("report", po::value<std::string>(), "write the run report as JSON")
-      ("strict", "treat stalls on register hazards as errors (checks a compiler's schedule)")
-      ("no-data", "timing only: skip MXU arithmetic and bulk data movement (same cycle counts)")
-      ("quantum", po::value<std::uint64_t>()->default_value(1000), "cycles a core may run ahead of SystemC time");
+  options.add_options()("program", po::value<std::string>(),
+                        "LLO program (.llo, a dump's *-final_bundles.txt) or image (.tpub)")(
+      "in", po::value<std::vector<std::string>>()->composing(), "IDX=FILE.npy: input operand IDX (repeatable)")(
+      "out", po::value<std::vector<std::string>>()->composing(),
+      "IDX=FILE.npy: write output operand IDX (bf16/f8 as float32; as raw bits if FILE ends in .bits.npy)")(
+      "report", po::value<std::string>(), "write the run report as JSON")(
+      "strict", "treat stalls on register hazards as errors (checks a compiler's schedule)")(
+      "no-data", "timing only: skip MXU arithmetic and bulk data movement (same cycle counts)")(
+      "quantum", po::value<std::uint64_t>()->default_value(1000), "cycles a core may run ahead of SystemC time");
   po::positional_options_description positional;
   positional.add("program", 1);
   bool help = false;
-  const auto vm = parse_options("run", "PROGRAM [--chip v5e] [--in IDX=FILE.npy]... [--out IDX=FILE.npy]... [--report R.json]",
-                                args, options, positional, help);
+  const auto vm =
+      parse_options("run", "PROGRAM [--chip v5e] [--in IDX=FILE.npy]... [--out IDX=FILE.npy]... [--report R.json]",
+                    args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   if (vm->count("program") == 0U) {
     fmt::print(stderr, "tpuemu run: no program given (usage: tpuemu run PROGRAM ...)\n");

@@ -18,7 +18,9 @@ void compute_summary_roofline(Summary& s) {
 }
 
 namespace {
-std::string percent(double part, double whole) { return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-"; }
+std::string percent(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
+}
 
 }  // namespace
 
@@ -39,7 +41,8 @@ void print_summary(const Summary& s) {
              format_quantity(s.chip->clock_hz, Quantity::kFrequency));
   fmt::print("issued    {} bundles, {} ops\n", bundles, ops);
   std::string units;
-  for (const auto& u : r.units) units += fmt::format("{}{} {}", units.empty() ? "" : ", ", u.name, percent(u.busy_cycles, cycles));
+  for (const auto& u : r.units)
+    units += fmt::format("{}{} {}", units.empty() ? "" : ", ", u.name, percent(u.busy_cycles, cycles));
   fmt::print("busy      {}\n", units);
   std::string stall_text;
   for (std::size_t i = 0; i < stalls.size(); ++i) {
@@ -49,18 +52,20 @@ void print_summary(const Summary& s) {
   fmt::print("stalls    {}\n", stall_text);
   const Roofline& f = s.roofline;
   fmt::print("roofline  MXU {:.4g} FLOP -> {}; VPU {:.4g} FLOP -> {}; HBM {:.4g} B -> {}\n", f.mxu_flops,
-             format_quantity(f.mxu_seconds, Quantity::kTime), f.vpu_flops, format_quantity(f.vpu_seconds, Quantity::kTime),
-             f.hbm_bytes, format_quantity(f.hbm_seconds, Quantity::kTime));
+             format_quantity(f.mxu_seconds, Quantity::kTime), f.vpu_flops,
+             format_quantity(f.vpu_seconds, Quantity::kTime), f.hbm_bytes,
+             format_quantity(f.hbm_seconds, Quantity::kTime));
   fmt::print("          predicted {} ({}-bound), measured {}: measured/predicted = {:.3f}\n",
-             format_quantity(f.predicted_seconds, Quantity::kTime), f.bound, format_quantity(f.measured_seconds, Quantity::kTime),
-             f.measured_over_predicted());
+             format_quantity(f.predicted_seconds, Quantity::kTime), f.bound,
+             format_quantity(f.measured_seconds, Quantity::kTime), f.measured_over_predicted());
   if (f.mxu_flops > 0) {
     fmt::print("          MXU utilisation {:.1f}% of peak ({:.4g} FLOP/s achieved)\n",
                100.0 * f.mxu_seconds / f.measured_seconds, f.mxu_flops / f.measured_seconds);
   }
   if (f.hbm_bytes > 0) {
     fmt::print("          HBM {:.4g} B/s achieved ({:.1f}% of {})\n", f.hbm_bytes / f.measured_seconds,
-               100.0 * f.hbm_seconds / f.measured_seconds, format_quantity(s.chip->hbm.bandwidth, Quantity::kBandwidth));
+               100.0 * f.hbm_seconds / f.measured_seconds,
+               format_quantity(s.chip->hbm.bandwidth, Quantity::kBandwidth));
   }
 }
 
@@ -88,11 +93,13 @@ nlohmann::json report_json(const Summary& s) {
     }
     core["stalls"] = cs;
     json slots = json::object();
-    for (std::size_t i = 0; i < kSlotClassCount; ++i) slots[std::string(to_string(static_cast<SlotClass>(i)))] = c.slot_ops[i];
+    for (std::size_t i = 0; i < kSlotClassCount; ++i)
+      slots[std::string(to_string(static_cast<SlotClass>(i)))] = c.slot_ops[i];
     core["ops_per_slot"] = slots;
     cores.push_back(core);
   }
-  for (std::size_t i = 0; i < total.size(); ++i) stalls[std::string(to_string(static_cast<chip::StallCause>(i)))] = total[i];
+  for (std::size_t i = 0; i < total.size(); ++i)
+    stalls[std::string(to_string(static_cast<chip::StallCause>(i)))] = total[i];
   j["stalls"] = stalls;
   j["cores"] = cores;
   json units = json::object();
@@ -115,6 +122,5 @@ nlohmann::json report_json(const Summary& s) {
   if (r.fault) j["fault"] = *r.fault;
   return j;
 }
-
 
 }  // namespace tpuemu::cli
