@@ -13,6 +13,7 @@
 #include "tools/isa_commands.hpp"
 #include "tools/run_case_command.hpp"
 #include "tools/run_command.hpp"
+#include "tools/topology_command.hpp"
 
 namespace tpuemu::cli {
 namespace {
@@ -21,6 +22,7 @@ constexpr std::array kCommands{
     Command{"demo", "the default job: a pipelined bf16 matmul on an emulated v5e, checked and compared to its roofline",
             demo_command},
     Command{"chips", "list chip presets with their headline numbers, or print one fully resolved", chips_command},
+    Command{"topology", "resolve a pod topology on a chip (axes, wraparound) and show routes", topology_command},
     Command{"params", "list every chip parameter with its unit and meaning", params_command},
     Command{"run", "run a program on an emulated chip: cycles, stalls, roofline, .npy operands", run_command},
     Command{"run-case", "run a case of the real-dump corpus and compare with its expected output", run_case_command},

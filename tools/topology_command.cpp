@@ -1,0 +1,73 @@
+#include "tools/topology_command.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "ici/routing.hpp"
+#include "ici/topology.hpp"
+#include "tools/cli.hpp"
+#include "tools/options.hpp"
+
+namespace tpuemu::cli {
+
+int topology_command(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  add_chip_options(options);
+  options.add_options()
+      ("shape", po::value<std::string>(), "axes, e.g. 8x16, 4x4x4, 16")
+      ("wrap", po::value<std::string>(), "axes with wraparound links, e.g. x,z (overrides the preset's rule)")
+      ("no-wrap", "no wraparound on any axis")
+      ("force", "allow more chips than the preset's largest slice")
+      ("route", po::value<std::string>(), "FROM,TO: print the route between two chips (linear ids)")
+      ("routing", po::value<std::string>()->default_value("dimension-order"), "routing policy");
+  po::positional_options_description positional;
+  positional.add("shape", 1);
+  bool help = false;
+  const auto vm = parse_options("topology", "SHAPE [--chip v5e] [--wrap x,z | --no-wrap] [--force] [--route A,B]", args,
+                                options, positional, help);
+  if (!vm) return help ? kExitOk : kExitBadInput;
+  if (vm->count("shape") == 0U) {
+    fmt::print(stderr, "tpuemu topology: no shape given (e.g. tpuemu topology 8x16 --chip v5e)\n");
+    return kExitBadInput;
+  }
+  try {
+    const ChipConfig chip = load_chip(chip_request(*vm));
+    ici::TopologyRequest request;
+    request.shape = (*vm)["shape"].as<std::string>();
+    request.force = vm->count("force") != 0U;
+    const std::size_t axes = static_cast<std::size_t>(std::count(request.shape.begin(), request.shape.end(), 'x')) + 1;
+    if (vm->count("no-wrap") != 0U) request.wrap = std::vector<bool>(axes, false);
+    if (vm->count("wrap") != 0U) request.wrap = ici::parse_wrap_axes((*vm)["wrap"].as<std::string>(), axes);
+    const ici::Topology topology = ici::make_topology(request, chip);
+    fmt::print("{} on {}\n", ici::describe(topology), chip.name);
+    fmt::print("links: {} one way per link, {} per hop\n", format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
+               format_quantity(chip.ici.hop_latency_s, Quantity::kTime));
+    if (vm->count("route") != 0U) {
+      const std::string text = (*vm)["route"].as<std::string>();
+      const auto comma = text.find(',');
+      if (comma == std::string::npos) throw std::invalid_argument(fmt::format("--route {}: expected FROM,TO", text));
+      const ChipId from(static_cast<std::uint32_t>(std::stoul(text.substr(0, comma))));
+      const ChipId to(static_cast<std::uint32_t>(std::stoul(text.substr(comma + 1))));
+      if (!topology.contains(from) || !topology.contains(to)) {
+        throw std::invalid_argument(fmt::format("--route {}: chips are numbered 0..{}", text, topology.chip_count() - 1));
+      }
+      const auto route = ici::routing_policy((*vm)["routing"].as<std::string>()).route(topology, from, to);
+      fmt::print("route {} -> {} ({}): {} hop{}\n", from.value(), to.value(), (*vm)["routing"].as<std::string>(),
+                 route.size(), route.size() == 1 ? "" : "s");
+      for (const auto& link : route) {
+        fmt::print("  {} -> {}  ({}{})\n", link.from.value(), link.to.value(), link.direction > 0 ? "+" : "-",
+                   ici::axis_name(link.axis));
+      }
+    }
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "tpuemu topology: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {  // TopologyError, RoutingError, bad numbers
+    fmt::print(stderr, "tpuemu topology: {}\n", e.what());
+    return kExitBadInput;
+  }
+  return kExitOk;
+}
+
+}  // namespace tpuemu::cli
