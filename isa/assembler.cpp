@@ -619,11 +619,15 @@ class Assembler {
       skip_space(text, q);
       std::string value;
       const std::size_t value_start = q;
-      if (text[q] == '\'') {
+      const bool text_key = key == "shape" || key == "tag";
+      if (q < close && text[q] == '\'') {
         const std::size_t end = text.find('\'', q + 1);
         if (end == std::string_view::npos || end > close) throw LineError{q, "unterminated quoted value"};
         value = std::string(text.substr(q + 1, end - q - 1));
         q = end + 1;
+      } else if (text_key) {
+        // Text values are quoted (as in the dumps), so any text round-trips through the disassembler.
+        throw LineError{q, fmt::format("expected a quoted value for '{}', like {} = 'f32[8,128]'", key, key)};
       } else {
         while (q < close && text[q] != ',') ++q;
         value = std::string(trim(text.substr(value_start, q - value_start)));

@@ -107,6 +107,9 @@ TEST_CASE("assembler: malformed input is reported with file:line:col, the line a
       {"{ %v1 = vld [vmem:[%s2] sm:$0x1ff] }", "bad.llo:1:28: error: sublane mask must be within $0x0..$0xff"},
       {"{ %5 = vst [vmem:[%s2] sm:$0xff] /*source=*/%v1 }", "operand 2 of vst is /*vst_source=*/, not /*source=*/"},
       {"#allocation4 [shape = 'u8[16]', size = 0x10]", "bad.llo:1:14: error: allocation without 'space='"},
+      // Found by fuzz_assembler: an unquoted shape swallowed a quote, and the disassembly did not reassemble.
+      {"#allocation0 [shape = x 's32[1]{0}', space=sflag, size = 0x4, tag = 't']",
+       "bad.llo:1:23: error: expected a quoted value for 'shape', like shape = 'f32[8,128]'"},
       {"{ %v1 = vpop.f32.mrf.mxu }", "unknown mnemonic 'vpop.f32.mrf.mxu'; did you mean 'vpop.f32.mrf.mxu0'?"},
       {"{ %p1 = scmp.lt.s32.totalorder (%s1), %s2, 3 }", "expected a predicate guard like (%p1) or (!%p1)"},
       {"{ %v1 = vmul.f32 1.5.5, %v2 }", "bad.llo:1:18: error: '1.5.5' is not a number"},
