@@ -7,6 +7,9 @@
 #
 # Usage: fuzz/run.sh
 #   TPUEMU_FUZZ_SECONDS    fuzzing time per target (default 60)
+#   TPUEMU_FUZZ_RUNS       if set: a reproducible run instead, this many inputs per
+#                          target from the fixed seed 1 (still capped by the time);
+#                          CI uses it so that its result does not depend on luck
 #   TPUEMU_FUZZ_BUILD_DIR  build directory (default build-fuzz)
 # Needs clang++ and libFuzzer (Debian: clang, libclang-rt-14-dev).
 set -euo pipefail
@@ -65,11 +68,16 @@ for target in "${targets[@]}"; do
     ((replay_failed)) && continue
   fi
   corpus_dir=$build/corpus/$target
+  if [[ -n "${TPUEMU_FUZZ_RUNS:-}" ]]; then  # reproducible: start from the seeds only
+    corpus_dir=$build/corpus-reproducible/$target
+    rm -rf "$corpus_dir"
+  fi
   artifacts=$build/artifacts/$target
   mkdir -p "$corpus_dir" "$artifacts"
   extra=()
   if [[ -f $seeds/$target.dict ]]; then extra+=(-dict="$seeds/$target.dict"); fi
   echo "fuzz: $target for ${seconds}s"
+  if [[ -n "${TPUEMU_FUZZ_RUNS:-}" ]]; then extra+=(-seed=1 -runs="$TPUEMU_FUZZ_RUNS"); fi
   if ! "$binary" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$artifacts/" "${extra[@]}" "$corpus_dir" "$seeds/$target"; then
     failed+=("$target (see $artifacts/)")

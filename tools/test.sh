@@ -6,7 +6,9 @@
 # Slow cases carry the CTest label `slow` and run only with TPUEMU_SLOW=1.
 # The dump corpus (../shared/llo) runs as the label llo-corpus.
 #   TPUEMU_SKIP_ASAN=1 / TPUEMU_SKIP_FUZZ=1   skip those stages
-#   TPUEMU_FUZZ_SECONDS                        fuzzing time per target (default 20)
+#   TPUEMU_FUZZ_RUNS                           inputs per target, from a fixed seed (default 3000;
+#                                              empty = fuzz for TPUEMU_FUZZ_SECONDS with a random seed)
+#   TPUEMU_FUZZ_SECONDS                        time cap per target (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,5 +28,5 @@ if [[ "${TPUEMU_SKIP_ASAN:-0}" != 1 ]]; then
 fi
 
 if [[ "${TPUEMU_SKIP_FUZZ:-0}" != 1 ]]; then
-  TPUEMU_FUZZ_SECONDS=${TPUEMU_FUZZ_SECONDS:-20} fuzz/run.sh
+  TPUEMU_FUZZ_RUNS=${TPUEMU_FUZZ_RUNS-3000} TPUEMU_FUZZ_SECONDS=${TPUEMU_FUZZ_SECONDS:-60} fuzz/run.sh
 fi
