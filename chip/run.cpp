@@ -9,6 +9,7 @@
 #include "chip/chip_module.hpp"
 #include "chip/exec_program.hpp"
 #include "chip/host_io.hpp"
+#include "isa/checker.hpp"
 
 namespace tpuemu::chip {
 namespace {
@@ -17,6 +18,16 @@ constexpr std::uint64_t kAlign = 4096;
 
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) {
   return (v + a - 1) / a * a;
+}
+
+// A program that over-fills a bundle, names a unit or register the chip does
+// not have, cannot be encoded for it: refuse it before the run.
+void check_fits(const isa::Program& program, const ChipConfig& chip) {
+  const isa::CheckResult check = isa::check_program(program, chip);
+  if (check.violations.empty()) return;
+  std::string message = isa::format_diagnostic(check.violations.front());
+  if (check.violations.size() > 1) message += fmt::format("\n({} more; see `tpuemu check`)", check.violations.size() - 1);
+  throw LoadError(message);
 }
 
 void collect_units(ChipModule& chip, RunResult& result) {
@@ -39,7 +50,10 @@ ChainResult run_chain(const ChainRequest& request) {
   if (request.steps.empty()) throw std::invalid_argument("nothing to run");
   std::vector<ExecProgram> execs;
   execs.reserve(request.steps.size());
-  for (const auto& step : request.steps) execs.push_back(decode_program(*step.program, request.chip));
+  for (const auto& step : request.steps) {
+    check_fits(*step.program, request.chip);
+    execs.push_back(decode_program(*step.program, request.chip));
+  }
 
   // 1. Buffers: which binding lays each one out, in which spaces it is needed,
   //    and whether some kernel produces it (otherwise it needs host data).
@@ -183,6 +197,8 @@ ChainResult run_chain(const ChainRequest& request) {
 }
 
 TlpResult run_tlp(const TlpRequest& request) {
+  check_fits(*request.tlp, request.chip);
+  for (const auto& [name, program] : request.kernels) check_fits(*program, request.chip);
   const ExecProgram tlp = decode_program(*request.tlp, request.chip);
   // The kernels' scoped allocations live above the TLP's own.
   const auto base = allocation_ends(*request.tlp);

@@ -85,7 +85,7 @@ class MatmulGen {
     }
     a_buf_bytes_ = (g2_ * 2 + 1) * tile_bytes_;
     b_buf_bytes_ = (16 * wfull_ + 2) * tile_bytes_;
-    acc_bytes_ = g2_ * 2 * wfull_ * 4096;
+    acc_bytes_ = ceil_div(g2_ * 2 * wfull_, 8) * 8 * 4096;  // whole 8-tile groups for the zero loop
     const std::uint64_t vmem = 2 * (align(a_buf_bytes_) + align(b_buf_bytes_) + align(acc_bytes_));
     if (vmem > chip_.vmem.size_bytes) {
       throw std::invalid_argument(
@@ -228,15 +228,15 @@ class MatmulGen {
         issue_block_dmas("s4", "s3", std::to_string(w * tile_gr_), "s9", "s11", "s13", "s15", "s28", guard);
       }
     }
-    // k-block 0: the accumulator starts from the first partial sums.
-    kblock(w, /*first=*/true, kr8(0), /*next_exists=*/kt_ > 1, /*next_partial=*/kt_ == 2 && last_partial(), false);
+    zero_accumulator(w);
+    kblock(w, kr8(0), /*next_exists=*/kt_ > 1, /*next_partial=*/kt_ == 2 && last_partial(), false);
     const std::uint64_t middle_end = last_partial() ? kt_ - 1 : kt_;  // k-blocks [1, middle_end) are full
     if (middle_end > 1) {
       w_.comment("full k-blocks: accumulate");
       w_.op(S::kSalu, "%s4 = smov 1", {}, {"s4"});
       const std::string loop = fmt::format("kblock_loop_{}", label_++);
       w_.label(loop);
-      kblock(w, false, 16, true, last_partial(), /*runtime=*/true);
+      kblock(w, 16, true, last_partial(), /*runtime=*/true);
       w_.op(S::kSalu, "%s4 = sadd.s32 %s4, 1", {"s4"}, {"s4"});
       w_.op(S::kSalu, fmt::format("%p4 = scmp.lt.s32.totalorder %s4, {}", middle_end), {"s4"}, {"p4"});
       w_.op(S::kBranch, fmt::format("sbr.rel (%p4) target = {}", loop), {"p4"}, {});
@@ -245,8 +245,9 @@ class MatmulGen {
     if (last_partial() && kt_ > 1) {
       w_.comment(fmt::format("last k-block: {} of 128 rows", s_.k - (kt_ - 1) * 128));
       w_.op(S::kSalu, fmt::format("%s4 = smov {}", kt_ - 1), {}, {"s4"});
-      kblock(w, false, kr8(kt_ - 1), false, false, false);
+      kblock(w, kr8(kt_ - 1), false, false, false);
     }
+    drain(w);
     // Output: the accumulator block to C, then swap accumulator buffers.
     w_.comment("accumulator block -> C");
     const std::uint64_t c_granules = g_ * w * 128;
@@ -267,6 +268,35 @@ class MatmulGen {
     w_.op(S::kSalu, "%p8 = por %p9, %p9", {"p9"}, {"p8"});
     w_.op(S::kSalu, "%p9 = por %p10, %p10", {"p10"}, {"p9"});
     w_.flush();
+  }
+
+  // Zeroes the accumulator buffer in s17 (8 tiles per 8-bundle iteration, one
+  // store per bundle) and starts the column block's pipeline registers: s8
+  // counts its iterations, s7 points at the rows the pops of iteration s8 - D
+  // accumulate into, s32 is the end of the accumulator (s7 wraps there).
+  void zero_accumulator(std::uint64_t w) {
+    const std::uint64_t acc_stride = 2 * w * 8;
+    const std::uint64_t tiles = g2_ * 2 * w;
+    const std::uint64_t iterations = ceil_div(tiles, 8);
+    w_.comment(fmt::format("zero the accumulator ({} tiles)", tiles));
+    w_.op(S::kValu, "%v0 = vmov 0", {}, {"v0"});
+    w_.op(S::kSalu, "%s21 = sadd.s32 %s17, 0", {"s17"}, {"s21"});
+    w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
+    w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
+    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated(d_ * acc_stride)), {"s17"}, {"s7"});
+    w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
+    w_.flush();
+    const std::string loop = fmt::format("zero_{}", label_++);
+    w_.label(loop);
+    for (std::uint64_t k = 0; k < 8; ++k) {
+      std::vector<std::string> ops{fmt::format("%{} = vst [vmem:[%s21{}] sm:$0xff] /*vst_source=*/%v0", next_token(),
+                                               k == 0 ? std::string() : fmt::format(" + $0x{:x}", k * 8))};
+      if (k == 0) ops.push_back(fmt::format("%p10 = scmp.lt.s32.totalorder %s22, {}", iterations - 1));
+      if (k == 1) ops.push_back("%s22 = sadd.s32 %s22, 1");
+      if (k == 3) ops.push_back(fmt::format("%{} = sbr.rel (%p10) target = {}", next_token(), loop));
+      if (k == 7) ops.push_back("%s21 = sadd.s32 %s21, 64");
+      w_.bundle(ops, k == 0 ? "8 tiles" : "");
+    }
   }
 
   // Issues k-block 0 of column block s3+1 (if there is one) into the next
@@ -302,7 +332,7 @@ class MatmulGen {
 
   // One k-block: DMAs (prefetch or direct), wait, weight pushes, row loop.
   // `rows8`: row tiles of B in this block (16, or fewer in a partial last block).
-  void kblock(std::uint64_t w, bool first, std::uint64_t rows8, bool next_exists, bool next_partial, bool runtime) {
+  void kblock(std::uint64_t w, std::uint64_t rows8, bool next_exists, bool next_partial, bool runtime) {
     const std::uint64_t b_granules = rows8 * w * tile_gr_;
     // 1. DMAs.
     if (s_.double_buffer) {
@@ -378,7 +408,7 @@ class MatmulGen {
       }
     }
     // 4. The row loop.
-    row_loop(w, first, masked);
+    row_loop(w, masked);
     // 5. Next k-block's buffers become current.
     if (s_.double_buffer) {
       swap("s9", "s10");
@@ -389,49 +419,70 @@ class MatmulGen {
     w_.flush();
   }
 
-  // The software-pipelined loop over row pairs t = 0 .. G2 + D - 1: iteration t
-  // multiplies rows 16t..16t+15 (if t < G2) and pops, accumulates and stores
-  // the results of iteration t - D (if t >= D). 16 bundles per iteration, one
+  // The loop over the row pairs t = 0 .. G2 - 1 of one k-block: iteration t
+  // multiplies rows 16t..16t+15 on every MXU and pops, accumulates and stores
+  // the results of the iteration D earlier in the column block's global
+  // sequence of iterations (s8 counts them), which may belong to the previous
+  // k-block: the software pipeline runs across k-blocks, and only the first D
+  // iterations of a column block pop nothing. 16 bundles per iteration, one
   // multiply per MXU every 8 cycles.
-  void row_loop(std::uint64_t w, bool first, bool masked) {
-    const std::uint64_t pair_rows = bf16_ ? 8 : 16;       // VMEM rows of A per row pair
-    const std::uint64_t acc_group_rows = w * 8;           // one row group of the accumulator
-    const std::uint64_t acc_stride = 2 * acc_group_rows;  // per iteration
+  void row_loop(std::uint64_t w, bool masked) {
+    const std::uint64_t pair_rows = bf16_ ? 8 : 16;  // VMEM rows of A per row pair
     w_.op(S::kSalu, "%s6 = sadd.s32 %s9, 0", {"s9"}, {"s6"});
-    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated(d_ * acc_stride)), {"s17"}, {"s7"});
     w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
-    w_.op(S::kSalu, fmt::format("%p0 = scmp.lt.s32.totalorder %s5, {}", g2_), {"s5"}, {"p0"});
-    w_.op(S::kSalu, fmt::format("%p1 = scmp.ge.s32.totalorder %s5, {}", d_), {"s5"}, {"p1"});
+    w_.op(S::kSalu, fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_), {"s8"}, {"p1"});
     w_.flush();
-    const std::string loop = fmt::format("row_loop_{}", label_++);
-    iteration(w, first, masked, /*latch=*/true, "", pair_rows, acc_group_rows, acc_stride);
-    w_.label(loop);
-    iteration(w, first, masked, false, loop, pair_rows, acc_group_rows, acc_stride);
+    iteration(w, masked, /*latch=*/true, /*drain=*/false, "", pair_rows, g2_);
+    if (g2_ > 1) {
+      const std::string loop = fmt::format("row_loop_{}", label_++);
+      w_.label(loop);
+      iteration(w, masked, false, false, loop, pair_rows, g2_);
+    }
   }
 
-  void iteration(std::uint64_t w, bool first, bool masked, bool latch, const std::string& loop, std::uint64_t pair_rows,
-                 std::uint64_t acc_group_rows, std::uint64_t acc_stride) {
+  // After the last k-block: pop and accumulate the results still in flight.
+  void drain(std::uint64_t w) {
+    const std::uint64_t total = kt_ * g2_;  // multiply iterations in a column block
+    const std::uint64_t count = std::min(d_, total);
+    if (total < d_) w_.op(S::kSalu, "%s7 = sadd.s32 %s17, 0", {"s17"}, {"s7"});  // nothing was popped yet
+    w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
+    w_.op(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p1"});
+    w_.flush();
+    const std::string loop = fmt::format("drain_{}", label_++);
+    if (count > 1) w_.label(loop);
+    iteration(w, false, false, /*drain=*/true, count > 1 ? loop : "", 0, count);
+  }
+
+  void iteration(std::uint64_t w, bool masked, bool latch, bool drain, const std::string& loop, std::uint64_t pair_rows,
+                 std::uint64_t iterations) {
+    const std::uint64_t acc_group_rows = w * 8;           // one row group of the accumulator
+    const std::uint64_t acc_stride = 2 * acc_group_rows;  // per iteration
     std::array<std::vector<std::string>, 16> b;
-    // b0: LHS rows of this pair.
-    if (bf16_) {
-      b[0].push_back("%v0 = vld [vmem:[%s6] sm:$0xff]");
-      b[1].push_back("%v1 = vunpack.c.h.bf16 %v0");
-      b[1].push_back("%v0 = vunpack.c.l.bf16 %v0");
-    } else {
-      b[0].push_back("%v0 = vld [vmem:[%s6] sm:$0xff]");
-      b[0].push_back("%v1 = vld [vmem:[%s6 + $0x8] sm:$0xff]");
+    if (!drain) {
+      // b0: LHS rows of this pair; b2 / b10: one multiply per MXU for each row group.
+      if (bf16_) {
+        b[0].push_back("%v0 = vld [vmem:[%s6] sm:$0xff]");
+        b[1].push_back("%v1 = vunpack.c.h.bf16 %v0");
+        b[1].push_back("%v0 = vunpack.c.l.bf16 %v0");
+      } else {
+        b[0].push_back("%v0 = vld [vmem:[%s6] sm:$0xff]");
+        b[0].push_back("%v1 = vld [vmem:[%s6 + $0x8] sm:$0xff]");
+      }
+      b[0].push_back(fmt::format("%s6 = sadd.s32 %s6, {}", pair_rows));
+      const std::string mnemonic = fmt::format("vmatmul{}.f32{}.gmra", masked ? ".msk" : "", latch ? ".vlgmr.msra" : "");
+      const std::string mask_operand = masked ? "%vm0, " : "";
+      for (std::uint64_t m = 0; m < w; ++m) {
+        b[2].push_back(fmt::format("%{} = {}.mxu{} {}%v0", next_token(), mnemonic, m, mask_operand));
+        b[10].push_back(fmt::format("%{} = {}.mxu{} {}%v1", next_token(),
+                                    "vmatmul" + std::string(masked ? ".msk" : "") + ".f32.gmra", m, mask_operand));
+      }
     }
-    b[0].push_back(fmt::format("%s6 = sadd.s32 %s6, {}", pair_rows));
-    const std::string mnemonic = fmt::format("vmatmul{}.f32{}.gmra", masked ? ".msk" : "", latch ? ".vlgmr.msra" : "");
-    const std::string mask_operand = masked ? "%vm0, " : "";
     for (std::uint64_t m = 0; m < w; ++m) {
-      b[2].push_back(fmt::format("%{} = {}.mxu{} (%p0) {}%v0", next_token(), mnemonic, m, mask_operand));
-      b[10].push_back(fmt::format("%{} = {}.mxu{} (%p0) {}%v1", next_token(),
-                                  "vmatmul" + std::string(masked ? ".msk" : "") + ".f32.gmra", m, mask_operand));
       b[3].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 2 + m, m));
       b[5].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 6 + m, m));
     }
-    // Accumulate group g0 (pops v2..v5) and g1 (pops v6..v9) into the accumulator rows at s7.
+    // Accumulate group g0 (pops v2..v5) and g1 (pops v6..v9) into the accumulator rows at s7
+    // (zeroed at the start of the column block, so every k-block adds).
     // Registers stay below v32 so the program also fits chips with 32 vregs (v4p).
     for (int g = 0; g < 2; ++g) {
       const std::uint64_t base = g * acc_group_rows;
@@ -444,27 +495,27 @@ class MatmulGen {
       for (std::uint64_t m = 0; m < w; ++m) {
         const std::uint64_t row = base + m * 8;
         const std::string addr = row == 0 ? "%s7" : fmt::format("%s7 + $0x{:x}", row);
-        int source = pop + static_cast<int>(m);
-        if (!first) {
-          b[load_bundle + (m < 3 ? 0 : 1)].push_back(
-              fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + static_cast<int>(m), addr));
-          b[add_bundle].push_back(fmt::format("%v{} = vadd.f32 (%p1) %v{}, %v{}", sum + static_cast<int>(m),
-                                              acc + static_cast<int>(m), pop + static_cast<int>(m)));
-          source = sum + static_cast<int>(m);
-        }
-        b[store_bundle + static_cast<int>(m)].push_back(
-            fmt::format("%{} = vst (%p1) [vmem:[{}] sm:$0xff] /*vst_source=*/%v{}", next_token(), addr, source));
+        const int mi = static_cast<int>(m);
+        b[load_bundle + (m < 3 ? 0 : 1)].push_back(fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + mi, addr));
+        b[add_bundle].push_back(fmt::format("%v{} = vadd.f32 (%p1) %v{}, %v{}", sum + mi, acc + mi, pop + mi));
+        b[store_bundle + mi].push_back(
+            fmt::format("%{} = vst (%p1) [vmem:[{}] sm:$0xff] /*vst_source=*/%v{}", next_token(), addr, sum + mi));
       }
     }
-    // Loop control: continue while t < G2 + D - 1 (t before the increment).
-    b[8].push_back(fmt::format("%p2 = scmp.lt.s32.totalorder %s5, {}", g2_ + d_ - 1));
+    // Loop control: continue while t < iterations - 1 (t before the increment). The pop
+    // pointer advances one iteration and wraps at the end of the accumulator.
+    b[8].push_back(fmt::format("%p2 = scmp.lt.s32.totalorder %s5, {}", iterations - 1));
     if (!loop.empty()) b[11].push_back(fmt::format("%{} = sbr.rel (%p2) target = {}", next_token(), loop));
     b[12].push_back("%s5 = sadd.s32 %s5, 1");
-    b[13].push_back(fmt::format("%p0 = scmp.lt.s32.totalorder %s5, {}", g2_));
-    b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s5, {}", d_));
-    b[15].push_back(fmt::format("%s7 = sadd.s32 %s7, {}", acc_stride));
+    b[12].push_back("%s8 = sadd.s32 %s8, 1");
+    b[13].push_back(fmt::format("%s33 = sadd.s32 %s7, {}", acc_stride));
+    b[14].push_back("%p7 = scmp.eq.s32.totalorder %s33, %s32");
+    if (!drain) b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_));
+    b[15].push_back("%s7 = scalar_select /*predicate=*/%p7, /*on_true=*/%s17, /*on_false=*/%s33");
     for (std::size_t i = 0; i < b.size(); ++i) {
-      w_.bundle(b[i], i == 0 ? (latch ? "row pair 0: latch the weights" : "row pair t") : "");
+      w_.bundle(b[i], i == 0 ? (drain ? "drain: results still in flight" : latch ? "row pair 0: latch the weights"
+                                                                               : "row pair t")
+                             : "");
     }
   }
 

@@ -3,18 +3,22 @@
 // matmul: C[M,N] (f32) = A[M,K] @ B[K,N], A and B in HBM as bf16 or f32 in
 // the TPU's tiled layouts (chip/host_io.hpp). Weight-stationary on all MXUs:
 //   for each block of 4 column tiles of C (one per MXU):
+//     zero an f32 accumulator block in VMEM;
 //     for each 128-row block kb of B (K direction):
-//       DMA A[:, kb] and B[kb, block] into VMEM (double-buffered: the next
-//       k-block's DMAs are issued before this one computes);
+//       wait for A[:, kb] and B[kb, block] in VMEM (double-buffered: the next
+//       k-block's DMAs, or the next column block's first, are issued before
+//       this one computes);
 //       push the B block into the MXUs (one 128x128 tile each);
-//       stream A through them 16 rows at a time (8 rows per multiply), popping
-//       each result D iterations later (software pipeline covering the MXU
-//       latency) and accumulating it into an f32 accumulator in VMEM;
+//       stream A through them 16 rows per 16-bundle iteration (8 rows per
+//       multiply), popping each result D iterations later and adding it to the
+//       accumulator; the pipeline runs on across k-blocks, so only the column
+//       block's first D iterations pop nothing and only its end drains;
 //     DMA the accumulator block to C (double-buffered).
 // Accumulation order (what a host reference must reproduce bit for bit):
 //   for every C element, for kb = 0, 1, ...: partial = the MXU's sum over the
 //   128 k of that block in increasing k from +0.0 of bf16(a)*bf16(b) in f32;
-//   acc = partial for kb = 0, acc = acc + partial (f32) afterwards.
+//   acc = +0.0 + partial for kb = 0 (the same value: a sum started from +0.0 is
+//   never -0.0), acc = acc + partial (f32) afterwards.
 //
 // add: C[n] = A[n] + B[n] (f32, 1-D): streamed through VMEM in chunks with
 // double-buffered DMAs; HBM-bound by construction.
