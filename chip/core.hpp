@@ -170,7 +170,8 @@ class Core {
   // DMAs.
   [[nodiscard]] std::size_t dmas_in_flight() const { return pending_dmas_.size(); }
   [[nodiscard]] std::uint64_t earliest_dma_completion();
-  // Schedules a DMA issued now through the ports; returns its completion cycle.
+  // Starts a DMA issued now on the ports; its completion is known once the
+  // ports have served it (resolve). Returns its issue sequence number.
   std::uint64_t issue_dma(PendingDma dma);
   // The cycle at which `flag` will hold at least `value` given the DMAs in
   // flight; nullopt if no DMA in flight can make it.

@@ -261,8 +261,8 @@ int run_case_command(const std::vector<std::string>& args) {
   const NpyArray got = chip::from_device(binding, bytes, raw);
   const NpyArray& want = raw ? *expected_bits : expected;
   if (got.shape != want.shape || got.dtype != want.dtype) {
-    fmt::print("FAIL {}: output is {}{} but the expected array is {}{}\n", name, to_string(got.dtype),
-               element_index(got.shape, 0).size() ? "" : "", to_string(want.dtype), "");
+    fmt::print("FAIL {}: output is {} of shape {} but the expected array is {} of shape {}\n", name,
+               to_string(got.dtype), fmt::join(got.shape, "x"), to_string(want.dtype), fmt::join(want.shape, "x"));
     return kExitFailure;
   }
   const std::size_t esize = element_size(got.dtype);
