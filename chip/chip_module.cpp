@@ -10,10 +10,12 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, std
     : sc_core::sc_module(name),
       shared(chip),
       step_ends(chip.tensorcores_per_chip),
+      blocked(chip.tensorcores_per_chip, false),
       chip_(chip),
       programs_(std::move(programs)),
       operand_values_(std::move(operand_values)),
-      quantum_(quantum_cycles) {
+      quantum_(quantum_cycles),
+      wake_events_(chip.tensorcores_per_chip) {
   for (std::uint64_t i = 0; i < chip.tensorcores_per_chip; ++i) {
     cores.push_back(std::make_unique<Core>(chip, shared, static_cast<std::uint32_t>(i), *programs_.front(), options));
     sc_core::sc_spawn_options opts;
@@ -33,7 +35,17 @@ void ChipModule::core_thread(std::size_t index) {
       core.operand_values = operand_values_[step];
       while (!fault) {
         const std::uint64_t limit = core.cycle() + quantum_;
-        if (core.run_until(limit) == Core::Status::kHalted) break;
+        const Core::Status status = core.run_until(limit);
+        if (status == Core::Status::kHalted) break;
+        if (status == Core::Status::kBlocked) {
+          // Until a delivery; if none ever comes, the simulation ends with
+          // this core still blocked and the pod reports a deadlock.
+          blocked[index] = true;
+          sc_core::wait(wake_events_[index]);
+          blocked[index] = false;
+          core.wake();
+          continue;
+        }
         // Synchronise: SystemC time catches up with this core's local time.
         const sc_core::sc_time local = time_of(core.cycle());
         if (local > sc_core::sc_time_stamp()) {
@@ -47,6 +59,7 @@ void ChipModule::core_thread(std::size_t index) {
     }
   } catch (const LocatedFault& f) {
     if (!fault) fault = f.what();
+    if (shared.fabric != nullptr) sc_core::sc_stop();  // a pod stops at its first fault
   }
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #define SC_INCLUDE_DYNAMIC_PROCESSES
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,10 @@ class ChipModule : public sc_core::sc_module {
     CoreStats stats;
   };
   std::vector<std::vector<StepEnd>> step_ends;
+  // Cores that wait for something only another chip can do (Core::kBlocked),
+  // and the events that wake them (notified by the pod on every delivery).
+  std::vector<bool> blocked;
+  void wake_core(std::size_t index) { wake_events_[index].notify(); }
 
  private:
   void core_thread(std::size_t index);
@@ -44,6 +49,7 @@ class ChipModule : public sc_core::sc_module {
   std::vector<const ExecProgram*> programs_;
   std::vector<std::map<std::uint32_t, std::uint32_t>> operand_values_;
   std::uint64_t quantum_;
+  std::deque<sc_core::sc_event> wake_events_;
 };
 
 }  // namespace tpuemu::chip

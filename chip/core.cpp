@@ -167,6 +167,32 @@ void Core::start(const ExecProgram& next) {
   operand_values.clear();
 }
 
+void Core::note_remote_issued(std::uint64_t bytes) {
+  ++remote_in_flight_;
+  stats_.remote_dmas += 1;
+  stats_.dmas += 1;
+  stats_.dma_bytes += bytes;
+  stats_.ici_bytes += bytes;
+}
+
+void Core::remote_credit(std::uint32_t flag, std::int32_t value, double cycle) {
+  flags[flag] = static_cast<std::int32_t>(static_cast<std::uint32_t>(flags[flag]) + static_cast<std::uint32_t>(value));
+  last_delivery_cycle_ = std::max(last_delivery_cycle_, static_cast<std::uint64_t>(std::ceil(cycle)));
+}
+
+std::uint64_t Core::block(std::string reason) {
+  block_reason_ = std::move(reason);
+  return kBlockedCycle;
+}
+
+void Core::wake() {
+  if (last_delivery_cycle_ > now_) {
+    stats_.stall_cycles[static_cast<std::size_t>(blocked_cause_)] += last_delivery_cycle_ - now_;
+    now_ = last_delivery_cycle_;
+  }
+  blocked_where_.clear();
+}
+
 void Core::branch_to(std::uint32_t bundle_index) {
   if (branch_target_) throw ProgramFault("branch inside the delay slots of another branch");
   branch_target_ = bundle_index;
@@ -374,6 +400,11 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
         }
         if (op.ready != nullptr) {
           const std::uint64_t t = op.ready(*this, op);
+          if (t == kBlockedCycle) {
+            blocked_cause_ = ready_cause_;
+            blocked_where_ = fmt::format("{}: {}", where(op), block_reason_);
+            return Status::kBlocked;
+          }
           if (t > issue) {
             issue = t;
             cause = ready_cause_;

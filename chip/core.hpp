@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "chip/exec_program.hpp"
+#include "chip/fabric.hpp"
 #include "chip/fault.hpp"
 #include "common/chip_config.hpp"
 #include "memory/dense_memory.hpp"
@@ -45,6 +46,9 @@ struct ChipShared {
   memory::SparseMemory hbm;
   memory::DmaPort hbm_port;
   std::uint32_t chip_id = 0;
+  // Set when the chip is part of a pod: its place in it and the network.
+  PodIdentity identity;
+  Fabric* fabric = nullptr;
 };
 
 struct RunOptions {
@@ -81,6 +85,8 @@ struct CoreStats {
   std::uint64_t dma_bytes = 0;
   std::uint64_t dmas = 0;
   std::uint64_t hbm_bytes = 0;  // bytes this core moved to or from HBM
+  std::uint64_t ici_bytes = 0;  // bytes this core sent over ICI
+  std::uint64_t remote_dmas = 0;
 };
 
 class Core {
@@ -88,10 +94,18 @@ class Core {
   Core(const ChipConfig& chip, ChipShared& shared, std::uint32_t core_index, const ExecProgram& program,
        RunOptions options);
 
-  enum class Status { kRunning, kHalted };
+  // kBlocked: the next bundle waits for something only another chip can do
+  // (a remote credit, a remote DMA leaving); run_until returns without
+  // advancing time and the caller waits until a delivery, then calls wake().
+  enum class Status { kRunning, kHalted, kBlocked };
   // Issues bundles until the program ends or the next bundle would issue at
   // or after `cycle_limit`. Throws LocatedFault on a program fault.
   Status run_until(std::uint64_t cycle_limit);
+  // After a delivery to a blocked core: local time moves up to the latest
+  // delivery (charged as a stall to what the core waited for).
+  void wake();
+  // What the blocked core waits for, with its location (deadlock reports).
+  [[nodiscard]] const std::string& blocked_on() const { return blocked_where_; }
   // Lets all outstanding DMAs land (after the last bundle).
   void drain();
 
@@ -168,7 +182,17 @@ class Core {
   void record_vpu_flops(std::uint64_t f) { stats_.vpu_flops += f; }
 
   // DMAs.
-  [[nodiscard]] std::size_t dmas_in_flight() const { return pending_dmas_.size(); }
+  [[nodiscard]] std::size_t dmas_in_flight() const { return pending_dmas_.size() + remote_in_flight_; }
+  [[nodiscard]] std::size_t local_dmas_in_flight() const { return pending_dmas_.size(); }
+  // Remote DMAs: sending one counts it in flight until the network reports
+  // it sent; credits from the network land at their (fractional) cycle.
+  void note_remote_issued(std::uint64_t bytes);
+  void note_remote_sent() { --remote_in_flight_; }
+  void remote_credit(std::uint32_t flag, std::int32_t value, double cycle);
+  // Readiness functions return this when only another chip can make the op
+  // ready; `reason` says what it waits for.
+  static constexpr std::uint64_t kBlockedCycle = UINT64_MAX;
+  std::uint64_t block(std::string reason);
   [[nodiscard]] std::uint64_t earliest_dma_completion();
   // Starts a DMA issued now on the ports; its completion is known once the
   // ports have served it (resolve). Returns its issue sequence number.
@@ -234,6 +258,11 @@ class Core {
 
   std::vector<PendingDma> pending_dmas_;  // issue order
   std::uint64_t dma_sequence_ = 0;
+  std::size_t remote_in_flight_ = 0;
+  std::uint64_t last_delivery_cycle_ = 0;
+  std::string block_reason_;
+  std::string blocked_where_;
+  StallCause blocked_cause_ = StallCause::kSyncFlag;
 };
 
 }  // namespace tpuemu::chip

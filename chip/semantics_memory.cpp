@@ -188,25 +188,108 @@ void exec_DmaVmemToHbmStrided(Core& c, const ExecOp& op) {
 }
 
 namespace {
-[[noreturn]] void needs_pod(const ExecOp& op) {
-  throw ProgramFault(fmt::format("{} is a pod extension; running it needs a pod (not modelled yet)",
-                                 isa::mnemonic_text(op.id, op.unit)));
+Fabric& fabric_of(Core& core, const ExecOp& op) {
+  if (core.shared.fabric == nullptr) {
+    throw ProgramFault(fmt::format("{} is a pod extension: run the program on a pod (tpuemu run --topology ...)",
+                                   isa::mnemonic_text(op.id, op.unit)));
+  }
+  return *core.shared.fabric;
+}
+
+// Checks a destination chip and core named by a pod op.
+void check_destination(const Core& core, std::uint32_t chip, std::uint32_t dst_core) {
+  const PodIdentity& pod = core.shared.identity;
+  if (chip >= pod.chip_count) {
+    throw ProgramFault(fmt::format("destination chip {} does not exist: the pod has chips 0..{} ({}x{}x{})", chip,
+                                   pod.chip_count - 1, pod.dims[0], pod.dims[1], pod.dims[2]));
+  }
+  if (dst_core >= core.chip.tensorcores_per_chip) {
+    throw ProgramFault(fmt::format("destination core {} does not exist: {} has {} TensorCore(s) per chip", dst_core,
+                                   core.chip.name, core.chip.tensorcores_per_chip));
+  }
+}
+
+// Operands: [thread], src, size_in_granules, chip, core, dst, src_syncflagno, dst_syncflagno.
+void remote_dma(Core& core, const ExecOp& op, bool src_vmem, bool dst_vmem) {
+  Fabric& fabric = fabric_of(core, op);
+  const std::uint64_t src = std::uint64_t{core.scalar_operand(op, 1)} * kGranuleBytes;
+  const std::uint64_t granules = core.scalar_operand(op, 2);
+  RemoteSend m;
+  m.src_chip = core.shared.identity.chip;
+  m.src_core = core.core_index;
+  m.dst_chip = core.scalar_operand(op, 3);
+  m.dst_core = core.scalar_operand(op, 4);
+  m.dst_space = dst_vmem ? RemoteSend::Space::kVmem : RemoteSend::Space::kHbm;
+  m.dst_address = std::uint64_t{core.scalar_operand(op, 5)} * kGranuleBytes;
+  m.has_src_flag = true;
+  m.src_flag = flag_index(core, op, 6);
+  m.dst_flag = flag_index(core, op, 7);
+  m.src_credit = static_cast<std::int32_t>(granules);
+  m.dst_credit = static_cast<std::int32_t>(granules);
+  m.bytes = granules * kGranuleBytes;
+  if (granules == 0) throw ProgramFault("remote DMA of 0 granules");
+  check_destination(core, m.dst_chip, m.dst_core);
+  if (m.dst_chip == m.src_chip && m.dst_core == m.src_core) {
+    throw ProgramFault("remote DMA to its own core: use a local DMA");
+  }
+  const std::uint64_t dst_size = dst_vmem ? core.chip.vmem.size_bytes : core.chip.hbm.size_bytes;
+  if (m.dst_address + m.bytes > dst_size) {
+    throw ProgramFault(fmt::format("remote DMA destination out of range: bytes [0x{:x}, 0x{:x}) of chip {}'s {}, which "
+                                   "holds 0x{:x} bytes",
+                                   m.dst_address, m.dst_address + m.bytes, m.dst_chip, dst_vmem ? "VMEM" : "HBM",
+                                   dst_size));
+  }
+  if (src_vmem) {
+    core.check_range(core.vmem, "VMEM", src, m.bytes);
+  } else if (!core.shared.hbm.in_range(src, m.bytes)) {
+    throw ProgramFault(fmt::format("HBM access out of range: bytes [0x{:x}, 0x{:x}) but HBM holds 0x{:x} bytes", src,
+                                   src + m.bytes, core.shared.hbm.size()));
+  }
+  // The payload is read at issue: a program may reuse the source only once
+  // its source flag is credited, so reading it later could not differ.
+  if (core.options.compute_numerics) {
+    m.payload.resize(m.bytes);
+    if (src_vmem) {
+      std::memcpy(m.payload.data(), core.vmem.data(src), m.bytes);
+    } else {
+      core.shared.hbm.read(src, m.payload);
+    }
+  }
+  m.start_cycle = core.now() + core.chip.latency(LatencyClass::kDmaIssue).value();
+  m.source_bundle = op.bundle;
+  core.note_remote_issued(m.bytes);
+  fabric.send(std::move(m));
 }
 }  // namespace
-void exec_DmaRemoteHbmToHbm(Core&, const ExecOp& op) {
-  needs_pod(op);
+
+void exec_DmaRemoteHbmToHbm(Core& c, const ExecOp& op) {
+  remote_dma(c, op, false, false);
 }
-void exec_DmaRemoteVmemToVmem(Core&, const ExecOp& op) {
-  needs_pod(op);
+void exec_DmaRemoteVmemToVmem(Core& c, const ExecOp& op) {
+  remote_dma(c, op, true, true);
 }
-void exec_DmaRemoteHbmToVmem(Core&, const ExecOp& op) {
-  needs_pod(op);
+void exec_DmaRemoteHbmToVmem(Core& c, const ExecOp& op) {
+  remote_dma(c, op, false, true);
 }
-void exec_DmaRemoteVmemToHbm(Core&, const ExecOp& op) {
-  needs_pod(op);
+void exec_DmaRemoteVmemToHbm(Core& c, const ExecOp& op) {
+  remote_dma(c, op, true, false);
 }
-void exec_VsyncaddRemote(Core&, const ExecOp& op) {
-  needs_pod(op);
+// Operands: chip, core, flag, value. A one-granule message.
+void exec_VsyncaddRemote(Core& c, const ExecOp& op) {
+  Fabric& fabric = fabric_of(c, op);
+  RemoteSend m;
+  m.src_chip = c.shared.identity.chip;
+  m.src_core = c.core_index;
+  m.dst_chip = c.scalar_operand(op, 0);
+  m.dst_core = c.scalar_operand(op, 1);
+  check_destination(c, m.dst_chip, m.dst_core);
+  m.dst_space = RemoteSend::Space::kFlagOnly;
+  m.dst_flag = flag_index(c, op, 2);
+  m.dst_credit = static_cast<std::int32_t>(c.scalar_operand(op, 3));
+  m.bytes = kGranuleBytes;
+  m.start_cycle = c.now() + 1;
+  m.source_bundle = op.bundle;
+  fabric.send(std::move(m));
 }
 
 std::uint64_t ready_dma_done_wait(Core& c, const ExecOp& op) {
@@ -214,6 +297,9 @@ std::uint64_t ready_dma_done_wait(Core& c, const ExecOp& op) {
   const auto want = static_cast<std::int32_t>(c.scalar_operand(op, 1));
   c.set_stall_cause(StallCause::kSyncFlag);
   const auto at = c.flag_satisfied_at(f, want);
+  if (!at && c.shared.fabric != nullptr) {
+    return c.block(fmt::format("waits for sync flag {} to reach {}; it holds {}", f, want, c.flags[f]));
+  }
   if (!at) {
     throw ProgramFault(
         fmt::format("deadlock: waits for sync flag {} to reach {}; it holds {} and no DMA in flight adds to it", f,
@@ -224,7 +310,11 @@ std::uint64_t ready_dma_done_wait(Core& c, const ExecOp& op) {
 
 std::uint64_t ready_dma_issue(Core& c, const ExecOp&) {
   c.set_stall_cause(StallCause::kDmaQueue);
-  return c.dmas_in_flight() >= c.chip.dma.max_in_flight ? c.earliest_dma_completion() : c.now();
+  if (c.dmas_in_flight() < c.chip.dma.max_in_flight) return c.now();
+  // Full: a local DMA's completion is known; a remote one's only when the network sends it.
+  if (c.local_dmas_in_flight() > 0) return c.earliest_dma_completion();
+  return c.block(fmt::format("waits for a DMA queue slot: {} remote DMAs in flight (dma.max_in_flight)",
+                             c.dmas_in_flight()));
 }
 
 }  // namespace tpuemu::chip

@@ -236,29 +236,30 @@ void exec_Vdelay(Core&, const ExecOp&) {}
 void exec_VsetiarIar0(Core&, const ExecOp&) {}
 void exec_VsetiarIar1(Core&, const ExecOp&) {}
 
+// Identity: a lone chip is chip 0 of a 1x1x1 pod.
 void exec_SidChip(Core& c, const ExecOp& op) {
-  c.write_sreg(op, c.shared.chip_id);
+  c.write_sreg(op, c.shared.identity.chip);
 }
 void exec_SidX(Core& c, const ExecOp& op) {
-  c.write_sreg(op, c.shared.chip_id);
+  c.write_sreg(op, c.shared.identity.coords[0]);
 }
 void exec_SidY(Core& c, const ExecOp& op) {
-  c.write_sreg(op, 0);
+  c.write_sreg(op, c.shared.identity.coords[1]);
 }
 void exec_SidZ(Core& c, const ExecOp& op) {
-  c.write_sreg(op, 0);
+  c.write_sreg(op, c.shared.identity.coords[2]);
 }
 void exec_SidCore(Core& c, const ExecOp& op) {
   c.write_sreg(op, c.core_index);
 }
 void exec_SidDimX(Core& c, const ExecOp& op) {
-  c.write_sreg(op, 1);
+  c.write_sreg(op, c.shared.identity.dims[0]);
 }
 void exec_SidDimY(Core& c, const ExecOp& op) {
-  c.write_sreg(op, 1);
+  c.write_sreg(op, c.shared.identity.dims[1]);
 }
 void exec_SidDimZ(Core& c, const ExecOp& op) {
-  c.write_sreg(op, 1);
+  c.write_sreg(op, c.shared.identity.dims[2]);
 }
 
 }  // namespace tpuemu::chip

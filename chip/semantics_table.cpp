@@ -41,6 +41,10 @@ ReadyFn readiness_of(isa::OpId id) {
     case OpId::kDmaHbmToHbm:
     case OpId::kDmaHbmToVmemStrided:
     case OpId::kDmaVmemToHbmStrided:
+    case OpId::kDmaRemoteHbmToHbm:
+    case OpId::kDmaRemoteVmemToVmem:
+    case OpId::kDmaRemoteHbmToVmem:
+    case OpId::kDmaRemoteVmemToHbm:
       return &ready_dma_issue;
     case OpId::kVmatmulLatch:
     case OpId::kVmatmul:

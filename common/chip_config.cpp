@@ -96,6 +96,9 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.links_per_chip; });
   add("ici.hop_latency", Q::kTime, "latency of one ICI hop", 0,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.hop_latency_s; });
+  add("ici.packet_size", Q::kBytes,
+      "ICI packet: links forward transfers in packets of this size, store-and-forward per hop (fidelity vs speed)", 32,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.packet_bytes; });
   add("ici.torus_dims", Q::kCount, "torus dimensionality (1, 2 or 3)", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.torus_dims; });
   add("ici.wrap_multiple", Q::kCount, "an axis has wraparound links iff its length is a multiple of this", 1,

@@ -105,6 +105,7 @@ struct ChipConfig {
     double link_bandwidth = 0;  // B/s, one way, per link
     std::uint64_t links_per_chip = 0;
     double hop_latency_s = 0;
+    std::uint64_t packet_bytes = 0;
     std::uint64_t torus_dims = 0;
     std::uint64_t wrap_multiple = 0;  // an axis wraps iff its length is a multiple of this
     std::string max_slice;            // e.g. "16x20x28"

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -45,6 +46,23 @@ ChipRequest chip_request(const po::variables_map& vm) {
   if (vm.count("chip-file") != 0U) r.chip_file = vm["chip-file"].as<std::string>();
   if (vm.count("set") != 0U) r.overrides = vm["set"].as<std::vector<std::string>>();
   return r;
+}
+
+void add_topology_options(po::options_description& options) {
+  options.add_options()("wrap", po::value<std::string>(),
+                        "axes with wraparound links, e.g. x,z (overrides the preset's rule)")(
+      "no-wrap", "no wraparound on any axis")("force", "allow more chips than the preset's largest slice")(
+      "routing", po::value<std::string>()->default_value("dimension-order"), "routing policy");
+}
+
+ici::Topology topology_from(const po::variables_map& vm, const std::string& shape, const ChipConfig& chip) {
+  ici::TopologyRequest request;
+  request.shape = shape;
+  request.force = vm.count("force") != 0U;
+  const std::size_t axes = static_cast<std::size_t>(std::count(shape.begin(), shape.end(), 'x')) + 1;
+  if (vm.count("no-wrap") != 0U) request.wrap = std::vector<bool>(axes, false);
+  if (vm.count("wrap") != 0U) request.wrap = ici::parse_wrap_axes(vm["wrap"].as<std::string>(), axes);
+  return ici::make_topology(request, chip);
 }
 
 }  // namespace tpuemu::cli

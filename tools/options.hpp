@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/presets.hpp"
+#include "ici/topology.hpp"
 
 namespace tpuemu::cli {
 
@@ -24,5 +25,11 @@ std::optional<po::variables_map> parse_options(const std::string& name, const st
 void add_chip_options(po::options_description& options);
 // Builds the ChipRequest from the variables added by add_chip_options.
 ChipRequest chip_request(const po::variables_map& vm);
+// Adds --wrap, --no-wrap, --force and --routing (the topology shape itself is
+// each command's own option).
+void add_topology_options(po::options_description& options);
+// The checked topology `shape` on `chip` with the wrap/force options of `vm`.
+// Throws ici::TopologyError.
+ici::Topology topology_from(const po::variables_map& vm, const std::string& shape, const ChipConfig& chip);
 
 }  // namespace tpuemu::cli

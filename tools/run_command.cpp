@@ -8,12 +8,14 @@
 
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
+#include "chip/pod.hpp"
 #include "chip/run.hpp"
 #include "common/npy.hpp"
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/pod_report.hpp"
 #include "tools/program_loader.hpp"
 #include "tools/roofline.hpp"
 #include "tools/run_report.hpp"
@@ -33,12 +35,120 @@ std::optional<std::pair<std::uint32_t, std::string>> parse_binding(const std::st
   return std::make_pair(index, text.substr(eq + 1));
 }
 
+// "x_{chip}.npy" with chip 3 -> "x_3.npy"; a path without {chip} is the same for every chip.
+std::string per_chip_path(const std::string& pattern, std::uint32_t chip) {
+  std::string out = pattern;
+  for (auto pos = out.find("{chip}"); pos != std::string::npos; pos = out.find("{chip}", pos)) {
+    out.replace(pos, 6, std::to_string(chip));
+  }
+  return out;
+}
+
+// `tpuemu run --topology SHAPE`: the program runs SPMD on every core of every chip.
+int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
+  chip::PodRequest request;
+  isa::Program program;
+  std::map<std::uint32_t, std::string> inputs;
+  std::vector<std::pair<std::uint32_t, std::string>> outputs;
+  ici::Topology topology{{1}, {false}};
+  try {
+    request.chip = load_chip(chip_request(vm));
+    topology = topology_from(vm, vm["topology"].as<std::string>(), request.chip);
+    request.topology = topology;
+    request.routing = vm["routing"].as<std::string>();
+    program = load_program(program_path);
+    request.program = &program;
+    request.options.strict = vm.count("strict") != 0U;
+    request.options.compute_numerics = vm.count("no-data") == 0U;
+    request.quantum_cycles = std::max<std::uint64_t>(1, vm["quantum"].as<std::uint64_t>());
+    for (const char* key : {"in", "out"}) {
+      if (vm.count(key) == 0U) continue;
+      for (const auto& text : vm[key].as<std::vector<std::string>>()) {
+        const auto b = parse_binding(text);
+        if (!b) throw std::invalid_argument(fmt::format("--{} {}: expected IDX=FILE.npy", key, text));
+        if (std::string(key) == "in") {
+          inputs[b->first] = b->second;
+        } else {
+          if (topology.chip_count() > 1 && b->second.find("{chip}") == std::string::npos) {
+            throw std::invalid_argument(
+                fmt::format("--out {}: a pod has {} chips; put {{chip}} in the file name", text, topology.chip_count()));
+          }
+          outputs.push_back(*b);
+        }
+      }
+    }
+    request.input = [&inputs](std::uint32_t chip_id, const chip::OperandBinding& binding) {
+      const auto it = inputs.find(binding.index);
+      if (it == inputs.end()) return std::vector<std::uint8_t>{};
+      const std::string path = per_chip_path(it->second, chip_id);
+      return chip::to_device(binding, read_npy(path), path);
+    };
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "tpuemu run: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const isa::AsmError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {  // topology, routing, image, npy, bad options
+    fmt::print(stderr, "tpuemu run: {}\n", e.what());
+    return kExitBadInput;
+  }
+
+  PodSummary summary;
+  summary.program = program_path;
+  summary.chip = &request.chip;
+  summary.topology = &topology;
+  try {
+    summary.result = chip::run_pod(request);
+  } catch (const std::exception& e) {  // LoadError, bad inputs (npy, shapes)
+    fmt::print(stderr, "tpuemu run: {}\n", e.what());
+    return kExitBadInput;
+  }
+  if (summary.result.fault) {
+    fmt::print(stderr, "tpuemu run: program fault: {}\n", *summary.result.fault);
+  } else {
+    print_pod_summary(summary);
+    for (const auto& [index, pattern] : outputs) {
+      if (summary.result.chips.front().outputs.count(index) == 0U) {
+        fmt::print(stderr, "tpuemu run: --out {}: operand {} is not an output of the program\n", index, index);
+        return kExitBadInput;
+      }
+      for (const auto& b : summary.result.bindings) {
+        if (b.index != index) continue;
+        for (std::uint32_t c = 0; c < summary.result.chips.size(); ++c) {
+          const std::string path = per_chip_path(pattern, c);
+          try {
+            write_npy(path, chip::from_device(b, summary.result.chips[c].outputs.at(index), path.ends_with(".bits.npy")));
+          } catch (const NpyError& e) {
+            fmt::print(stderr, "tpuemu run: {}\n", e.what());
+            return kExitBadInput;
+          }
+        }
+      }
+    }
+  }
+  std::fflush(stdout);
+  if (vm.count("report") != 0U) {
+    const std::string path = vm["report"].as<std::string>();
+    std::ofstream out(path);
+    out << pod_report_json(summary).dump(2) << "\n";
+    if (!out) {
+      fmt::print(stderr, "tpuemu run: cannot write report '{}'\n", path);
+      return kExitBadInput;
+    }
+  }
+  return summary.result.fault ? kExitProgramFault : kExitOk;
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()("program", po::value<std::string>(),
+  add_topology_options(options);
+  options.add_options()("topology", po::value<std::string>(),
+                        "run SPMD on a pod of this shape (8x16, 4x4x4, ...); --in/--out paths may contain {chip}")(
+      "program", po::value<std::string>(),
                         "LLO program (.llo, a dump's *-final_bundles.txt) or image (.tpub)")(
       "in", po::value<std::vector<std::string>>()->composing(), "IDX=FILE.npy: input operand IDX (repeatable)")(
       "out", po::value<std::vector<std::string>>()->composing(),
@@ -59,6 +169,7 @@ int run_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   const std::string program_path = (*vm)["program"].as<std::string>();
+  if (vm->count("topology") != 0U) return run_on_pod(*vm, program_path);
 
   // 1. Everything that can be wrong with the input is checked before the run.
   chip::RunRequest request;

@@ -14,13 +14,10 @@ namespace tpuemu::cli {
 int topology_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
+  add_topology_options(options);
   options.add_options()
       ("shape", po::value<std::string>(), "axes, e.g. 8x16, 4x4x4, 16")
-      ("wrap", po::value<std::string>(), "axes with wraparound links, e.g. x,z (overrides the preset's rule)")
-      ("no-wrap", "no wraparound on any axis")
-      ("force", "allow more chips than the preset's largest slice")
-      ("route", po::value<std::string>(), "FROM,TO: print the route between two chips (linear ids)")
-      ("routing", po::value<std::string>()->default_value("dimension-order"), "routing policy");
+      ("route", po::value<std::string>(), "FROM,TO: print the route between two chips (linear ids)");
   po::positional_options_description positional;
   positional.add("shape", 1);
   bool help = false;
@@ -33,13 +30,7 @@ int topology_command(const std::vector<std::string>& args) {
   }
   try {
     const ChipConfig chip = load_chip(chip_request(*vm));
-    ici::TopologyRequest request;
-    request.shape = (*vm)["shape"].as<std::string>();
-    request.force = vm->count("force") != 0U;
-    const std::size_t axes = static_cast<std::size_t>(std::count(request.shape.begin(), request.shape.end(), 'x')) + 1;
-    if (vm->count("no-wrap") != 0U) request.wrap = std::vector<bool>(axes, false);
-    if (vm->count("wrap") != 0U) request.wrap = ici::parse_wrap_axes((*vm)["wrap"].as<std::string>(), axes);
-    const ici::Topology topology = ici::make_topology(request, chip);
+    const ici::Topology topology = topology_from(*vm, (*vm)["shape"].as<std::string>(), chip);
     fmt::print("{} on {}\n", ici::describe(topology), chip.name);
     fmt::print("links: {} one way per link, {} per hop\n", format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
                format_quantity(chip.ici.hop_latency_s, Quantity::kTime));

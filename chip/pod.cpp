@@ -1,0 +1,203 @@
+#include "chip/pod.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <memory>
+#include <unordered_map>
+
+#include "chip/chip_module.hpp"
+#include "chip/host_io.hpp"
+#include "isa/checker.hpp"
+
+namespace tpuemu::chip {
+namespace {
+
+constexpr std::uint64_t kAlign = 4096;
+
+// The pod as a SystemC module: the chips and one process for the network,
+// which implements the cores' Fabric.
+class PodModule : public sc_core::sc_module, public Fabric {
+ public:
+  PodModule(sc_core::sc_module_name name, const PodRequest& request, const ExecProgram& program,
+            const std::map<std::uint32_t, std::uint32_t>& operand_values)
+      : sc_core::sc_module(name),
+        request_(request),
+        network_(request.topology, ici::routing_policy(request.routing),
+                 ici::Network::Config{request.chip.ici.link_bandwidth / request.chip.clock_hz,
+                                      request.chip.ici.hop_latency_s * request.chip.clock_hz,
+                                      request.chip.ici.packet_bytes}) {
+    const ici::Topology& t = request.topology;
+    const std::uint64_t hop = std::max<std::uint64_t>(
+        1, static_cast<std::uint64_t>(std::floor(request.chip.ici.hop_latency_s * request.chip.clock_hz)));
+    const std::uint64_t quantum = std::min(request.quantum_cycles, hop);
+    for (std::uint32_t id = 0; id < t.chip_count(); ++id) {
+      chips.push_back(std::make_unique<ChipModule>(sc_core::sc_gen_unique_name("chip"), request.chip,
+                                                   std::vector<const ExecProgram*>{&program},
+                                                   std::vector<std::map<std::uint32_t, std::uint32_t>>{operand_values},
+                                                   request.options, quantum));
+      ChipShared& shared = chips.back()->shared;
+      shared.chip_id = id;
+      shared.identity.chip = id;
+      const ici::Coords c = t.coords(ChipId(id));
+      for (std::size_t a = 0; a < ici::kMaxAxes; ++a) {
+        shared.identity.coords[a] = c[a];
+        shared.identity.dims[a] = a < t.axis_count() ? t.length(a) : 1;
+      }
+      shared.identity.chip_count = t.chip_count();
+      shared.fabric = this;
+    }
+    sc_core::sc_spawn([this] { network_thread(); }, "network");
+  }
+
+  void send(RemoteSend message) override {
+    const auto id = network_.send(ChipId(message.src_chip), ChipId(message.dst_chip), message.bytes,
+                                  static_cast<double>(message.start_cycle));
+    in_flight_.emplace(id, std::move(message));
+    wake_network_.notify(sc_core::SC_ZERO_TIME);
+  }
+
+  std::vector<std::unique_ptr<ChipModule>> chips;
+  double last_delivery = 0;
+  [[nodiscard]] const ici::Network& network() const { return network_; }
+
+ private:
+  [[nodiscard]] sc_core::sc_time time_of(double cycle) const {
+    return sc_core::sc_time(std::round(cycle * 1e12 / request_.chip.clock_hz), sc_core::SC_PS);
+  }
+
+  void network_thread() {
+    std::vector<ici::Network::Completion> done;
+    for (;;) {
+      const auto next = network_.next_event_time();
+      if (!next) {
+        sc_core::wait(wake_network_);
+        continue;
+      }
+      const sc_core::sc_time at = time_of(*next);
+      if (at > sc_core::sc_time_stamp()) {
+        sc_core::wait(at - sc_core::sc_time_stamp(), wake_network_);
+        continue;
+      }
+      done.clear();
+      network_.advance_to(*next, done);
+      for (const auto& c : done) deliver(c);
+    }
+  }
+
+  void deliver(const ici::Network::Completion& c) {
+    auto it = in_flight_.find(c.transfer);
+    RemoteSend& m = it->second;
+    last_delivery = std::max(last_delivery, c.time);
+    if (c.kind == ici::Network::EventKind::kSent) {
+      if (m.dst_space == RemoteSend::Space::kFlagOnly) return;
+      Core& src = *chips[m.src_chip]->cores[m.src_core];
+      src.note_remote_sent();
+      if (m.has_src_flag) src.remote_credit(m.src_flag, m.src_credit, c.time);
+      chips[m.src_chip]->wake_core(m.src_core);
+      return;
+    }
+    ChipModule& dst_chip = *chips[m.dst_chip];
+    Core& dst = *dst_chip.cores[m.dst_core];
+    if (!m.payload.empty()) {
+      if (m.dst_space == RemoteSend::Space::kHbm) {
+        dst_chip.shared.hbm.write(m.dst_address, m.payload);
+      } else {
+        std::memcpy(dst.vmem.data(m.dst_address), m.payload.data(), m.payload.size());
+      }
+    }
+    dst.remote_credit(m.dst_flag, m.dst_credit, c.time);
+    dst_chip.wake_core(m.dst_core);
+    in_flight_.erase(it);
+  }
+
+  const PodRequest& request_;
+  ici::Network network_;
+  std::unordered_map<ici::Network::TransferId, RemoteSend> in_flight_;
+  sc_core::sc_event wake_network_;
+};
+
+}  // namespace
+
+PodResult run_pod(const PodRequest& request) {
+  if (request.program == nullptr) throw std::invalid_argument("no program to run");
+  const isa::CheckResult check = isa::check_program(*request.program, request.chip);
+  if (!check.violations.empty()) {
+    std::string message = isa::format_diagnostic(check.violations.front());
+    if (check.violations.size() > 1) message += fmt::format("\n({} more; see `tpuemu check`)", check.violations.size() - 1);
+    throw LoadError(message);
+  }
+  (void)ici::routing_policy(request.routing);  // an unknown name fails before elaboration
+  const ExecProgram exec = decode_program(*request.program, request.chip);
+
+  // Operands: the same HBM addresses on every chip, from address 0.
+  std::map<std::uint32_t, std::uint32_t> operand_values;
+  std::map<std::uint32_t, std::uint64_t> addresses;
+  std::uint64_t next = 0;
+  for (const auto& b : exec.bindings) {
+    if (b.space != "hbm") {
+      throw LoadError(fmt::format("operand {} is in {}: pod runs place operands in HBM only", b.index, b.space));
+    }
+    addresses[b.index] = next;
+    operand_values[b.index] = static_cast<std::uint32_t>(next / 512);
+    next = (next + device_bytes(b) + kAlign - 1) / kAlign * kAlign;
+    if (next > request.chip.hbm.size_bytes) {
+      throw LoadError(fmt::format("the operands need {} bytes of HBM per chip but {} has {}", next, request.chip.name,
+                                  request.chip.hbm.size_bytes));
+    }
+  }
+
+  PodModule pod("pod", request, exec, operand_values);
+  if (request.input && request.options.compute_numerics) {
+    for (std::uint32_t id = 0; id < pod.chips.size(); ++id) {
+      for (const auto& b : exec.bindings) {
+        if (b.is_output) continue;
+        const std::vector<std::uint8_t> bytes = request.input(id, b);
+        if (bytes.empty()) continue;
+        if (bytes.size() != device_bytes(b)) {
+          throw std::invalid_argument(fmt::format("chip {} operand {}: {} bytes of input for a {}[{}] operand of {} bytes",
+                                                  id, b.index, bytes.size(), b.dtype, fmt::join(b.shape, ","),
+                                                  device_bytes(b)));
+        }
+        pod.chips[id]->shared.hbm.write(addresses.at(b.index), bytes);
+      }
+    }
+  }
+  sc_core::sc_start();
+
+  PodResult result;
+  result.bindings = exec.bindings;
+  std::vector<std::string> waiting;
+  for (std::uint32_t id = 0; id < pod.chips.size(); ++id) {
+    ChipModule& chip = *pod.chips[id];
+    if (chip.fault && !result.fault) result.fault = chip.fault;
+    PodChipResult r;
+    for (std::size_t k = 0; k < chip.cores.size(); ++k) {
+      const Core& core = *chip.cores[k];
+      r.cycles = std::max(r.cycles, core.cycle());
+      r.cores.push_back(core.stats());
+      result.ici_bytes += core.stats().ici_bytes;
+      if (chip.blocked[k]) waiting.push_back(core.blocked_on());
+    }
+    if (request.read_outputs && request.options.compute_numerics) {
+      for (const auto& b : exec.bindings) {
+        if (!b.is_output) continue;
+        std::vector<std::uint8_t> bytes(device_bytes(b));
+        chip.shared.hbm.read(addresses.at(b.index), bytes);
+        r.outputs.emplace(b.index, std::move(bytes));
+      }
+    }
+    result.cycles = std::max(result.cycles, r.cycles);
+    result.chips.push_back(std::move(r));
+  }
+  result.cycles = std::max(result.cycles, static_cast<std::uint64_t>(std::ceil(pod.last_delivery)));
+  result.seconds = static_cast<double>(result.cycles) / request.chip.clock_hz;
+  result.links = pod.network().used_links();
+  if (!waiting.empty() && !result.fault) {
+    result.fault = fmt::format("deadlock: {} core(s) wait for something no core or DMA in flight will do:\n  {}",
+                               waiting.size(), fmt::join(waiting, "\n  "));
+  }
+  return result;
+}
+
+}  // namespace tpuemu::chip

@@ -1,0 +1,65 @@
+// Running one SPMD program on every TensorCore of every chip of a pod: chips
+// joined by the ICI network (ici/network.hpp) in a SystemC simulation.
+// SystemC elaborates once per process: call run_pod once per process.
+//
+// Time: each core runs ahead of SystemC time by at most a quantum (capped at
+// one hop latency) and blocks (Core::kBlocked) only on what another chip must
+// do. Sends enter the network at the sender's local time, which is never
+// behind SystemC time, so the network sees them in time order; deliveries
+// (flag credits, data) happen at their SystemC time, never ahead of the
+// receiver's local time, and wake a blocked receiver. Only a racy program
+// (reading data before the sync flag that guards it says it has arrived) can
+// see a result that depends on the quantum.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chip/core.hpp"
+#include "chip/exec_program.hpp"
+#include "common/chip_config.hpp"
+#include "ici/network.hpp"
+#include "ici/topology.hpp"
+#include "isa/program.hpp"
+
+namespace tpuemu::chip {
+
+struct PodRequest {
+  const isa::Program* program = nullptr;
+  ChipConfig chip;
+  ici::Topology topology{{1}, {false}};
+  std::string routing = "dimension-order";
+  RunOptions options;
+  std::uint64_t quantum_cycles = 1000;  // capped at the hop latency
+  // Device bytes of input operand `binding` on chip `chip_id` (host_io
+  // layout, device_bytes(binding) long); unset = inputs stay zero.
+  std::function<std::vector<std::uint8_t>(std::uint32_t chip_id, const OperandBinding& binding)> input;
+  bool read_outputs = true;  // collect output operands (only with numerics)
+};
+
+struct PodChipResult {
+  std::uint64_t cycles = 0;  // the chip's slowest core, including its DMAs
+  std::vector<CoreStats> cores;
+  std::map<std::uint32_t, std::vector<std::uint8_t>> outputs;  // device bytes by operand index
+};
+
+struct PodResult {
+  std::uint64_t cycles = 0;  // the last core to finish or the last delivery, whichever is later
+  double seconds = 0;
+  std::vector<PodChipResult> chips;
+  std::vector<ici::Network::LinkStats> links;
+  std::vector<OperandBinding> bindings;
+  std::uint64_t ici_bytes = 0;
+  // The first program fault, or a deadlock report naming every waiting core.
+  std::optional<std::string> fault;
+};
+
+// Throws LoadError (program does not fit the chip, operands the pod cannot
+// place) or std::invalid_argument (bad routing name) before simulating.
+PodResult run_pod(const PodRequest& request);
+
+}  // namespace tpuemu::chip

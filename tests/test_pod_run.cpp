@@ -1,0 +1,162 @@
+// Whole runs on an emulated pod: remote DMAs, sync flags across chips, link
+// timing at the edge, faults and deadlock reports. One SystemC run per
+// TEST_CASE (CTest runs each in its own process).
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "chip/pod.hpp"
+#include "isa/assembler.hpp"
+#include "tests/test_support.hpp"
+
+using namespace tpuemu;
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Chip c's input: 1024 floats c*1000 + i.
+std::vector<std::uint8_t> ring_input(std::uint32_t chip) {
+  std::vector<std::uint8_t> bytes(4096);
+  for (std::uint32_t i = 0; i < 1024; ++i) {
+    const float v = static_cast<float>(chip * 1000 + i);
+    std::memcpy(&bytes[i * 4], &v, 4);
+  }
+  return bytes;
+}
+
+chip::PodResult run_ring_shift(const std::string& shape, std::vector<bool> wraps, const std::string& chip_name = "v5e") {
+  static isa::Program program = isa::assemble(read_text(TPUEMU_PROGRAMS "/ring_shift.llo"), "ring_shift.llo");
+  chip::PodRequest request;
+  request.chip = test::preset(chip_name);
+  request.topology = ici::make_topology({shape, wraps, true}, request.chip);
+  request.program = &program;
+  request.input = [](std::uint32_t chip, const chip::OperandBinding&) { return ring_input(chip); };
+  return chip::run_pod(request);
+}
+
+// One packet of 4096 B over one hop of a v5e link: 4096 / (4.5e10 / 1.5e9) cycles plus 1 us.
+const double kV5ePacketCycles = 4096.0 / 30.0;
+const double kV5eHopCycles = 1500.0;
+
+}  // namespace
+
+TEST_CASE("pod: ring shift over a wrapped x axis moves every chip's data to its right neighbour", "[pod]") {
+  const chip::PodResult r = run_ring_shift("4", {true});
+  REQUIRE_FALSE(r.fault.has_value());
+  REQUIRE(r.chips.size() == 4);
+  for (std::uint32_t c = 0; c < 4; ++c) {
+    CHECK(r.chips[c].outputs.at(1) == ring_input((c + 3) % 4));
+  }
+  // Every transfer is one hop; the slowest chip ends when its data arrived.
+  const double one_hop = kV5ePacketCycles + kV5eHopCycles;
+  CHECK(static_cast<double>(r.cycles) > one_hop);
+  CHECK(static_cast<double>(r.cycles) < one_hop + 40);
+  CHECK(r.links.size() == 4);
+  CHECK(r.ici_bytes == 4 * 4096);
+}
+
+TEST_CASE("pod: without wraparound the step from the last chip to the first crosses every link back", "[pod]") {
+  const chip::PodResult r = run_ring_shift("4", {false});
+  REQUIRE_FALSE(r.fault.has_value());
+  CHECK(r.chips[0].outputs.at(1) == ring_input(3));
+  // Store-and-forward per hop: 3 x (packet + hop latency); the -x links of
+  // chips 3, 2, 1 carry it, plus the three +x links of the other transfers.
+  const double three_hops = 3 * (kV5ePacketCycles + kV5eHopCycles);
+  CHECK(static_cast<double>(r.cycles) > three_hops);
+  CHECK(static_cast<double>(r.cycles) < three_hops + 40);
+  CHECK(r.links.size() == 6);
+}
+
+TEST_CASE("pod: megacore chips run the program on both cores and share the chip's links", "[pod]") {
+  // On v5p both cores of a chip send to the same core of the next chip over
+  // the one link between the chips: 8 KiB cross it one packet after the other.
+  const chip::PodResult r = run_ring_shift("2x1x1", {false, false, false}, "v5p");
+  REQUIRE_FALSE(r.fault.has_value());
+  REQUIRE(r.chips.front().cores.size() == 2);
+  CHECK(r.ici_bytes == 4 * 4096);
+  REQUIRE(r.links.size() == 2);
+  for (const auto& l : r.links) CHECK(l.bytes == 2 * 4096);
+
+}
+
+TEST_CASE("pod: a wait no chip will ever satisfy is reported as a deadlock naming every waiting core", "[pod]") {
+  const isa::Program program = isa::assemble(R"(#allocation0 [shape = 's32[1]{0}', space=sflag, size = 0x4, tag = 'f']
+{ %0 = vsyncpa [#allocation0], 0 }
+{ %1 = dma.done.wait [#allocation0], 1 }
+)",
+                                             "wait.llo");
+  chip::PodRequest request;
+  request.chip = test::preset("v5e");
+  request.topology = ici::make_topology({"2x2", std::nullopt, false}, request.chip);
+  request.program = &program;
+  const chip::PodResult r = chip::run_pod(request);
+  REQUIRE(r.fault.has_value());
+  CHECK_THAT(*r.fault, Catch::Contains("deadlock: 4 core(s) wait"));
+  for (int c = 0; c < 4; ++c) {
+    CHECK_THAT(*r.fault, Catch::Contains(fmt::format("chip {} core 0 bundle 0x1 (wait.llo:3:3)", c)));
+  }
+  CHECK_THAT(*r.fault, Catch::Contains("waits for sync flag 0 to reach 1; it holds 0"));
+}
+
+TEST_CASE("pod: a remote DMA to a chip outside the pod is a fault naming the pod", "[pod]") {
+  const isa::Program program = isa::assemble(R"(#allocation0 [shape = 's32[2]{0}', space=sflag, size = 0x8, tag = 'f']
+{ %s0 = inlined_call_operand.hbm [shape: f32[1024], index: 0, kind: input, shape index: {}] }
+{ %1 = dma.remote.hbm_to_hbm [thread:$0] /*src=*/%s0, /*size_in_granules=*/128, /*chip=*/4, /*core=*/0, /*dst=*/%s0, /*src_syncflagno=*/[#allocation0], /*dst_syncflagno=*/[#allocation0 + $0x1] }
+)",
+                                             "bad.llo");
+  chip::PodRequest request;
+  request.chip = test::preset("v5e");
+  request.topology = ici::make_topology({"2x2", std::nullopt, false}, request.chip);
+  request.program = &program;
+  const chip::PodResult r = chip::run_pod(request);
+  REQUIRE(r.fault.has_value());
+  CHECK_THAT(*r.fault, Catch::Contains("bad.llo:3"));
+  CHECK_THAT(*r.fault, Catch::Contains("destination chip 4 does not exist: the pod has chips 0..3 (2x2x1)"));
+}
+
+TEST_CASE("pod: two transfers sharing a link queue behind each other", "[pod]") {
+  // Chips 0 and 1 of a 3-chip line both send 64 KiB (4 packets) to chip 2.
+  // Chip 1's packets hold link 1->2 from the start; chip 0's reach it one
+  // packet and one hop later, queue, and follow back to back.
+  const isa::Program program = isa::assemble(R"(#allocation0 [shape = 's32[2]{0}', space=sflag, size = 0x8, tag = 'f']
+{ %s0 = inlined_call_operand.hbm [shape: f32[16384], index: 0, kind: input, shape index: {}] ;; %s1 = inlined_call_operand.hbm [shape: f32[32768], index: 1, kind: output, shape index: {}] }
+{ %s2 = sid.chip ;; %s3 = sshll.u32 %s0, 4 }
+{ %s4 = sshll.u32 %s1, 4 }
+{ %p0 = scmp.eq.s32.totalorder %s2, 2 ;; %s5 = smul.u32 %s2, 2048 }
+{ %s4 = sadd.s32 %s4, %s5 }
+{ %1 = sbr.rel (%p0) target = done }
+{}
+{}
+{}
+{}
+{ %2 = dma.remote.hbm_to_hbm [thread:$0] /*src=*/%s3, /*size_in_granules=*/2048, /*chip=*/2, /*core=*/0, /*dst=*/%s4, /*src_syncflagno=*/[#allocation0], /*dst_syncflagno=*/[#allocation0 + $0x1] }
+{ %3 = dma.done.wait [#allocation0], 2048 }
+done:
+{ %4 = dma.done.wait (%p0) [#allocation0 + $0x1], 4096 }
+)",
+                                             "share.llo");
+  chip::PodRequest request;
+  request.chip = test::preset("v5e");
+  request.topology = ici::make_topology({"3", std::vector<bool>{false}, false}, request.chip);
+  request.program = &program;
+  const chip::PodResult r = chip::run_pod(request);
+  REQUIRE_FALSE(r.fault.has_value());
+  const double packet = 16384.0 / 30.0;  // 16 KiB packets
+  // Link 1->2 is busy for 8 packets without a gap, then one hop to chip 2.
+  const double expected = 8 * packet + kV5eHopCycles;
+  CHECK(static_cast<double>(r.cycles) > expected);
+  CHECK(static_cast<double>(r.cycles) < expected + 40);
+  double busiest = 0;
+  for (const auto& l : r.links) busiest = std::max(busiest, l.busy_cycles);
+  CHECK(busiest == Approx(8 * packet));
+}
