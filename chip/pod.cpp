@@ -19,8 +19,8 @@ constexpr std::uint64_t kAlign = 4096;
 // which implements the cores' Fabric.
 class PodModule : public sc_core::sc_module, public Fabric {
  public:
-  PodModule(sc_core::sc_module_name name, const PodRequest& request, const ExecProgram& program,
-            const std::map<std::uint32_t, std::uint32_t>& operand_values)
+  PodModule(sc_core::sc_module_name name, const PodRequest& request, const std::vector<const ExecProgram*>& programs,
+            const std::vector<std::map<std::uint32_t, std::uint32_t>>& operand_values)
       : sc_core::sc_module(name),
         request_(request),
         network_(request.topology, ici::routing_policy(request.routing),
@@ -32,10 +32,8 @@ class PodModule : public sc_core::sc_module, public Fabric {
         1, static_cast<std::uint64_t>(std::floor(request.chip.ici.hop_latency_s * request.chip.clock_hz)));
     const std::uint64_t quantum = std::min(request.quantum_cycles, hop);
     for (std::uint32_t id = 0; id < t.chip_count(); ++id) {
-      chips.push_back(std::make_unique<ChipModule>(sc_core::sc_gen_unique_name("chip"), request.chip,
-                                                   std::vector<const ExecProgram*>{&program},
-                                                   std::vector<std::map<std::uint32_t, std::uint32_t>>{operand_values},
-                                                   request.options, quantum));
+      chips.push_back(std::make_unique<ChipModule>(sc_core::sc_gen_unique_name("chip"), request.chip, programs,
+                                                   operand_values, request.options, quantum));
       ChipShared& shared = chips.back()->shared;
       shared.chip_id = id;
       shared.identity.chip = id;
@@ -120,53 +118,98 @@ class PodModule : public sc_core::sc_module, public Fabric {
 }  // namespace
 
 PodResult run_pod(const PodRequest& request) {
-  if (request.program == nullptr) throw std::invalid_argument("no program to run");
-  const isa::CheckResult check = isa::check_program(*request.program, request.chip);
-  if (!check.violations.empty()) {
-    std::string message = isa::format_diagnostic(check.violations.front());
-    if (check.violations.size() > 1) message += fmt::format("\n({} more; see `tpuemu check`)", check.violations.size() - 1);
-    throw LoadError(message);
+  std::vector<PodStep> steps = request.steps;
+  if (steps.empty() && request.program != nullptr) {
+    PodStep step{request.program, {}};
+    for (const auto& b : decode_program(*request.program, request.chip).bindings) {
+      step.operand_buffers[b.index] = std::to_string(b.index);
+    }
+    steps.push_back(std::move(step));
+  }
+  if (steps.empty()) throw std::invalid_argument("no program to run");
+  std::vector<ExecProgram> execs;
+  execs.reserve(steps.size());
+  for (const auto& step : steps) {
+    const isa::CheckResult check = isa::check_program(*step.program, request.chip);
+    if (!check.violations.empty()) {
+      std::string message = isa::format_diagnostic(check.violations.front());
+      if (check.violations.size() > 1) {
+        message += fmt::format("\n({} more; see `tpuemu check`)", check.violations.size() - 1);
+      }
+      throw LoadError(message);
+    }
+    execs.push_back(decode_program(*step.program, request.chip));
   }
   (void)ici::routing_policy(request.routing);  // an unknown name fails before elaboration
-  const ExecProgram exec = decode_program(*request.program, request.chip);
 
-  // Operands: the same HBM addresses on every chip, from address 0.
-  std::map<std::uint32_t, std::uint32_t> operand_values;
-  std::map<std::uint32_t, std::uint64_t> addresses;
+  // Buffers: one HBM place per name, the same on every chip, from address 0.
+  // A buffer that no earlier step writes is an input (host data or zeros).
+  struct Buffer {
+    OperandBinding binding;
+    std::uint64_t address = 0;
+    bool produced = false;
+    bool input = false;
+  };
+  std::map<std::string, Buffer> buffers;
+  std::vector<std::string> order;  // first use
+  std::vector<std::map<std::uint32_t, std::uint32_t>> operand_values(execs.size());
   std::uint64_t next = 0;
-  for (const auto& b : exec.bindings) {
-    if (b.space != "hbm") {
-      throw LoadError(fmt::format("operand {} is in {}: pod runs place operands in HBM only", b.index, b.space));
-    }
-    addresses[b.index] = next;
-    operand_values[b.index] = static_cast<std::uint32_t>(next / 512);
-    next = (next + device_bytes(b) + kAlign - 1) / kAlign * kAlign;
-    if (next > request.chip.hbm.size_bytes) {
-      throw LoadError(fmt::format("the operands need {} bytes of HBM per chip but {} has {}", next, request.chip.name,
-                                  request.chip.hbm.size_bytes));
+  for (std::size_t s = 0; s < execs.size(); ++s) {
+    for (const auto& b : execs[s].bindings) {
+      const auto name = steps[s].operand_buffers.find(b.index);
+      if (name == steps[s].operand_buffers.end()) {
+        throw LoadError(fmt::format("step {}: operand {} is bound to no buffer", s, b.index));
+      }
+      if (b.space != "hbm") {
+        throw LoadError(fmt::format("step {}: operand {} is in {}: pod runs place operands in HBM only", s, b.index,
+                                    b.space));
+      }
+      auto [it, fresh] = buffers.try_emplace(name->second);
+      Buffer& buf = it->second;
+      if (fresh) {
+        buf.binding = b;
+        buf.address = next;
+        order.push_back(name->second);
+        next = (next + device_bytes(b) + kAlign - 1) / kAlign * kAlign;
+        if (next > request.chip.hbm.size_bytes) {
+          throw LoadError(fmt::format("the buffers need {} bytes of HBM per chip but {} has {}", next,
+                                      request.chip.name, request.chip.hbm.size_bytes));
+        }
+      } else if (device_bytes(b) > device_bytes(buf.binding)) {
+        throw LoadError(fmt::format("step {}: operand {} needs {} bytes but buffer '{}' has {}", s, b.index,
+                                    device_bytes(b), name->second, device_bytes(buf.binding)));
+      }
+      if (!b.is_output && !buf.produced) buf.input = true;
+      if (b.is_output) buf.produced = true;
+      operand_values[s][b.index] = static_cast<std::uint32_t>(buf.address / 512);
     }
   }
 
-  PodModule pod("pod", request, exec, operand_values);
+  std::vector<const ExecProgram*> programs;
+  for (const auto& e : execs) programs.push_back(&e);
+  PodModule pod("pod", request, programs, operand_values);
   if (request.input && request.options.compute_numerics) {
     for (std::uint32_t id = 0; id < pod.chips.size(); ++id) {
-      for (const auto& b : exec.bindings) {
-        if (b.is_output) continue;
-        const std::vector<std::uint8_t> bytes = request.input(id, b);
+      for (const auto& name : order) {
+        const Buffer& buf = buffers.at(name);
+        if (!buf.input) continue;
+        const std::vector<std::uint8_t> bytes = request.input(id, name, buf.binding);
         if (bytes.empty()) continue;
-        if (bytes.size() != device_bytes(b)) {
-          throw std::invalid_argument(fmt::format("chip {} operand {}: {} bytes of input for a {}[{}] operand of {} bytes",
-                                                  id, b.index, bytes.size(), b.dtype, fmt::join(b.shape, ","),
-                                                  device_bytes(b)));
+        if (bytes.size() != device_bytes(buf.binding)) {
+          throw std::invalid_argument(fmt::format("chip {} buffer '{}': {} bytes of input for a {}[{}] operand of {} "
+                                                  "bytes",
+                                                  id, name, bytes.size(), buf.binding.dtype,
+                                                  fmt::join(buf.binding.shape, ","), device_bytes(buf.binding)));
         }
-        pod.chips[id]->shared.hbm.write(addresses.at(b.index), bytes);
+        pod.chips[id]->shared.hbm.write(buf.address, bytes);
       }
     }
   }
   sc_core::sc_start();
 
   PodResult result;
-  result.bindings = exec.bindings;
+  for (const auto& [name, buf] : buffers) result.buffers.emplace(name, buf.binding);
+  result.step_end_cycles.assign(steps.size(), 0);
   std::vector<std::string> waiting;
   for (std::uint32_t id = 0; id < pod.chips.size(); ++id) {
     ChipModule& chip = *pod.chips[id];
@@ -178,13 +221,16 @@ PodResult run_pod(const PodRequest& request) {
       r.cores.push_back(core.stats());
       result.ici_bytes += core.stats().ici_bytes;
       if (chip.blocked[k]) waiting.push_back(core.blocked_on());
+      for (std::size_t s = 0; s < chip.step_ends[k].size(); ++s) {
+        result.step_end_cycles[s] = std::max(result.step_end_cycles[s], chip.step_ends[k][s].cycle);
+      }
     }
     if (request.read_outputs && request.options.compute_numerics) {
-      for (const auto& b : exec.bindings) {
-        if (!b.is_output) continue;
-        std::vector<std::uint8_t> bytes(device_bytes(b));
-        chip.shared.hbm.read(addresses.at(b.index), bytes);
-        r.outputs.emplace(b.index, std::move(bytes));
+      for (const auto& [name, buf] : buffers) {
+        if (!buf.produced) continue;
+        std::vector<std::uint8_t> bytes(device_bytes(buf.binding));
+        chip.shared.hbm.read(buf.address, bytes);
+        r.outputs.emplace(name, std::move(bytes));
       }
     }
     result.cycles = std::max(result.cycles, r.cycles);

@@ -28,23 +28,36 @@
 
 namespace tpuemu::chip {
 
-struct PodRequest {
+// A chain of programs run back to back on every core (the way a top-level
+// program calls its kernels): operand i of step s binds to the named buffer
+// operand_buffers[i], which keeps one HBM place on every chip for the chain.
+struct PodStep {
   const isa::Program* program = nullptr;
+  std::map<std::uint32_t, std::string> operand_buffers;
+};
+
+struct PodRequest {
+  // One program (its operands are buffers "0", "1", ...) or a chain (steps).
+  const isa::Program* program = nullptr;
+  std::vector<PodStep> steps;
   ChipConfig chip;
   ici::Topology topology{{1}, {false}};
   std::string routing = "dimension-order";
   RunOptions options;
   std::uint64_t quantum_cycles = 1000;  // capped at the hop latency
-  // Device bytes of input operand `binding` on chip `chip_id` (host_io
-  // layout, device_bytes(binding) long); unset = inputs stay zero.
-  std::function<std::vector<std::uint8_t>(std::uint32_t chip_id, const OperandBinding& binding)> input;
-  bool read_outputs = true;  // collect output operands (only with numerics)
+  // Device bytes of the input buffer `buffer` (first bound as `binding`) on
+  // chip `chip_id` (host_io layout, device_bytes(binding) long); an empty
+  // result or an unset function leaves it zero.
+  std::function<std::vector<std::uint8_t>(std::uint32_t chip_id, const std::string& buffer,
+                                          const OperandBinding& binding)>
+      input;
+  bool read_outputs = true;  // collect output buffers (only with numerics)
 };
 
 struct PodChipResult {
   std::uint64_t cycles = 0;  // the chip's slowest core, including its DMAs
   std::vector<CoreStats> cores;
-  std::map<std::uint32_t, std::vector<std::uint8_t>> outputs;  // device bytes by operand index
+  std::map<std::string, std::vector<std::uint8_t>> outputs;  // device bytes by buffer name
 };
 
 struct PodResult {
@@ -52,7 +65,8 @@ struct PodResult {
   double seconds = 0;
   std::vector<PodChipResult> chips;
   std::vector<ici::Network::LinkStats> links;
-  std::vector<OperandBinding> bindings;
+  std::map<std::string, OperandBinding> buffers;  // the binding that lays each buffer out
+  std::vector<std::uint64_t> step_end_cycles;      // per step: when its last core ended it
   std::uint64_t ici_bytes = 0;
   // The first program fault, or a deadlock report naming every waiting core.
   std::optional<std::string> fault;

@@ -40,7 +40,9 @@ chip::PodResult run_ring_shift(const std::string& shape, std::vector<bool> wraps
   request.chip = test::preset(chip_name);
   request.topology = ici::make_topology({shape, wraps, true}, request.chip);
   request.program = &program;
-  request.input = [](std::uint32_t chip, const chip::OperandBinding&) { return ring_input(chip); };
+  request.input = [](std::uint32_t chip, const std::string&, const chip::OperandBinding& b) {
+    return b.index == 0 ? ring_input(chip) : std::vector<std::uint8_t>{};
+  };
   return chip::run_pod(request);
 }
 
@@ -55,7 +57,7 @@ TEST_CASE("pod: ring shift over a wrapped x axis moves every chip's data to its 
   REQUIRE_FALSE(r.fault.has_value());
   REQUIRE(r.chips.size() == 4);
   for (std::uint32_t c = 0; c < 4; ++c) {
-    CHECK(r.chips[c].outputs.at(1) == ring_input((c + 3) % 4));
+    CHECK(r.chips[c].outputs.at("1") == ring_input((c + 3) % 4));
   }
   // Every transfer is one hop; the slowest chip ends when its data arrived.
   const double one_hop = kV5ePacketCycles + kV5eHopCycles;
@@ -68,7 +70,7 @@ TEST_CASE("pod: ring shift over a wrapped x axis moves every chip's data to its 
 TEST_CASE("pod: without wraparound the step from the last chip to the first crosses every link back", "[pod]") {
   const chip::PodResult r = run_ring_shift("4", {false});
   REQUIRE_FALSE(r.fault.has_value());
-  CHECK(r.chips[0].outputs.at(1) == ring_input(3));
+  CHECK(r.chips[0].outputs.at("1") == ring_input(3));
   // Store-and-forward per hop: 3 x (packet + hop latency); the -x links of
   // chips 3, 2, 1 carry it, plus the three +x links of the other transfers.
   const double three_hops = 3 * (kV5ePacketCycles + kV5eHopCycles);

@@ -77,7 +77,7 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
         }
       }
     }
-    request.input = [&inputs](std::uint32_t chip_id, const chip::OperandBinding& binding) {
+    request.input = [&inputs](std::uint32_t chip_id, const std::string&, const chip::OperandBinding& binding) {
       const auto it = inputs.find(binding.index);
       if (it == inputs.end()) return std::vector<std::uint8_t>{};
       const std::string path = per_chip_path(it->second, chip_id);
@@ -109,20 +109,19 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
   } else {
     print_pod_summary(summary);
     for (const auto& [index, pattern] : outputs) {
-      if (summary.result.chips.front().outputs.count(index) == 0U) {
+      const std::string name = std::to_string(index);
+      if (summary.result.chips.front().outputs.count(name) == 0U) {
         fmt::print(stderr, "tpuemu run: --out {}: operand {} is not an output of the program\n", index, index);
         return kExitBadInput;
       }
-      for (const auto& b : summary.result.bindings) {
-        if (b.index != index) continue;
-        for (std::uint32_t c = 0; c < summary.result.chips.size(); ++c) {
-          const std::string path = per_chip_path(pattern, c);
-          try {
-            write_npy(path, chip::from_device(b, summary.result.chips[c].outputs.at(index), path.ends_with(".bits.npy")));
-          } catch (const NpyError& e) {
-            fmt::print(stderr, "tpuemu run: {}\n", e.what());
-            return kExitBadInput;
-          }
+      const chip::OperandBinding& b = summary.result.buffers.at(name);
+      for (std::uint32_t c = 0; c < summary.result.chips.size(); ++c) {
+        const std::string path = per_chip_path(pattern, c);
+        try {
+          write_npy(path, chip::from_device(b, summary.result.chips[c].outputs.at(name), path.ends_with(".bits.npy")));
+        } catch (const NpyError& e) {
+          fmt::print(stderr, "tpuemu run: {}\n", e.what());
+          return kExitBadInput;
         }
       }
     }
