@@ -122,6 +122,7 @@ void Core::write_pred(const ExecOp& op, bool value) {
 }
 
 vpu::Vreg& Core::stage_vreg(const ExecOp& op) {
+  if (!options.compute_numerics) return discarded_vreg_;
   if (staged_vreg_count_ == staged_vregs_.size()) staged_vregs_.emplace_back();
   auto& slot = staged_vregs_[staged_vreg_count_++];
   slot.first = op.dest->index;

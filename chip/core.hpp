@@ -173,6 +173,9 @@ class Core {
   // Staged writes, applied after every op of the bundle has read its sources.
   void write_sreg(const ExecOp& op, std::uint32_t value);
   void write_pred(const ExecOp& op, bool value);
+  // Timing-only runs (compute_numerics false) discard vector results and
+  // move no vector data: vregs keep stale values, which only data-dependent
+  // values read back into scalars (vpush) could notice.
   vpu::Vreg& stage_vreg(const ExecOp& op);
   vpu::Vmask& stage_mask(const ExecOp& op);
   // Stages a VMEM write of `bytes` at byte address `address` (checked).
@@ -246,6 +249,7 @@ class Core {
   std::vector<StagedScalar> staged_scalars_;
   std::vector<std::pair<std::uint16_t, vpu::Vreg>> staged_vregs_;
   std::size_t staged_vreg_count_ = 0;
+  vpu::Vreg discarded_vreg_;  // vector results of timing-only runs (never read)
   std::vector<std::pair<std::uint16_t, vpu::Vmask>> staged_masks_;
   std::size_t staged_mask_count_ = 0;
   struct StagedStore {

@@ -37,8 +37,19 @@ std::uint32_t flag_index(const Core& core, const ExecOp& op, std::size_t i) {
   return f;
 }
 
+// Timing-only runs move no vector data: a load or store only checks its rows.
+void check_rows(const Core& core, const VmemAccess& a) {
+  for (std::size_t s = 0; s < vpu::kSublanes; ++s) {
+    if ((a.mask >> s & 1U) != 0) core.check_range(core.vmem, "VMEM", (a.row + s * a.stride) * kRowBytes, kRowBytes);
+  }
+}
+
 void store(Core& core, const ExecOp& op, const vpu::Vmask* element_mask, std::size_t source_operand) {
   const VmemAccess a = vmem_access(core, op, 0);
+  if (!core.options.compute_numerics) {
+    check_rows(core, a);
+    return;
+  }
   const vpu::Vreg& v = core.vregs[op.op->operands[source_operand].reg.index];
   for (std::size_t s = 0; s < vpu::kSublanes; ++s) {
     if ((a.mask >> s & 1U) == 0) continue;
@@ -137,6 +148,10 @@ void dma(Core& core, const ExecOp& op, bool strided) {
 
 void exec_Vld(Core& c, const ExecOp& op) {
   const VmemAccess a = vmem_access(c, op, 0);
+  if (!c.options.compute_numerics) {
+    check_rows(c, a);
+    return;
+  }
   vpu::Vreg& out = c.stage_vreg(op);
   for (std::size_t s = 0; s < vpu::kSublanes; ++s) {
     if ((a.mask >> s & 1U) == 0) {
