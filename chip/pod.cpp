@@ -223,6 +223,10 @@ PodResult run_pod(const PodRequest& request) {
       if (chip.blocked[k]) waiting.push_back(core.blocked_on());
       for (std::size_t s = 0; s < chip.step_ends[k].size(); ++s) {
         result.step_end_cycles[s] = std::max(result.step_end_cycles[s], chip.step_ends[k][s].cycle);
+        if (k == 0) {
+          r.step_end_cycles.push_back(chip.step_ends[k][s].cycle);
+          r.step_end_stats.push_back(chip.step_ends[k][s].stats);
+        }
       }
     }
     if (request.read_outputs && request.options.compute_numerics) {

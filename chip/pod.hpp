@@ -58,6 +58,9 @@ struct PodChipResult {
   std::uint64_t cycles = 0;  // the chip's slowest core, including its DMAs
   std::vector<CoreStats> cores;
   std::map<std::string, std::vector<std::uint8_t>> outputs;  // device bytes by buffer name
+  // Core 0 at the end of each step: the cycle and its cumulative statistics.
+  std::vector<std::uint64_t> step_end_cycles;
+  std::vector<CoreStats> step_end_stats;
 };
 
 struct PodResult {

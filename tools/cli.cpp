@@ -8,6 +8,7 @@
 
 #include "common/log.hpp"
 #include "tools/chips_command.hpp"
+#include "tools/collective_command.hpp"
 #include "tools/demo_command.hpp"
 #include "tools/gen_command.hpp"
 #include "tools/isa_commands.hpp"
@@ -24,7 +25,10 @@ constexpr std::array kCommands{
     Command{"chips", "list chip presets with their headline numbers, or print one fully resolved", chips_command},
     Command{"topology", "resolve a pod topology on a chip (axes, wraparound) and show routes", topology_command},
     Command{"params", "list every chip parameter with its unit and meaning", params_command},
-    Command{"run", "run a program on an emulated chip: cycles, stalls, roofline, .npy operands", run_command},
+    Command{"collective",
+            "benchmark a collective (all-gather, reduce-scatter, all-reduce, all-to-all) on a pod, nccl-tests style",
+            collective_command},
+    Command{"run", "run a program on an emulated chip or pod (--topology): cycles, stalls, roofline, .npy operands", run_command},
     Command{"run-case", "run a case of the real-dump corpus and compare with its expected output", run_case_command},
     Command{"gen", "generate a tiled LLO program (matmul, add)", gen_command},
     Command{"asm", "assemble an LLO program into a program image (.tpub)", asm_command},

@@ -8,18 +8,24 @@
 
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
+#include "chip/pod.hpp"
 #include "chip/run.hpp"
 #include "common/npy.hpp"
 #include "isa/assembler.hpp"
+#include "programs/collectives.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/pod_report.hpp"
+#include "tools/roofline.hpp"
 #include "tools/run_report.hpp"
 
 namespace tpuemu::cli {
 
-int demo_command(const std::vector<std::string>& args) {
+namespace {
+
+int chip_demo(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
   options.add_options()("m", po::value<std::uint64_t>()->default_value(2048), "rows of A and C")(
@@ -29,7 +35,8 @@ int demo_command(const std::vector<std::string>& args) {
       "report", po::value<std::string>(), "write the run report as JSON");
   po::positional_options_description positional;
   bool help = false;
-  const auto vm = parse_options("demo", "[--m M --k K --n N] [--chip v5e]", args, options, positional, help);
+  const auto vm =
+      parse_options("demo --single-chip", "[--m M --k K --n N] [--chip v5e]", args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   const std::uint64_t m = (*vm)["m"].as<std::uint64_t>();
   const std::uint64_t k = (*vm)["k"].as<std::uint64_t>();
@@ -105,6 +112,190 @@ int demo_command(const std::vector<std::string>& args) {
   }
   fmt::print("check     PASS: C equals the host reference bit for bit ({} elements)\n", expected.size());
   return kExitOk;
+}
+
+// Rows [first, first + rows) of a row-major host matrix of `cols` columns.
+std::vector<float> row_block(const std::vector<float>& m, std::uint64_t cols, std::uint64_t first, std::uint64_t rows) {
+  return {m.begin() + static_cast<std::ptrdiff_t>(first * cols),
+          m.begin() + static_cast<std::ptrdiff_t>((first + rows) * cols)};
+}
+
+// The pod demo: Y = X @ W with X sharded by rows (batch) and W by rows
+// (the contracting dimension) over every chip. Each chip all-gathers W
+// (the book's case 2: an input sharded on the contracting dimension is
+// gathered first), then multiplies its rows of X by the whole W.
+int pod_demo(const std::vector<std::string>& args) {
+  po::options_description options("options");
+  add_chip_options(options);
+  add_topology_options(options);
+  options.add_options()("topology", po::value<std::string>()->default_value("2x2"), "pod shape")(
+      "b", po::value<std::uint64_t>()->default_value(2048), "rows of X and Y (split over the chips)")(
+      "d", po::value<std::uint64_t>()->default_value(2048), "columns of X, rows of W (split over the chips)")(
+      "f", po::value<std::uint64_t>()->default_value(2048), "columns of W and Y")(
+      "algo", po::value<std::string>()->default_value("multi-axis"), "all-gather algorithm")(
+      "seed", po::value<std::uint32_t>()->default_value(1), "seed of the pseudo-random inputs")(
+      "report", po::value<std::string>(), "write the pod run report as JSON")(
+      "single-chip", "the single-chip demo instead (see --single-chip --help)");
+  po::positional_options_description positional;
+  bool help = false;
+  const auto vm = parse_options("demo", "[--chip v5e] [--topology 2x2] [--b B --d D --f F] [--single-chip]", args,
+                                options, positional, help);
+  if (!vm) return help ? kExitOk : kExitBadInput;
+  const std::uint64_t b = (*vm)["b"].as<std::uint64_t>();
+  const std::uint64_t d = (*vm)["d"].as<std::uint64_t>();
+  const std::uint64_t f = (*vm)["f"].as<std::uint64_t>();
+  const std::uint32_t seed = (*vm)["seed"].as<std::uint32_t>();
+
+  ChipConfig chip;
+  ici::Topology topology{{1}, {false}};
+  programs::CollectiveSpec gather;
+  isa::Program gather_program;
+  isa::Program matmul_program;
+  std::uint64_t n = 1;
+  try {
+    chip = load_chip(chip_request(*vm));
+    topology = topology_from(*vm, (*vm)["topology"].as<std::string>(), chip);
+    n = topology.chip_count();
+    if (b % n != 0 || d % n != 0 || (d / n) % 16 != 0) {
+      throw std::invalid_argument(fmt::format(
+          "--b {} and --d {} must split evenly over {} chips, and each chip's rows of W (d/{}) must be a multiple of "
+          "16 (whole bf16 tiles)",
+          b, d, n, n));
+    }
+    gather.op = "all-gather";
+    gather.algorithm = (*vm)["algo"].as<std::string>();
+    gather.dtype = "bf16";
+    gather.bytes = d * f * 2;
+    for (std::size_t a = 0; a < topology.axis_count(); ++a) gather.axes.push_back(a);
+    gather_program = isa::assemble(programs::generate_collective(gather, topology, chip), "demo_all_gather.llo");
+    programs::MatmulSpec spec;
+    spec.m = b / n;
+    spec.k = d;
+    spec.n = f;
+    matmul_program = isa::assemble(programs::generate_matmul(spec, chip), "demo_matmul.llo");
+  } catch (const ConfigError& e) {
+    fmt::print(stderr, "tpuemu demo: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tpuemu demo: {}\n", e.what());
+    return kExitBadInput;
+  }
+
+  // Host data: X and W, and each chip's shards in device layout. The
+  // all-gather concatenates W's row blocks in rank order, which is W's own
+  // device layout because bf16 tiles hold whole rows.
+  const auto x = programs::random_bf16_values(b * d, seed);
+  const auto w = programs::random_bf16_values(d * f, seed + 1);
+  const std::uint64_t rows_x = b / n;
+  const std::uint64_t rows_w = d / n;
+  const programs::CollectivePlan plan = programs::plan_collective(gather, topology);
+  chip::OperandBinding x_layout{0, "hbm", "bf16", {rows_x, d}, false};
+  chip::OperandBinding w_layout{0, "hbm", "bf16", {rows_w, f}, false};
+  chip::PodRequest request;
+  request.chip = chip;
+  request.topology = topology;
+  request.routing = (*vm)["routing"].as<std::string>();
+  request.steps = {{&gather_program, {{0, "w shard"}, {1, "w"}}}, {&matmul_program, {{0, "x"}, {1, "w"}, {2, "y"}}}};
+  request.input = [&](std::uint32_t id, const std::string& buffer, const chip::OperandBinding&) {
+    const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
+    if (buffer == "x") {
+      const auto rows = row_block(x, d, rank * rows_x, rows_x);
+      return chip::to_device(x_layout, make_npy(NpyDtype::kFloat32, {rows_x, d}, rows.data()), "x");
+    }
+    const auto rows = row_block(w, f, rank * rows_w, rows_w);
+    return chip::to_device(w_layout, make_npy(NpyDtype::kFloat32, {rows_w, f}, rows.data()), "w");
+  };
+
+  fmt::print("tpuemu demo: Y[{},{}] = X[{},{}] @ W[{},{}] (bf16 in, f32 out) on a {} pod of {}\n", b, f, b, d, d, f,
+             ici::describe(topology), chip.name);
+  fmt::print("  X split by rows over the {} chips, W by rows (the contracting dimension): each chip all-gathers W\n"
+             "  ({} all-gather, `tpuemu collective`), then computes its {} rows of Y (`tpuemu gen matmul`).\n\n",
+             n, gather.algorithm, rows_x);
+  const auto start = std::chrono::steady_clock::now();
+  PodSummary summary;
+  summary.program = "demo: all-gather W, then matmul";
+  summary.chip = &chip;
+  summary.topology = &topology;
+  try {
+    summary.result = chip::run_pod(request);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tpuemu demo: {}\n", e.what());
+    return kExitBadInput;
+  }
+  const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const chip::PodResult& r = summary.result;
+  if (r.fault) {
+    fmt::print(stderr, "tpuemu demo: program fault: {}\n", *r.fault);
+    return kExitProgramFault;
+  }
+  print_pod_summary(summary);
+
+  // Phase by phase against the predictions.
+  std::uint64_t gather_end = 0;
+  std::uint64_t matmul_cycles = 0;
+  chip::CoreStats matmul_stats;
+  for (const auto& c : r.chips) {
+    gather_end = std::max(gather_end, c.step_end_cycles.at(0));
+    const std::uint64_t mm = c.step_end_cycles.at(1) - c.step_end_cycles.at(0);
+    if (mm >= matmul_cycles) {
+      matmul_cycles = mm;
+      matmul_stats = c.step_end_stats.at(1);
+      matmul_stats.mxu_flops -= c.step_end_stats.at(0).mxu_flops;
+      matmul_stats.vpu_flops -= c.step_end_stats.at(0).vpu_flops;
+      matmul_stats.hbm_bytes -= c.step_end_stats.at(0).hbm_bytes;
+    }
+  }
+  const programs::CollectivePrediction predicted = programs::predict_collective(gather, topology, chip);
+  const double gather_seconds = static_cast<double>(gather_end) / chip.clock_hz;
+  fmt::print("\nall-gather  W ({} B): {} measured, {} predicted by the book ({}): measured/predicted = {:.3f}\n",
+             gather.bytes, format_quantity(gather_seconds, Quantity::kTime),
+             format_quantity(predicted.seconds, Quantity::kTime), predicted.formula, gather_seconds / predicted.seconds);
+  const Roofline roof =
+      compute_roofline(chip, static_cast<double>(matmul_stats.mxu_flops), static_cast<double>(matmul_stats.vpu_flops),
+                       static_cast<double>(matmul_stats.hbm_bytes), static_cast<double>(matmul_cycles) / chip.clock_hz);
+  fmt::print("matmul      {}x{}x{} per chip (slowest chip): {} measured, roofline {} ({}-bound): measured/predicted = "
+             "{:.3f}\n",
+             rows_x, d, f, format_quantity(roof.measured_seconds, Quantity::kTime),
+             format_quantity(roof.predicted_seconds, Quantity::kTime), roof.bound, roof.measured_over_predicted());
+  fmt::print("total       {} = all-gather then matmul (no overlap in this demo)\n",
+             format_quantity(r.seconds, Quantity::kTime));
+
+  // Every chip's rows of Y against the host reference, bit for bit.
+  std::uint64_t mismatches = 0;
+  for (std::uint32_t id = 0; id < r.chips.size(); ++id) {
+    const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
+    const auto rows = row_block(x, d, rank * rows_x, rows_x);
+    const auto expected = programs::matmul_reference(rows, w, rows_x, d, f);
+    const NpyArray got = chip::from_device(r.buffers.at("y"), r.chips[id].outputs.at("y"), false);
+    const auto values = got.as_f32();
+    for (std::uint64_t i = 0; i < expected.size(); ++i) mismatches += std::memcmp(&values[i], &expected[i], 4) != 0 ? 1 : 0;
+  }
+  fmt::print("\nhost      {:.2f} s to emulate {} chips\n", host_seconds, r.chips.size());
+  if (vm->count("report") != 0U) {
+    std::ofstream out((*vm)["report"].as<std::string>());
+    out << pod_report_json(summary).dump(2) << "\n";
+  }
+  if (mismatches != 0) {
+    fmt::print("check     FAIL: {} elements of Y differ from the host reference\n", mismatches);
+    return kExitFailure;
+  }
+  fmt::print("check     PASS: every chip's rows of Y equal the host reference bit for bit ({} elements)\n", b * f);
+  return kExitOk;
+}
+
+}  // namespace
+
+int demo_command(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "--single-chip") {
+      std::vector<std::string> rest;
+      for (const auto& other : args) {
+        if (other != "--single-chip") rest.push_back(other);
+      }
+      return chip_demo(rest);
+    }
+  }
+  return pod_demo(args);
 }
 
 }  // namespace tpuemu::cli

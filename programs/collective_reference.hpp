@@ -1,0 +1,38 @@
+// Host reference of the generated collectives (programs/collectives.hpp), on
+// device bytes, in exactly the order the programs add, so results compare bit
+// for bit.
+//
+// Data movement (all-gather, all-to-all, the all-gather half of all-reduce)
+// is exact. Summation order of reduce-scatter and all-reduce, per stream
+// (part p, direction d with sign s = +1 for d = 0, -1 for d = 1) and per
+// element of its units: with O_p = (b_0, ..., b_{m-1}) and partial_{-1}(x, r)
+// = chip x's input element in chunk r,
+//   partial_t(x, r) for the chunks r whose digits on b_0..b_t equal x's:
+//     let L = length of b_t, j = x's coordinate on b_t, y_i = x with its b_t
+//     coordinate replaced by (j + s*i) mod L;
+//     acc = partial_{t-1}(y_1, r); acc = add(acc, partial_{t-1}(y_i, r)) for
+//     i = 2, ..., L (y_L = x itself);
+// and chip x's result for chunk rank(x) is partial_{m-1}(x, rank(x)).
+// add(a, b): f32: a + b in binary32 (round to nearest even); bf16: a and b
+// widened to f32, added in f32, rounded to bf16 (nearest even) at every step,
+// as vunpack / vadd.f32 / vpack.c.bf16 do. Elements are little-endian f32 or
+// bf16 in the device bytes; the layout does not matter, as every operation
+// is elementwise.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ici/topology.hpp"
+#include "programs/collectives.hpp"
+
+namespace tpuemu::programs {
+
+// inputs[chip] (input_bytes each, by linear chip id) -> outputs[chip]
+// (output_bytes each). Throws std::invalid_argument on a bad spec or inputs of
+// the wrong count or size.
+std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec& spec,
+                                                            const ici::Topology& topology,
+                                                            const std::vector<std::vector<std::uint8_t>>& inputs);
+
+}  // namespace tpuemu::programs

@@ -1,0 +1,1037 @@
+#include "programs/collectives.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+#include "programs/llo_writer.hpp"
+
+namespace tpuemu::programs {
+namespace {
+
+using S = SlotClass;
+using Op = CollectivePlan::Op;
+
+constexpr std::uint64_t kGranule = 32;
+constexpr std::uint64_t kRowBytes = 512;
+constexpr std::uint64_t kGroupBytes = 16384;  // one add-loop iteration: 4 vregs
+constexpr std::uint64_t kGroupRows = kGroupBytes / kRowBytes;
+constexpr std::size_t kMaxStreams = 6;
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  return (a + b - 1) / b;
+}
+
+// A 32-bit immediate as LLO prints it (negative values in unsigned form).
+std::string imm(std::int64_t v) {
+  return std::to_string(static_cast<std::uint32_t>(v));
+}
+
+std::string axes_text(const std::vector<std::size_t>& axes) {
+  std::string out;
+  for (std::size_t a : axes) out += std::string(out.empty() ? "" : ",") + ici::axis_name(a);
+  return out;
+}
+
+// "all-reduce bidir-ring over y of 8x16 (16 chips per group)", for messages.
+std::string describe(const CollectiveSpec& spec, const ici::Topology& topology, std::uint64_t n) {
+  return fmt::format("{} {} over {} of {} ({} chip{} per group)", spec.op, spec.algorithm, axes_text(spec.axes),
+                     topology.shape(), n, n == 1 ? "" : "s");
+}
+
+// One phase of a stream: a ring collective along one axis. The chunk a step
+// moves is the units of the ranks whose digit on `axis` is the step's chunk
+// index, whose digits on `varying` take every value (enumerated in that order,
+// fastest first), and whose other digits are this chip's coordinates.
+struct Phase {
+  bool reduce = false;
+  std::size_t axis = 0;
+  std::uint32_t length = 0;
+  std::vector<std::size_t> varying;
+  std::uint64_t units = 1;  // per chunk
+};
+
+// The phases of part p (see the header: O_p, and the enumeration orders that
+// make a reduce phase's result the next phase's chunks in order).
+std::vector<Phase> phases_of(const CollectivePlan& plan, const ici::Topology& topology, std::size_t part) {
+  const std::vector<std::size_t>& o = plan.orders[part];
+  const std::size_t m = o.size();
+  auto make = [&](bool reduce, std::size_t axis, std::vector<std::size_t> varying) {
+    Phase ph;
+    ph.reduce = reduce;
+    ph.axis = axis;
+    ph.length = topology.length(axis);
+    for (std::size_t a : varying) ph.units *= topology.length(a);
+    ph.varying = std::move(varying);
+    return ph;
+  };
+  std::vector<Phase> out;
+  if (plan.reduces()) {
+    // Reduce phase t: varying o[m-1] (fastest) .. o[t+1] (slowest).
+    for (std::size_t t = 0; t < m; ++t) {
+      std::vector<std::size_t> v;
+      for (std::size_t i = m; i-- > t + 1;) v.push_back(o[i]);
+      out.push_back(make(true, o[t], v));
+    }
+  }
+  if (plan.op == Op::kAllGather) {
+    for (std::size_t t = 0; t < m; ++t) out.push_back(make(false, o[t], {o.begin(), o.begin() + t}));
+  } else if (plan.op == Op::kAllReduce) {
+    for (std::size_t t = 0; t < m; ++t) {
+      const std::size_t i = m - 1 - t;
+      out.push_back(make(false, o[i], {o.begin() + i + 1, o.end()}));
+    }
+  }
+  return out;
+}
+
+// Scratch layout of one stream, in granules from the scratch operand: per
+// reduce phase, one slot per step (the partial sums received then) and the
+// phase's result (all but the last phase, whose result goes to the output).
+struct ScratchLayout {
+  std::vector<std::uint64_t> slots;   // per reduce phase: first slot; slot k at slots[t] + k * chunk
+  std::vector<std::uint64_t> result;  // per reduce phase but the last
+  std::uint64_t end = 0;
+};
+
+ScratchLayout scratch_layout(const std::vector<Phase>& phases, std::uint64_t unit_granules, std::uint64_t start) {
+  ScratchLayout l;
+  std::uint64_t at = start;
+  std::size_t reduce_phases = 0;
+  for (const Phase& ph : phases) reduce_phases += ph.reduce ? 1 : 0;
+  for (std::size_t t = 0; t < reduce_phases; ++t) {
+    const std::uint64_t chunk = phases[t].units * unit_granules;
+    l.slots.push_back(at);
+    at += (phases[t].length - 1) * chunk;
+    if (t + 1 < reduce_phases) {
+      l.result.push_back(at);
+      at += chunk;
+    }
+  }
+  l.end = at;
+  return l;
+}
+
+std::uint64_t total_scratch_granules(const CollectivePlan& plan, const ici::Topology& topology) {
+  if (!plan.reduces() || plan.axes.empty()) return 0;
+  std::uint64_t at = 0;
+  const std::uint64_t ug = plan.unit_bytes / kGranule;
+  for (std::size_t p = 0; p < plan.parts; ++p) {
+    const auto phases = phases_of(plan, topology, p);
+    for (std::size_t d = 0; d < plan.directions; ++d) at = scratch_layout(phases, ug, at).end;
+  }
+  return at;
+}
+
+}  // namespace
+
+std::uint64_t CollectivePlan::rank(const ici::Coords& coords) const {
+  std::uint64_t r = 0;
+  for (std::size_t a : axes) r += coords[a] * rank_stride[a];
+  return r;
+}
+
+CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& topology) {
+  CollectivePlan plan;
+  if (spec.op == "all-gather") {
+    plan.op = Op::kAllGather;
+  } else if (spec.op == "reduce-scatter") {
+    plan.op = Op::kReduceScatter;
+  } else if (spec.op == "all-reduce") {
+    plan.op = Op::kAllReduce;
+  } else if (spec.op == "all-to-all") {
+    plan.op = Op::kAllToAll;
+  } else {
+    throw std::invalid_argument(fmt::format(
+        "collective: unknown op '{}' (all-gather, reduce-scatter, all-reduce, all-to-all)", spec.op));
+  }
+  if (spec.algorithm != "ring" && spec.algorithm != "bidir-ring" && spec.algorithm != "multi-axis") {
+    throw std::invalid_argument(
+        fmt::format("collective: unknown algorithm '{}' (ring, bidir-ring, multi-axis)", spec.algorithm));
+  }
+  if (spec.dtype != "f32" && spec.dtype != "bf16") {
+    throw std::invalid_argument(fmt::format("collective: unknown dtype '{}' (f32, bf16)", spec.dtype));
+  }
+  plan.bf16 = spec.dtype == "bf16";
+  if (spec.axes.empty()) throw std::invalid_argument("collective: no participating axes given");
+  plan.rank_stride.assign(ici::kMaxAxes, 0);
+  std::uint64_t n = 1;
+  for (std::size_t i = 0; i < spec.axes.size(); ++i) {
+    const std::size_t a = spec.axes[i];
+    if (a >= topology.axis_count()) {
+      throw std::invalid_argument(fmt::format("collective: axis {} is not an axis of topology {} ({} axes)",
+                                              a < ici::kMaxAxes ? std::string(1, ici::axis_name(a)) : std::to_string(a),
+                                              topology.shape(), topology.axis_count()));
+    }
+    if (std::find(spec.axes.begin(), spec.axes.begin() + static_cast<std::ptrdiff_t>(i), a) !=
+        spec.axes.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw std::invalid_argument(fmt::format("collective: axis {} is listed twice", ici::axis_name(a)));
+    }
+    if (topology.length(a) == 1) continue;
+    plan.rank_stride[a] = n;
+    n *= topology.length(a);
+    plan.axes.push_back(a);
+  }
+  plan.group_size = n;
+  plan.bytes = spec.bytes;
+  plan.piece_bytes = spec.piece_bytes;
+  const std::string what = describe(spec, topology, n);
+  if (spec.bytes == 0) throw std::invalid_argument(fmt::format("{}: bytes must be positive", what));
+  if (plan.op == Op::kAllToAll) {
+    plan.parts = 1;
+    plan.directions = 1;
+    const std::uint64_t multiple = kGranule * n * n;
+    if (spec.bytes % multiple != 0) {
+      throw std::invalid_argument(
+          fmt::format("{}: bytes {} must be a multiple of {} (N^2 = {} blocks of whole 32-byte granules)", what,
+                      spec.bytes, multiple, n * n));
+    }
+    plan.chunk_bytes = spec.bytes / n;
+    plan.unit_bytes = spec.bytes / (n * n);
+  } else {
+    plan.parts = spec.algorithm == "multi-axis" ? std::max<std::size_t>(plan.axes.size(), 1) : 1;
+    plan.directions = spec.algorithm == "ring" ? 1 : 2;
+    const std::uint64_t multiple = kGranule * n * plan.parts * plan.directions;
+    if (spec.bytes % multiple != 0) {
+      throw std::invalid_argument(fmt::format(
+          "{}: bytes {} must be a multiple of {} ({} chips x {} part{} x {} direction{} x 32-byte granules)", what,
+          spec.bytes, multiple, n, plan.parts, plan.parts == 1 ? "" : "s", plan.directions,
+          plan.directions == 1 ? "" : "s"));
+    }
+    plan.chunk_bytes = spec.bytes / n;
+    plan.unit_bytes = plan.chunk_bytes / (plan.parts * plan.directions);
+  }
+  if (spec.bytes / kGranule >= (1ULL << 31)) {
+    throw std::invalid_argument(fmt::format("{}: bytes {} is too large (sync-flag counts of granules must stay "
+                                            "below 2^31)",
+                                            what, spec.bytes));
+  }
+  if (spec.piece_bytes != 0 && plan.op != Op::kAllToAll &&
+      (spec.piece_bytes % kGranule != 0 || plan.unit_bytes % spec.piece_bytes != 0)) {
+    throw std::invalid_argument(
+        fmt::format("{}: piece_bytes {} must be a multiple of 32 that divides the unit of {} bytes (V / (N x parts "
+                    "x directions))",
+                    what, spec.piece_bytes, plan.unit_bytes));
+  }
+  for (std::size_t p = 0; p < plan.parts; ++p) {
+    std::vector<std::size_t> order;
+    for (std::size_t i = 0; i < plan.axes.size(); ++i) order.push_back(plan.axes[(p + i) % plan.axes.size()]);
+    plan.orders.push_back(order);
+  }
+  return plan;
+}
+
+CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topology& topology) {
+  const CollectivePlan plan = plan_collective(spec, topology);
+  CollectiveShapes s;
+  s.group_size = plan.group_size;
+  switch (plan.op) {
+    case Op::kAllGather:
+      s.input_bytes = plan.chunk_bytes;
+      s.output_bytes = plan.bytes;
+      break;
+    case Op::kReduceScatter:
+      s.input_bytes = plan.bytes;
+      s.output_bytes = plan.chunk_bytes;
+      break;
+    case Op::kAllReduce:
+      s.input_bytes = plan.bytes;
+      s.output_bytes = plan.bytes;
+      break;
+    case Op::kAllToAll:
+      s.input_bytes = plan.chunk_bytes;
+      s.output_bytes = plan.chunk_bytes;
+      break;
+  }
+  s.scratch_bytes = total_scratch_granules(plan, topology) * kGranule;
+  return s;
+}
+
+CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::Topology& topology,
+                                        const ChipConfig& chip) {
+  const CollectivePlan plan = plan_collective(spec, topology);
+  CollectivePrediction p;
+  const double v = static_cast<double>(plan.bytes);
+  const double w_one = chip.ici.link_bandwidth;
+  const double w = 2 * w_one;
+  const double n = static_cast<double>(plan.group_size);
+  const double k = static_cast<double>(plan.axes.size());
+  std::uint64_t hops = 0;
+  std::uint32_t max_len = 1;
+  std::string lengths;
+  std::string unwrapped;
+  for (std::size_t a : plan.axes) {
+    const std::uint32_t l = topology.length(a);
+    hops += spec.algorithm == "ring" && plan.op != Op::kAllToAll ? l - 1 : l / 2;
+    max_len = std::max(max_len, l);
+    lengths += fmt::format("{}{} = {}", lengths.empty() ? "" : ", ", ici::axis_name(a), l);
+    if (!topology.wraps(a) && l > 2) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
+  }
+  std::string bw;
+  std::string lat = "T_min*sum(floor(L/2))";
+  if (plan.op == Op::kAllToAll) {
+    p.bandwidth_seconds = v * max_len / (4 * n * w);
+    bw = "V*max(L)/(4*N*W)";
+  } else {
+    const double factor = plan.op == Op::kAllReduce ? 2 : 1;
+    const std::string f = plan.op == Op::kAllReduce ? "2V" : "V";
+    if (spec.algorithm == "ring") {
+      p.bandwidth_seconds = factor * v / w_one * (n - 1) / n;
+      bw = f + "/W_oneway*(N-1)/N";
+      lat = "T_min*sum(L-1)";
+    } else if (spec.algorithm == "bidir-ring") {
+      p.bandwidth_seconds = factor * v / w;
+      bw = f + "/W";
+    } else {
+      p.bandwidth_seconds = factor * v / (w * k);
+      bw = f + "/(W*N_axes)";
+    }
+    if (plan.op == Op::kAllReduce) {
+      hops *= 2;
+      lat = "2*" + lat;
+    }
+  }
+  if (plan.axes.empty()) p.bandwidth_seconds = 0;
+  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(hops);
+  p.seconds = p.bandwidth_seconds + p.latency_seconds;
+  p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s, T_min = {:g} s, {}", spec.op,
+                          spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
+                          lengths.empty() ? "no axis longer than 1" : lengths);
+  if (!unwrapped.empty()) {
+    p.formula += fmt::format("; {} without wraparound: predicted as if wrapped (the book: about twice as long)",
+                             unwrapped);
+  }
+  return p;
+}
+
+namespace {
+
+// The generator: a fixed register plan (see `Regs`), one sflag allocation and,
+// for reductions, two VMEM allocations of double-buffered pieces per stream.
+class CollectiveGen {
+ public:
+  CollectiveGen(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip)
+      : spec_(spec), topo_(topology), chip_(chip), plan_(plan_collective(spec, topology)), w_(chip) {
+    if (plan_.op != Op::kAllToAll && !plan_.axes.empty()) {
+      for (std::size_t p = 0; p < plan_.parts; ++p) {
+        const auto phases = phases_of(plan_, topo_, p);
+        for (std::size_t d = 0; d < plan_.directions; ++d) streams_.push_back(Stream{p, d, phases, {}, {}});
+      }
+      if (streams_.size() > kMaxStreams) throw std::logic_error("collective: more streams than registers planned");
+      ug_ = plan_.unit_bytes / kGranule;
+      std::uint64_t at = 0;
+      for (Stream& st : streams_) {
+        st.scratch = scratch_layout(st.phases, ug_, at);
+        at = st.scratch.end;
+        for (std::size_t t = 0; t < st.phases.size(); ++t) {
+          const std::uint32_t steps = st.phases[t].length - (st.phases[t].reduce ? 0 : 1);
+          for (std::uint32_t s = 0; s < steps; ++s) st.jobs.push_back({t, s});
+        }
+      }
+      for (const Stream& st : streams_) {
+        arrive_base_.push_back(arrive_flags_);
+        arrive_flags_ += st.jobs.size();
+      }
+      choose_piece();
+    }
+    if (flag_count() > chip_.sflag.count) {
+      throw std::invalid_argument(fmt::format("{}: needs {} sync flags, {} has {} (sflag.count)",
+                                              describe(spec_, topo_, plan_.group_size), flag_count(), chip_.name,
+                                              chip_.sflag.count));
+    }
+  }
+
+  std::string run() {
+    header();
+    prologue();
+    if (plan_.axes.empty()) {
+      local_copy_program();
+    } else if (plan_.op == Op::kAllToAll) {
+      all_to_all();
+    } else {
+      rings();
+    }
+    w_.label("done");
+    w_.bundle({});
+    return w_.text();
+  }
+
+ private:
+  struct Job {
+    std::size_t phase;
+    std::uint32_t step;
+  };
+  struct Stream {
+    std::size_t part;
+    std::size_t dir;
+    std::vector<Phase> phases;
+    std::vector<Job> jobs;
+    ScratchLayout scratch;
+  };
+
+  // Register plan. s0..s2 operands (512-byte units); s3..s5 the same in
+  // granules; s6 chip id; s7..s9 coordinates x, y, z; s10 this chip's chunk in
+  // the output (granules); s11 piece counter i, s12 piece in unit q, s13
+  // granule offset of piece i; s14 VMEM row offset and s16 flag offset of
+  // buffer i % 2 (s15); s17..s23 temporaries; per stream k: s24+3k successor
+  // chip, s25+3k chunk pointer, s26+3k fastest varying digit; s42..s44 the add
+  // loop. p0..p4 shared, p5 stream guards, p6..p8 temporaries.
+  static std::string coord(std::size_t axis) { return fmt::format("s{}", 7 + axis); }
+  static std::string succ(std::size_t k) { return fmt::format("s{}", 24 + 3 * k); }
+  static std::string ptr(std::size_t k) { return fmt::format("s{}", 25 + 3 * k); }
+  static std::string digit(std::size_t k) { return fmt::format("s{}", 26 + 3 * k); }
+
+  // Allocation ids.
+  static constexpr int kAllocA = 0, kAllocB = 1, kFlags = 2;
+
+  // Queues an op; the registers it reads and writes are read off its text
+  // (%s.., %p.., %v.., %vm..; the destination is what precedes " = ").
+  void emit(SlotClass slot, const std::string& text) {
+    std::vector<std::string> reads;
+    std::vector<std::string> writes;
+    const auto eq = text.find(" = ");
+    const bool reg_dest = eq != std::string::npos && text.size() > 1 && text[0] == '%' &&
+                          std::isalpha(static_cast<unsigned char>(text[1]));
+    auto scan = [&](std::size_t from, std::size_t to, std::vector<std::string>& out) {
+      for (std::size_t i = from; i < to; ++i) {
+        if (text[i] != '%' || i + 1 >= to || !std::isalpha(static_cast<unsigned char>(text[i + 1]))) continue;
+        std::size_t e = i + 1;
+        while (e < to && std::isalnum(static_cast<unsigned char>(text[e]))) ++e;
+        out.push_back(text.substr(i + 1, e - i - 1));
+        i = e - 1;
+      }
+    };
+    if (reg_dest) {
+      scan(0, eq, writes);
+      scan(eq, text.size(), reads);
+    } else {
+      scan(0, text.size(), reads);
+    }
+    w_.op(slot, text, std::move(reads), std::move(writes));
+  }
+  std::string token() { return fmt::format("%{}", token_++); }
+  void branch(const std::string& guard, const std::string& target) {
+    emit(S::kBranch, fmt::format("{} = sbr.rel ({}) target = {}", token(), guard, target));
+    w_.flush();
+  }
+  std::string label(const std::string& stem) { return fmt::format("{}_{}", stem, label_++); }
+  static std::string flag(std::uint64_t index) {
+    return index == 0 ? fmt::format("[#allocation{}]", kFlags) : fmt::format("[#allocation{} + $0x{:x}]", kFlags, index);
+  }
+  // A wait goes in a bundle after every op queued so far: one sharing the
+  // bundle of the DMA it waits for could never be satisfied.
+  void wait(const std::string& flag_operand, std::uint64_t amount, bool consume = true) {
+    w_.flush();
+    emit(S::kSync, fmt::format("{} = dma.done.wait {}, {}", token(), flag_operand, amount));
+    if (consume) emit(S::kSync, fmt::format("{} = vsyncadd {}, {}", token(), flag_operand, imm(-static_cast<std::int64_t>(amount))));
+  }
+  void sel(const std::string& dst, const std::string& pred, const std::string& on_true, const std::string& on_false) {
+    emit(S::kSalu, fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/{}, /*on_false=*/{}", dst, pred,
+                               on_true, on_false));
+  }
+  void add_imm(const std::string& dst, const std::string& src, std::int64_t v) {
+    emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, {}", dst, src, imm(v)));
+  }
+
+  // Flag indices: arrivals per (stream, job) (one flag per ring step, so only
+  // transfers of one kind and size share a flag), then per stream the sends
+  // from HBM, the loads and the two VMEM buffers, then the local copy.
+  std::uint64_t f_arrive(std::size_t k, std::size_t job) const { return arrive_base_[k] + job; }
+  std::uint64_t f_hbm_send(std::size_t k) const { return arrive_flags_ + k; }
+  std::uint64_t f_load(std::size_t k) const { return arrive_flags_ + streams_.size() + k; }
+  std::uint64_t f_buffer(std::size_t k, std::size_t b) const {
+    return arrive_flags_ + (2 + b) * streams_.size() + k;
+  }
+  std::uint64_t f_copy() const { return arrive_flags_ + 4 * streams_.size(); }
+  std::uint64_t flag_count() const { return plan_.op == Op::kAllToAll ? 3 : f_copy() + 1; }
+
+  std::uint64_t unit_offset(const Stream& st) const { return (st.part * plan_.directions + st.dir) * ug_; }
+  std::uint64_t q_granules() const { return plan_.chunk_bytes / kGranule; }
+  std::int64_t sign(const Stream& st) const { return st.dir == 0 ? 1 : -1; }
+
+  // Piece size: the given one, or about a quarter of a unit, at most 1 MiB,
+  // always dividing the unit. All-gather pieces are at least 4 KiB. A
+  // reduction piece waits for its HBM -> VMEM loads before it is added and
+  // sent, so its pieces must be long enough on the link to cover that:
+  // P / B >= 1.5 (HBM latency + 0.1 us per stream) + 2 S P / HBM bandwidth
+  // (S streams loading two operands each per piece). Reduction buffers
+  // (2 x 2 per stream) take at most half of VMEM.
+  void choose_piece() {
+    const std::uint64_t u = plan_.unit_bytes;
+    const std::uint64_t g = u / kGranule;
+    const auto streams = static_cast<double>(streams_.size());
+    auto vmem_bytes = [&](std::uint64_t piece) {
+      return 4 * streams_.size() * ceil_div(piece, kGroupBytes) * kGroupBytes;
+    };
+    auto fits = [&](std::uint64_t piece) { return !plan_.reduces() || vmem_bytes(piece) <= chip_.vmem.size_bytes / 2; };
+    if (plan_.piece_bytes != 0) {
+      piece_ = plan_.piece_bytes;
+      if (!fits(piece_)) {
+        throw std::invalid_argument(fmt::format(
+            "{}: piece_bytes {} needs {} bytes of VMEM buffers ({} streams x 4 pieces), more than half of {}'s {}",
+            describe(spec_, topo_, plan_.group_size), piece_, vmem_bytes(piece_), streams_.size(), chip_.name,
+            chip_.vmem.size_bytes));
+      }
+    } else {
+      constexpr std::uint64_t kMax = 1 << 20;
+      std::uint64_t least = 4096;
+      if (plan_.reduces()) {
+        const double per_byte = 1 / chip_.ici.link_bandwidth - 2 * streams / chip_.hbm.bandwidth;
+        const double cover = 1.5 * (chip_.hbm.latency_s + 1e-7 * streams);
+        least = per_byte <= 0 ? kMax
+                              : std::min(kMax, ceil_div(static_cast<std::uint64_t>(cover / per_byte), kGroupBytes) *
+                                                   kGroupBytes);
+      }
+      const std::uint64_t target = std::min(std::max(u / 4, least), kMax);
+      std::uint64_t d = ceil_div(u, target);
+      while (g % d != 0 || !fits(u / d)) ++d;
+      piece_ = u / d;
+    }
+    pg_ = piece_ / kGranule;
+    pieces_per_unit_ = ug_ / pg_;
+    rows_pad_ = ceil_div(piece_, kGroupBytes) * kGroupRows;
+  }
+
+  void header() {
+    const std::string dt = plan_.bf16 ? "bf16" : "f32";
+    const std::uint64_t el = plan_.bf16 ? 2 : 4;
+    const CollectiveShapes shapes = collective_shapes(spec_, topo_);
+    w_.raw(fmt::format("// Generated by tpuemu (programs/collectives.cpp) for {}: {} {} {} of {} bytes over {} of {}",
+                       chip_.name, spec_.op, spec_.algorithm, dt, plan_.bytes, axes_text(spec_.axes),
+                       topo_.shape()));
+    w_.raw(fmt::format("// ({} chips per group). Contract and schedule: programs/collectives.hpp.", plan_.group_size));
+    if (!streams_.empty()) {
+      w_.raw(fmt::format("// {} stream{} ({} part{} x {} direction{}), units of {} bytes, pieces of {} bytes.",
+                         streams_.size(), streams_.size() == 1 ? "" : "s", plan_.parts, plan_.parts == 1 ? "" : "s",
+                         plan_.directions, plan_.directions == 1 ? "" : "s", plan_.unit_bytes, piece_));
+    }
+    if (plan_.reduces() && !streams_.empty()) {
+      const std::uint64_t bytes = streams_.size() * 2 * rows_pad_ * kRowBytes;
+      w_.raw(fmt::format(
+          "#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'received partial sums (stream x buffer)']",
+          kAllocA, bytes / 4, bytes));
+      w_.raw(fmt::format(
+          "#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'local operand (stream x buffer)']",
+          kAllocB, bytes / 4, bytes));
+    }
+    w_.raw(fmt::format("#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'sync flags']", kFlags,
+                       flag_count(), flag_count() * 4));
+    std::vector<std::string> bind = {
+        fmt::format("%s0 = inlined_call_operand.hbm [shape: {}[{}], index: 0, kind: input, shape index: {{}}]", dt,
+                    shapes.input_bytes / el),
+        fmt::format("%s1 = inlined_call_operand.hbm [shape: {}[{}], index: 1, kind: output, shape index: {{}}]", dt,
+                    shapes.output_bytes / el)};
+    if (shapes.scratch_bytes != 0) {
+      bind.push_back(
+          fmt::format("%s2 = inlined_call_operand.hbm [shape: f32[{}], index: 2, kind: output, shape index: {{}}]",
+                      shapes.scratch_bytes / 4));
+    }
+    w_.bundle(bind, "operand bindings (2: scratch)");
+  }
+
+  // Core check, topology check, identity, base addresses, buffer credits.
+  void prologue() {
+    emit(S::kSalu, "%s17 = sid.core");
+    emit(S::kSalu, "%p0 = scmp.ne.s32.totalorder %s17, 0");
+    branch("%p0", "done");
+    static constexpr const char* kDimOps[] = {"sid.dim_x", "sid.dim_y", "sid.dim_z"};
+    static constexpr const char* kCoordOps[] = {"sid.x", "sid.y", "sid.z"};
+    for (std::size_t a = 0; a < topo_.axis_count(); ++a) {
+      emit(S::kSalu, fmt::format("%s18 = {}", kDimOps[a]));
+      emit(S::kSalu, fmt::format("%p3 = scmp.ne.s32.totalorder %s18, {}", topo_.length(a)));
+      emit(S::kMisc, fmt::format("{} = shalt.err (%p3)", token()));
+    }
+    emit(S::kSalu, "%s6 = sid.chip");
+    for (std::size_t a : plan_.axes) emit(S::kSalu, fmt::format("%{} = {}", coord(a), kCoordOps[a]));
+    emit(S::kSalu, "%s3 = sshll.u32 %s0, 4");
+    emit(S::kSalu, "%s4 = sshll.u32 %s1, 4");
+    if (plan_.reduces() && !streams_.empty()) emit(S::kSalu, "%s5 = sshll.u32 %s2, 4");
+    // s10: output + rank * Q, in granules.
+    emit(S::kSalu, "%s10 = sadd.s32 %s4, 0");
+    for (std::size_t a : plan_.axes) {
+      emit(S::kSalu, fmt::format("%s17 = smul.u32 %{}, {}", coord(a), plan_.rank_stride[a] * q_granules()));
+      emit(S::kSalu, "%s10 = sadd.s32 %s10, %s17");
+    }
+    if (plan_.reduces()) {
+      // A buffer's flag holds one piece when it is free (see part 1 of a piece).
+      for (std::size_t k = 0; k < streams_.size(); ++k) {
+        for (std::size_t b = 0; b < 2; ++b) emit(S::kSync, fmt::format("{} = vsyncadd {}, {}", token(), flag(f_buffer(k, b)), pg_));
+      }
+    }
+    w_.flush();
+  }
+
+  // Group of one chip: the output is the input.
+  void local_copy_program() {
+    const std::uint64_t granules = plan_.bytes / kGranule;
+    w_.comment("a group of one chip: copy the input to the output");
+    emit(S::kDma, fmt::format("{} = dma.hbm_to_hbm [thread:$0] /*src=*/%s3, /*size_in_granules=*/{}, /*dst=*/%s4, "
+                              "/*dst_syncflagno=*/{}",
+                              token(), granules, flag(0)));
+    wait(flag(0), granules);
+    w_.flush();
+  }
+
+  // ---------------------------------------------------------------- all-to-all
+  // Block r of the input to this chip's output, then block j (j = r+1, r+2,
+  // ... mod N) to rank j's output block r. The digits of j on the axes run as
+  // an odometer in s24.. (fastest listed axis first); s30 = j, s31 = the id
+  // of the group's rank-0 chip, s22 = this chip's output block.
+  void all_to_all() {
+    const std::uint64_t bg = plan_.unit_bytes / kGranule;
+    const std::uint64_t n = plan_.group_size;
+    const std::uint64_t f_send = 0, f_in = 1, f_local = 2;
+    w_.comment(fmt::format("all-to-all: {} blocks of {} bytes, one remote DMA each", n - 1, plan_.unit_bytes));
+    emit(S::kSalu, "%s30 = smov 0");
+    emit(S::kSalu, "%s31 = sadd.s32 %s6, 0");
+    for (std::size_t i = 0; i < plan_.axes.size(); ++i) {
+      const std::size_t a = plan_.axes[i];
+      const std::string d = fmt::format("s{}", 24 + i);
+      emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, 0", d, coord(a)));
+      emit(S::kSalu, fmt::format("%s17 = smul.u32 %{}, {}", coord(a), plan_.rank_stride[a]));
+      emit(S::kSalu, "%s30 = sadd.s32 %s30, %s17");
+      emit(S::kSalu, fmt::format("%s17 = smul.u32 %{}, {}", coord(a), topo_stride(a)));
+      emit(S::kSalu, "%s31 = ssub.s32 %s31, %s17");
+    }
+    emit(S::kSalu, fmt::format("%s17 = smul.u32 %s30, {}", bg));
+    emit(S::kSalu, "%s22 = sadd.s32 %s4, %s17");
+    emit(S::kSalu, "%s23 = sadd.s32 %s3, %s17");
+    emit(S::kDma, fmt::format("{} = dma.hbm_to_hbm [thread:$0] /*src=*/%s23, /*size_in_granules=*/{}, /*dst=*/%s22, "
+                              "/*dst_syncflagno=*/{}",
+                              token(), bg, flag(f_local)));
+    odometer_step();
+    emit(S::kSalu, "%s11 = smov 0");
+    const std::string loop = label("block");
+    w_.label(loop);
+    emit(S::kSalu, "%s18 = sadd.s32 %s31, 0");
+    for (std::size_t i = 0; i < plan_.axes.size(); ++i) {
+      emit(S::kSalu, fmt::format("%s17 = smul.u32 %s{}, {}", 24 + i, topo_stride(plan_.axes[i])));
+      emit(S::kSalu, "%s18 = sadd.s32 %s18, %s17");
+    }
+    emit(S::kSalu, fmt::format("%s19 = smul.u32 %s30, {}", bg));
+    emit(S::kSalu, "%s19 = sadd.s32 %s3, %s19");
+    emit(S::kDma, fmt::format("{} = dma.remote.hbm_to_hbm [thread:$0] /*src=*/%s19, /*size_in_granules=*/{}, "
+                              "/*chip=*/%s18, /*core=*/0, /*dst=*/%s22, /*src_syncflagno=*/{}, /*dst_syncflagno=*/{}",
+                              token(), bg, flag(f_send), flag(f_in)));
+    odometer_step();
+    emit(S::kSalu, "%s11 = sadd.s32 %s11, 1");
+    emit(S::kSalu, fmt::format("%p1 = scmp.lt.s32.totalorder %s11, {}", n - 1));
+    branch("%p1", loop);
+    w_.comment("wait for every block to arrive and leave");
+    wait(flag(f_in), (n - 1) * bg);
+    wait(flag(f_send), (n - 1) * bg);
+    wait(flag(f_local), bg);
+    w_.flush();
+  }
+
+  // j += 1 (mod N) with its digits in s24.. (mixed radix, first axis fastest).
+  void odometer_step() {
+    const std::size_t m = plan_.axes.size();
+    emit(S::kSalu, "%s24 = sadd.s32 %s24, 1");
+    emit(S::kSalu, fmt::format("%p6 = scmp.eq.s32.totalorder %s24, {}", topo_.length(plan_.axes[0])));
+    sel("s24", "p6", "0", "%s24");
+    for (std::size_t i = 1; i < m; ++i) {
+      const std::string d = fmt::format("s{}", 24 + i);
+      add_imm("s17", d, 1);
+      sel(d, "p6", "%s17", "%" + d);
+      emit(S::kSalu, fmt::format("%p6 = scmp.eq.s32.totalorder %{}, {}", d, topo_.length(plan_.axes[i])));
+      sel(d, "p6", "0", "%" + d);
+    }
+    emit(S::kSalu, "%s30 = sadd.s32 %s30, 1");
+    emit(S::kSalu, fmt::format("%p7 = scmp.eq.s32.totalorder %s30, {}", plan_.group_size));
+    sel("s30", "p7", "0", "%s30");
+  }
+
+  // Linear chip-id stride of a topology axis (x + X*(y + Y*z)).
+  std::uint64_t topo_stride(std::size_t axis) const {
+    std::uint64_t s = 1;
+    for (std::size_t a = 0; a < axis; ++a) s *= topo_.length(a);
+    return s;
+  }
+
+  // --------------------------------------------------------------------- rings
+  // Rounds: round u runs the u-th job (phase, step) of every stream, its pieces
+  // interleaved stream by stream in one loop (guards skip a stream whose job
+  // has fewer pieces, when axis lengths differ).
+  void rings() {
+    const bool all_gather = plan_.op == Op::kAllGather;
+    if (all_gather) {
+      w_.comment("this chip's chunk to its place in the output");
+      emit(S::kDma, fmt::format("{} = dma.hbm_to_hbm [thread:$0] /*src=*/%s3, /*size_in_granules=*/{}, /*dst=*/%s10, "
+                                "/*dst_syncflagno=*/{}",
+                                token(), q_granules(), flag(f_copy())));
+    }
+    std::size_t rounds = 0;
+    for (const Stream& st : streams_) rounds = std::max(rounds, st.jobs.size());
+    for (std::size_t u = 0; u < rounds; ++u) {
+      round(u);
+      // Later phases send from the output, this chip's chunk included.
+      if (all_gather && u == 0) wait(flag(f_copy()), q_granules());
+    }
+    w_.comment("wait for the last sends to leave; release the buffer credits");
+    for (std::size_t k = 0; k < streams_.size(); ++k) {
+      if (const std::uint64_t total = hbm_send_total(streams_[k]); total > 0) wait(flag(f_hbm_send(k)), total);
+      if (plan_.reduces()) {
+        for (std::size_t b = 0; b < 2; ++b) wait(flag(f_buffer(k, b)), pg_);
+      }
+    }
+    w_.flush();
+  }
+
+  // Granules a stream sends from HBM: every all-gather piece and the first
+  // step of every reduce phase.
+  std::uint64_t hbm_send_total(const Stream& st) const {
+    std::uint64_t total = 0;
+    for (const Job& j : st.jobs) {
+      const Phase& ph = st.phases[j.phase];
+      if (!ph.reduce || j.step == 0) total += ph.units * ug_;
+    }
+    return total;
+  }
+
+  std::uint64_t pieces(const Stream& st, const Job& j) const { return st.phases[j.phase].units * pieces_per_unit_; }
+  bool mixed_pointer(const Job& j, const Stream& st) const { return !st.phases[j.phase].reduce || j.phase == 0; }
+  bool from_input(const Job& j, const Stream& st) const {
+    return plan_.op == Op::kAllGather && j.phase == 0 && j.step == 0 && !st.phases[0].reduce;
+  }
+
+  void round(std::size_t u) {
+    std::vector<std::size_t> active;
+    std::uint64_t n_max = 0;
+    std::string what;
+    for (std::size_t k = 0; k < streams_.size(); ++k) {
+      if (u >= streams_[k].jobs.size()) continue;
+      active.push_back(k);
+      const Job& j = streams_[k].jobs[u];
+      const Phase& ph = streams_[k].phases[j.phase];
+      n_max = std::max(n_max, pieces(streams_[k], j));
+      what += fmt::format("{}stream {} ({}{}): {} {} step {}", what.empty() ? "" : "; ", k, streams_[k].part,
+                          streams_[k].dir == 0 ? "+" : "-", ph.reduce ? "reduce" : "gather", ici::axis_name(ph.axis),
+                          j.step);
+    }
+    w_.comment(fmt::format("=== round {}: {}", u, what));
+    for (std::size_t k : active) setup(k, streams_[k].jobs[u]);
+    emit(S::kSalu, "%s11 = smov 0");
+    emit(S::kSalu, "%s12 = smov 0");
+    emit(S::kSalu, "%s13 = smov 0");
+    const std::string loop = label("round");
+    w_.label(loop);
+    bool buffers = false;
+    for (std::size_t k : active) {
+      const Job& j = streams_[k].jobs[u];
+      buffers = buffers || (streams_[k].phases[j.phase].reduce && j.step > 0);
+    }
+    if (buffers) {
+      emit(S::kSalu, "%s15 = sand.u32 %s11, 1");
+      emit(S::kSalu, fmt::format("%s14 = smul.u32 %s15, {}", rows_pad_));
+      emit(S::kSalu, fmt::format("%s16 = smul.u32 %s15, {}", streams_.size()));
+    }
+    for (std::size_t k : active) guarded(k, u, n_max, [&] { piece_issue(k, u); });
+    for (std::size_t k : active) {
+      const Job& j = streams_[k].jobs[u];
+      if (streams_[k].phases[j.phase].reduce && j.step > 0) guarded(k, u, n_max, [&] { piece_reduce(k, u); });
+    }
+    // Next piece: q, the pointers, i.
+    if (pieces_per_unit_ > 1) emit(S::kSalu, fmt::format("%p2 = scmp.eq.s32.totalorder %s12, {}", pieces_per_unit_ - 1));
+    for (std::size_t k : active) {
+      const Job& j = streams_[k].jobs[u];
+      if (mixed_pointer(j, streams_[k])) advance(k, streams_[k].phases[j.phase]);
+    }
+    if (pieces_per_unit_ > 1) {
+      emit(S::kSalu, "%s17 = sadd.s32 %s12, 1");
+      sel("s12", "p2", "0", "%s17");
+    }
+    add_imm("s13", "s13", static_cast<std::int64_t>(pg_));
+    emit(S::kSalu, "%s11 = sadd.s32 %s11, 1");
+    if (n_max > 1) {
+      emit(S::kSalu, fmt::format("%p1 = scmp.lt.s32.totalorder %s11, {}", n_max));
+      branch("%p1", loop);
+    }
+    // Phase ends: an all-gather phase's last arrivals (not forwarded), a
+    // reduce phase's last stores (both buffers free).
+    for (std::size_t k : active) {
+      const Stream& st = streams_[k];
+      const Job& j = st.jobs[u];
+      if (u + 1 < st.jobs.size() && st.jobs[u + 1].phase == j.phase) continue;
+      const Phase& ph = st.phases[j.phase];
+      if (ph.reduce) {
+        for (std::size_t b = 0; b < 2; ++b) wait(flag(f_buffer(k, b)), pg_, false);
+      } else {
+        wait(flag(f_arrive(k, u)), ph.units * ug_);
+      }
+    }
+    w_.flush();
+  }
+
+  // Runs `body` for stream k only while i < its piece count.
+  template <class F>
+  void guarded(std::size_t k, std::size_t u, std::uint64_t n_max, F&& body) {
+    const std::uint64_t n = pieces(streams_[k], streams_[k].jobs[u]);
+    if (n == n_max) {
+      body();
+      return;
+    }
+    const std::string skip = label("skip");
+    emit(S::kSalu, fmt::format("%p5 = scmp.ge.s32.totalorder %s11, {}", n));
+    branch("%p5", skip);
+    body();
+    w_.label(skip);
+  }
+
+  // Before a round's loop: stream k's successor (at a phase's first step),
+  // chunk pointer and digit counter.
+  void setup(std::size_t k, const Job& j) {
+    const Stream& st = streams_[k];
+    const Phase& ph = st.phases[j.phase];
+    const std::int64_t l = ph.length;
+    const std::string c = coord(ph.axis);
+    if (j.step == 0) {
+      // Successor along the axis in this stream's direction (the ring closes over the ends).
+      const std::int64_t t = static_cast<std::int64_t>(topo_stride(ph.axis));
+      emit(S::kSalu, fmt::format("%p3 = scmp.eq.s32.totalorder %{}, {}", c, sign(st) > 0 ? l - 1 : 0));
+      sel("s17", "p3", imm(sign(st) > 0 ? -(l - 1) * t : (l - 1) * t), imm(sign(st) > 0 ? t : -t));
+      emit(S::kSalu, fmt::format("%{} = sadd.s32 %s6, %s17", succ(k)));
+    }
+    if (from_input(j, st)) {
+      emit(S::kSalu, fmt::format("%{} = sadd.s32 %s10, {}", ptr(k), unit_offset(st)));
+      return;
+    }
+    // The step's chunk index: c - sign*step (gather) or c - sign*(step+1) (reduce), mod L.
+    const std::int64_t back = ph.reduce ? j.step + 1 : j.step;
+    const std::int64_t add = ((-sign(st) * back) % l + l) % l;
+    std::string jr = c;
+    if (add != 0) {
+      add_imm("s17", c, add);
+      add_imm("s18", "s17", -l);
+      emit(S::kSalu, fmt::format("%p3 = scmp.ge.s32.totalorder %s17, {}", l));
+      sel("s17", "p3", "%s18", "%s17");
+      jr = "s17";
+    }
+    const std::string p = ptr(k);
+    if (ph.reduce && j.phase > 0) {
+      // The previous phase's result, block j (this phase's enumeration order).
+      emit(S::kSalu, fmt::format("%{} = smul.u32 %{}, {}", p, jr, ph.units * ug_));
+      emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s5", p));
+      add_imm(p, p, static_cast<std::int64_t>(st.scratch.result[j.phase - 1]));
+      return;
+    }
+    // By rank: base + (sum of own digits on the fixed axes + j on the phase's axis) * Q + unit offset.
+    emit(S::kSalu, fmt::format("%{} = smul.u32 %{}, {}", p, jr, plan_.rank_stride[ph.axis] * q_granules()));
+    emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %{1}", p, ph.reduce ? "s3" : "s4"));
+    for (std::size_t a : plan_.axes) {
+      if (a == ph.axis || std::find(ph.varying.begin(), ph.varying.end(), a) != ph.varying.end()) continue;
+      emit(S::kSalu, fmt::format("%s19 = smul.u32 %{}, {}", coord(a), plan_.rank_stride[a] * q_granules()));
+      emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s19", p));
+    }
+    if (unit_offset(st) != 0) add_imm(p, p, static_cast<std::int64_t>(unit_offset(st)));
+    if (ph.varying.size() == 2) emit(S::kSalu, fmt::format("%{} = smov 0", digit(k)));
+  }
+
+  // Moves stream k's rank-addressed pointer to its next piece: +1 piece within
+  // a unit, else to the next unit of the enumeration (p2: the piece was the
+  // unit's last).
+  void advance(std::size_t k, const Phase& ph) {
+    const std::string p = ptr(k);
+    const std::int64_t pg = static_cast<std::int64_t>(pg_);
+    const std::int64_t back = static_cast<std::int64_t>(pieces_per_unit_ - 1) * pg;
+    const bool multi = pieces_per_unit_ > 1;
+    if (ph.varying.empty()) {
+      add_imm(p, p, pg);
+      return;
+    }
+    const std::int64_t s0 = static_cast<std::int64_t>(plan_.rank_stride[ph.varying[0]] * q_granules());
+    const std::int64_t j1 = s0 - back;
+    if (ph.varying.size() == 1) {
+      if (!multi) {
+        add_imm(p, p, j1);
+      } else {
+        sel("s17", "p2", imm(j1), imm(pg));
+        emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s17", p));
+      }
+      return;
+    }
+    const std::int64_t l0 = topo_.length(ph.varying[0]);
+    const std::int64_t s1 = static_cast<std::int64_t>(plan_.rank_stride[ph.varying[1]] * q_granules());
+    const std::int64_t j2 = s1 - (l0 - 1) * s0 - back;
+    const std::string d = digit(k);
+    emit(S::kSalu, fmt::format("%p6 = scmp.eq.s32.totalorder %{}, {}", d, l0 - 1));
+    if (!multi) {
+      sel("s17", "p6", imm(j2), imm(j1));
+      emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s17", p));
+      add_imm(d, d, 1);
+      sel(d, "p6", "0", "%" + d);
+      return;
+    }
+    emit(S::kSalu, "%p7 = pnand %p2, %p6");  // p7: not the last unit of a digit cycle
+    sel("s17", "p7", imm(j1), imm(j2));
+    sel("s17", "p2", "%s17", imm(pg));
+    emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s17", p));
+    add_imm("s18", d, 1);
+    sel(d, "p2", "%s18", "%" + d);
+    sel(d, "p7", "%" + d, "0");
+  }
+
+  // Scratch + s13 + offset, into `dst`.
+  void scratch_address(const std::string& dst, std::uint64_t offset) {
+    emit(S::kSalu, fmt::format("%{} = sadd.s32 %s5, %s13", dst));
+    if (offset != 0) add_imm(dst, dst, static_cast<std::int64_t>(offset));
+  }
+  // The local operand of reduce job j: the rank-addressed input pointer
+  // (phase 0) or the previous result block + s13.
+  void local_address(std::size_t k, const Job& j, const std::string& dst) {
+    if (j.phase == 0) {
+      emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, 0", dst, ptr(k)));
+    } else {
+      emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, %s13", dst, ptr(k)));
+    }
+  }
+  std::uint64_t vmem_row_offset(std::size_t k) const { return k * 2 * rows_pad_; }
+  std::string vmem_sym(int alloc, std::size_t k) const {
+    const std::uint64_t off = vmem_row_offset(k);
+    return off == 0 ? fmt::format("[#allocation{}]", alloc) : fmt::format("[#allocation{} + $0x{:x}]", alloc, off);
+  }
+
+  // Part 1 of piece i of stream k: a gather forwards it (after its arrival);
+  // a reduce step 0 sends the local piece; a later reduce step waits for the
+  // partial sum and a free buffer and loads both operands into VMEM.
+  void piece_issue(std::size_t k, std::size_t u) {
+    const Stream& st = streams_[k];
+    const Job& j = st.jobs[u];
+    const Phase& ph = st.phases[j.phase];
+    const std::string arrive = flag(f_arrive(k, u));
+    const std::string arrived = j.step > 0 ? flag(f_arrive(k, u - 1)) : "";
+    if (!ph.reduce) {
+      if (j.step > 0) wait(arrived, pg_);
+      std::string src = "%" + ptr(k);
+      if (from_input(j, st)) {
+        emit(S::kSalu, "%s19 = sadd.s32 %s3, %s13");
+        if (unit_offset(st) != 0) add_imm("s19", "s19", static_cast<std::int64_t>(unit_offset(st)));
+        src = "%s19";
+      }
+      remote_dma("hbm_to_hbm", src, k, "%" + ptr(k), flag(f_hbm_send(k)), arrive);
+      return;
+    }
+    const std::uint64_t chunk = ph.units * ug_;
+    if (j.step == 0) {
+      local_address(k, j, "s19");
+      scratch_address("s20", st.scratch.slots[j.phase]);
+      remote_dma("hbm_to_hbm", "%s19", k, "%s20", flag(f_hbm_send(k)), arrive);
+      return;
+    }
+    wait(arrived, pg_);
+    emit(S::kSalu, fmt::format("%s17 = scalar_lea.sflag {}, %s16", flag(f_buffer(k, 0))));
+    wait("%s17", pg_);
+    emit(S::kSalu, fmt::format("%s18 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocA, k)));
+    emit(S::kSalu, "%s18 = sshll.u32 %s18, 4");
+    scratch_address("s19", st.scratch.slots[j.phase] + (j.step - 1) * chunk);
+    emit(S::kDma, fmt::format("{} = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s19, /*size_in_granules=*/{}, /*vmem=*/%s18, "
+                              "/*dst_syncflagno=*/{}",
+                              token(), pg_, flag(f_load(k))));
+    emit(S::kSalu, fmt::format("%s20 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocB, k)));
+    emit(S::kSalu, "%s20 = sshll.u32 %s20, 4");
+    local_address(k, j, "s21");
+    emit(S::kDma, fmt::format("{} = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s21, /*size_in_granules=*/{}, /*vmem=*/%s20, "
+                              "/*dst_syncflagno=*/{}",
+                              token(), pg_, flag(f_load(k))));
+  }
+
+  // Part 2 of a reduce piece (step >= 1): add the local operand into the
+  // partial sum in VMEM, then send it on, or store the phase's result.
+  void piece_reduce(std::size_t k, std::size_t u) {
+    const Stream& st = streams_[k];
+    const Job& j = st.jobs[u];
+    const Phase& ph = st.phases[j.phase];
+    wait(flag(f_load(k)), 2 * pg_);
+    add_loop(k);
+    emit(S::kSalu, fmt::format("%s17 = scalar_lea.sflag {}, %s16", flag(f_buffer(k, 0))));
+    emit(S::kSalu, fmt::format("%s18 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocA, k)));
+    emit(S::kSalu, "%s18 = sshll.u32 %s18, 4");
+    const std::uint64_t chunk = ph.units * ug_;
+    if (j.step + 1 < ph.length) {
+      scratch_address("s19", st.scratch.slots[j.phase] + j.step * chunk);
+      remote_dma("vmem_to_hbm", "%s18", k, "%s19", "%s17", flag(f_arrive(k, u)));
+      return;
+    }
+    if (j.phase + 1 < st.scratch.slots.size()) {
+      scratch_address("s19", st.scratch.result[j.phase]);
+    } else {
+      // The chunk is complete: to the output (this chip's chunk of it for all-reduce).
+      emit(S::kSalu, fmt::format("%s19 = sadd.s32 %{}, %s13", plan_.op == Op::kAllReduce ? "s10" : "s4"));
+      if (unit_offset(st) != 0) add_imm("s19", "s19", static_cast<std::int64_t>(unit_offset(st)));
+    }
+    emit(S::kDma, fmt::format("{} = dma.vmem_to_hbm [thread:$0] /*vmem=*/%s18, /*size_in_granules=*/{}, /*hbm=*/%s19, "
+                              "/*dst_syncflagno=*/%s17",
+                              token(), pg_));
+  }
+
+  void remote_dma(const std::string& kind, const std::string& src, std::size_t k, const std::string& dst,
+                  const std::string& src_flag, const std::string& dst_flag) {
+    emit(S::kDma, fmt::format("{} = dma.remote.{} [thread:$0] /*src=*/{}, /*size_in_granules=*/{}, /*chip=*/%{}, "
+                              "/*core=*/0, /*dst=*/{}, /*src_syncflagno=*/{}, /*dst_syncflagno=*/{}",
+                              token(), kind, src, pg_, succ(k), dst, src_flag, dst_flag));
+  }
+
+  // A += B over stream k's current buffers, 4 vregs (16 KiB) per iteration;
+  // bf16 is widened, added in f32 and rounded back (vpack's first operand is
+  // the high half, so the positions round-trip).
+  void add_loop(std::size_t k) {
+    emit(S::kSalu, fmt::format("%s42 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocA, k)));
+    emit(S::kSalu, fmt::format("%s43 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocB, k)));
+    emit(S::kSalu, fmt::format("%s44 = smov {}", rows_pad_ / kGroupRows));
+    const std::string loop = label("add");
+    w_.label(loop);
+    for (int g = 0; g < 4; ++g) {
+      emit(S::kLoad, fmt::format("%v{} = vld [vmem:[%s42 + $0x{:x}] sm:$0xff]", 2 * g, 8 * g));
+      emit(S::kLoad, fmt::format("%v{} = vld [vmem:[%s43 + $0x{:x}] sm:$0xff]", 2 * g + 1, 8 * g));
+    }
+    for (int g = 0; g < 4; ++g) {
+      if (plan_.bf16) {
+        const int b = 12 + 4 * g;
+        emit(S::kValu, fmt::format("%v{} = vunpack.c.l.bf16 %v{}", b, 2 * g));
+        emit(S::kValu, fmt::format("%v{} = vunpack.c.h.bf16 %v{}", b + 1, 2 * g));
+        emit(S::kValu, fmt::format("%v{} = vunpack.c.l.bf16 %v{}", b + 2, 2 * g + 1));
+        emit(S::kValu, fmt::format("%v{} = vunpack.c.h.bf16 %v{}", b + 3, 2 * g + 1));
+        emit(S::kValu, fmt::format("%v{0} = vadd.f32 %v{0}, %v{1}", b, b + 2));
+        emit(S::kValu, fmt::format("%v{0} = vadd.f32 %v{0}, %v{1}", b + 1, b + 3));
+        emit(S::kValu, fmt::format("%v{} = vpack.c.bf16 %v{}, %v{}", 8 + g, b + 1, b));
+      } else {
+        emit(S::kValu, fmt::format("%v{} = vadd.f32 %v{}, %v{}", 8 + g, 2 * g, 2 * g + 1));
+      }
+    }
+    for (int g = 0; g < 4; ++g) {
+      emit(S::kStore, fmt::format("{} = vst [vmem:[%s42 + $0x{:x}] sm:$0xff] /*vst_source=*/%v{}", token(), 8 * g, 8 + g));
+    }
+    add_imm("s42", "s42", kGroupRows);
+    add_imm("s43", "s43", kGroupRows);
+    emit(S::kSalu, "%s44 = ssub.s32 %s44, 1");
+    emit(S::kSalu, "%p4 = scmp.gt.s32.totalorder %s44, 0");
+    branch("%p4", loop);
+  }
+
+  const CollectiveSpec& spec_;
+  const ici::Topology& topo_;
+  const ChipConfig& chip_;
+  CollectivePlan plan_;
+  LloWriter w_;
+  std::vector<Stream> streams_;
+  std::vector<std::uint64_t> arrive_base_;
+  std::uint64_t arrive_flags_ = 0;
+  std::uint64_t ug_ = 0;               // unit, granules
+  std::uint64_t piece_ = 0;            // bytes
+  std::uint64_t pg_ = 0;               // piece, granules
+  std::uint64_t pieces_per_unit_ = 0;  // Pu
+  std::uint64_t rows_pad_ = 0;         // VMEM rows of one buffer (whole add-loop iterations)
+  std::uint32_t token_ = 100;
+  int label_ = 0;
+};
+
+}  // namespace
+
+std::string generate_collective(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {
+  CollectiveGen gen(spec, topology, chip);
+  return gen.run();
+}
+
+}  // namespace tpuemu::programs

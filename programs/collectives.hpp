@@ -1,0 +1,143 @@
+// Collectives on a pod: one SPMD LLO program per collective (all-gather,
+// reduce-scatter, all-reduce, all-to-all) over some torus axes, the book's
+// time prediction, and the sizes the runtime must bind.
+//
+// Groups and ranks. The participating axes, in the order listed, have lengths
+// L_0, L_1, ...; N = L_0 * L_1 * ... Chips that agree on every other
+// coordinate form one group; every group runs the same collective on its own.
+// A chip's group rank is the mixed-radix number of its coordinates on the
+// participating axes, the first listed axis fastest: r = c_0 + L_0*(c_1 +
+// L_1*c_2). The array of V bytes is N chunks of Q = V/N bytes, chunk r at byte
+// r*Q; sizes (nccl-tests convention):
+//   all-gather      input Q (this chip's chunk)      output V (chunk r from rank r)
+//   reduce-scatter  input V                          output Q (sum over the group of chunk r)
+//   all-reduce      input V                          output V (sum over the group)
+//   all-to-all      input Q = N blocks of V/N^2      output Q: block i <- block r of rank i
+//
+// Algorithms (axes of length 1 take no part; with none left the program copies
+// input to output):
+//   ring        one stream (direction +) per axis in turn;
+//   bidir-ring  each chunk split in two halves, half 0 going + and half 1 going
+//               - round every ring (both directions of every link busy);
+//   multi-axis  each chunk split into K parts (K = participating axes), each
+//               in two halves; part p runs the bidir-ring collective over the
+//               axes in the order rotated to start at listed axis p, all parts
+//               concurrently (the book's V / (W * K)).
+// A stream is (part p, direction d); unit (r, p, d) is the bytes
+// [r*Q + (p*D + d)*u, +u) with D directions and u = Q / (K*D). A stream moves
+// only its own units. Axis order of part p: O_p = (a_p, a_p+1, ..., a_p-1);
+// reduce-scatter and all-gather go through O_p; all-reduce is the
+// reduce-scatter through O_p followed by the all-gather through O_p reversed.
+// On an axis without wraparound the ring's last hop is routed back over the
+// whole axis (the book's "about twice as long"). all-to-all is the same
+// program for every algorithm: a direct remote DMA of every block to its
+// destination, in the order of destination rank r+1, r+2, ... (mod N), the
+// routes doing the rest.
+//
+// Ring steps on an axis of L chips, chip coordinate c, direction sign s_d
+// (+1, -1), chunks indexed by the digit on that axis:
+//   reduce-scatter step k = 0..L-2: send the partial sum of chunk c - s_d*(k+1);
+//     the chunk received at step k is added to the local one and sent on at
+//     step k+1; after step L-2 chunk c is complete (summation order:
+//     programs/collective_reference.hpp).
+//   all-gather step k = 0..L-2: send chunk c - s_d*k (own chunk first), receive
+//     chunk c - s_d*(k+1).
+// Pipelining: every step moves its chunk as pieces of piece_bytes; a piece is
+// forwarded as soon as its predecessor piece has arrived, so the links stay
+// busy. Received partial sums land in an HBM scratch slot per step (never
+// reused: no back-pressure), are staged into VMEM with the local operand
+// (double-buffered per stream), added on the VPU and sent on from VMEM.
+//
+// Program contract (what the pod runtime provides):
+//   * operands: index 0 input, 1 output, 2 HBM scratch of scratch_bytes
+//     (reduce-scatter and all-reduce only; contents ignored), each at the
+//     same HBM address on every chip;
+//   * sync flags start at 0; the program leaves them at 0;
+//   * equal-sized DMAs of one kind from one core to one destination arrive in
+//     the order they were issued: a ring step's pieces share one arrival flag,
+//     awaited piece by piece as counts (every step has its own flag);
+//   * core 0 of each chip does the work; other cores go straight to the end;
+//     the program halts with an error (shalt.err) if sid.dim_* differ from the
+//     topology it was generated for.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/chip_config.hpp"
+#include "ici/topology.hpp"
+
+namespace tpuemu::programs {
+
+struct CollectiveSpec {
+  std::string op;                 // "all-gather" | "reduce-scatter" | "all-reduce" | "all-to-all"
+  std::string algorithm;          // "ring" | "bidir-ring" | "multi-axis"
+  std::string dtype;              // "f32" | "bf16"
+  std::uint64_t bytes = 0;        // V
+  std::vector<std::size_t> axes;  // participating axes (0 = x, 1 = y, 2 = z), distinct
+  std::uint64_t piece_bytes = 0;  // 0: the generator picks
+};
+
+// The validated spec, shared by the generator and the host reference.
+struct CollectivePlan {
+  enum class Op { kAllGather, kReduceScatter, kAllReduce, kAllToAll };
+  Op op = Op::kAllGather;
+  bool bf16 = false;
+  std::uint64_t bytes = 0;         // V
+  std::vector<std::size_t> axes;   // participating axes of length > 1, as listed
+  std::uint64_t group_size = 1;    // N
+  std::uint64_t chunk_bytes = 0;   // Q = V / N
+  std::uint64_t parts = 1;         // K
+  std::uint64_t directions = 1;    // D
+  std::uint64_t unit_bytes = 0;    // u = Q / (K * D); all-to-all: a block, V / N^2
+  std::uint64_t piece_bytes = 0;   // as given (0: the generator picks)
+  std::vector<std::vector<std::size_t>> orders;  // O_p per part, topology axis ids
+  std::vector<std::uint64_t> rank_stride;        // per topology axis; 0 if not participating
+
+  [[nodiscard]] bool reduces() const { return op == Op::kReduceScatter || op == Op::kAllReduce; }
+  // Group rank of a chip (coordinates on the participating axes).
+  [[nodiscard]] std::uint64_t rank(const ici::Coords& coords) const;
+};
+
+// Throws std::invalid_argument as collective_shapes does.
+CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& topology);
+
+struct CollectiveShapes {
+  std::uint64_t input_bytes = 0;
+  std::uint64_t output_bytes = 0;
+  std::uint64_t scratch_bytes = 0;  // 0: the program binds no scratch operand
+  std::uint64_t group_size = 0;     // N
+};
+
+// Throws std::invalid_argument naming the problem: unknown op, algorithm or
+// dtype; no axes, a repeated axis or one the topology lacks; V = 0 or V not a
+// multiple of 32 bytes per unit (N * K * D * 32; all-to-all: 32 * N^2); a
+// piece_bytes that is not a multiple of 32 dividing the unit u.
+CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topology& topology);
+
+// The LLO program. Throws std::invalid_argument as collective_shapes does, and
+// when the VMEM buffers of an explicit piece_bytes do not fit the chip.
+std::string generate_collective(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip);
+
+// The book's prediction ("How to Scale Your Model", facts.md): bandwidth term
+// + latency term. W = 2 x chip.ici.link_bandwidth (both directions of an
+// axis); X = N (axes in turn) or the axis length.
+//   bidir-ring  all-gather, reduce-scatter V/W; all-reduce 2V/W
+//   ring        all-gather, reduce-scatter V/(W/2) * (N-1)/N; all-reduce twice that
+//   multi-axis  the bidir-ring terms divided by K
+//   all-to-all  V * max(L_i) / (4 * N * W) (1-D: V / (4W))
+// Latency: T_min = chip.ici.hop_latency per hop; floor(L_i/2) hops per axis
+// (ring: L_i - 1), summed over the axes, twice for all-reduce. An axis without
+// wraparound is predicted as if it wrapped (the book: about twice as long);
+// `formula` says so.
+struct CollectivePrediction {
+  double seconds = 0;
+  double bandwidth_seconds = 0;
+  double latency_seconds = 0;
+  std::string formula;
+};
+CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::Topology& topology,
+                                        const ChipConfig& chip);
+
+}  // namespace tpuemu::programs

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Timing acceptance of the pod model (issue 6), v5e unless noted, --no-data:
+#  1. all-gather along the 16 axis of an 8x16 slice: >= 90% of the one-way
+#     link bandwidth per link in use for arrays >= 10 MB, and a latency floor
+#     (at least floor(16/2) hops of 1 us) for a 64 KiB array;
+#  2. on a wrapped 16-chip axis at 64 MiB, all four collectives within 10% of
+#     the book's V/W, V/W, 2V/W, V/(4W);
+#  3. without wraparound, all-gather and all-reduce take at least 1.6x as long;
+#  4. (FULL=1) a 16x16 all-reduce of 256 MiB within 10% of 2V/W, and a v5p
+#     4x4x4 all-reduce.
+# Usage: collective_acceptance.sh TPUEMU WORKDIR [FULL]
+set -euo pipefail
+tpuemu=$1 work=$2 full=${3:-0}
+mkdir -p "$work" && cd "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+values() { grep -o "\"$2\": *-\?[0-9.eE+-]*" "$1" | sed 's/.*: *//'; }  # every row's KEY, in order
+
+"$tpuemu" collective --op all-gather --chip v5e --topology 8x16 --axes y --sizes 64K,16M,64M --no-data --json ag.json
+mapfile -t link < <(values ag.json link_fraction)
+mapfile -t secs < <(values ag.json seconds)
+awk -v f="${link[1]}" 'BEGIN { exit !(f >= 0.90) }' || fail "all-gather 16 MiB: ${link[1]} of the link bandwidth < 0.90"
+awk -v f="${link[2]}" 'BEGIN { exit !(f >= 0.90) }' || fail "all-gather 64 MiB: ${link[2]} of the link bandwidth < 0.90"
+awk -v s="${secs[0]}" 'BEGIN { exit !(s >= 8e-6) }' || fail "all-gather 64 KiB: ${secs[0]} s is below the 8-hop latency floor"
+
+for op in all-gather reduce-scatter all-reduce all-to-all; do
+  "$tpuemu" collective --op $op --chip v5e --topology 16 --sizes 64M --no-data --json "wrap_$op.json"
+  r=$(values "wrap_$op.json" measured_over_predicted)
+  awk -v r="$r" 'BEGIN { exit !(r >= 0.9 && r <= 1.1) }' || fail "$op 64 MiB on a wrapped 16 axis: measured/predicted = $r"
+done
+for op in all-gather all-reduce; do
+  "$tpuemu" collective --op $op --chip v5e --topology 16 --no-wrap --sizes 64M --no-data --json "nowrap_$op.json"
+  a=$(values "wrap_$op.json" seconds) b=$(values "nowrap_$op.json" seconds)
+  awk -v a="$a" -v b="$b" 'BEGIN { exit !(b >= 1.6 * a) }' || fail "$op without wraparound: $b s is not ~2x $a s"
+done
+
+if [ "$full" = 1 ]; then
+  "$tpuemu" collective --op all-reduce --chip v5e --topology 16x16 --sizes 256M --no-data --json ar16x16.json
+  r=$(values ar16x16.json measured_over_predicted)
+  awk -v r="$r" 'BEGIN { exit !(r >= 0.9 && r <= 1.1) }' || fail "16x16 all-reduce 256 MiB: measured/predicted = $r"
+  "$tpuemu" collective --op all-reduce --chip v5p --topology 4x4x4 --sizes 64M --no-data --json v5p.json
+fi
+echo PASS

@@ -1,0 +1,418 @@
+// Collective program generators (programs/collectives.hpp) and their host
+// reference (programs/collective_reference.hpp), plain C++: sizes and errors,
+// every generated program assembles and fits its chip, the reference against
+// independent expectations, the book's predictions.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/numerics.hpp"
+#include "isa/assembler.hpp"
+#include "isa/checker.hpp"
+#include "programs/collective_reference.hpp"
+#include "programs/collectives.hpp"
+#include "tests/test_support.hpp"
+
+using namespace tpuemu;
+using namespace tpuemu::programs;
+using Catch::Contains;
+
+namespace {
+
+using test::preset;
+
+ici::Topology topo(const std::string& chip, const std::string& shape) {
+  return ici::make_topology(ici::TopologyRequest{shape, std::nullopt, false}, preset(chip));
+}
+
+CollectiveSpec spec(std::string op, std::string algorithm, std::string dtype, std::uint64_t bytes,
+                    std::vector<std::size_t> axes, std::uint64_t piece = 0) {
+  return CollectiveSpec{std::move(op), std::move(algorithm), std::move(dtype), bytes, std::move(axes), piece};
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "<no exception>";
+}
+
+// Chip inputs filled by value(chip, element index) as f32 or bf16.
+template <class F>
+std::vector<std::vector<std::uint8_t>> inputs_of(const ici::Topology& t, std::uint64_t bytes, bool bf16, F&& value) {
+  std::vector<std::vector<std::uint8_t>> in(t.chip_count(), std::vector<std::uint8_t>(bytes));
+  for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
+    for (std::uint64_t e = 0; e < bytes / (bf16 ? 2 : 4); ++e) {
+      const float v = value(c, e);
+      if (bf16) {
+        const std::uint16_t b = f32_to_bf16_bits(v);
+        std::memcpy(in[c].data() + 2 * e, &b, 2);
+      } else {
+        std::memcpy(in[c].data() + 4 * e, &v, 4);
+      }
+    }
+  }
+  return in;
+}
+
+float element(const std::vector<std::uint8_t>& bytes, std::uint64_t e, bool bf16) {
+  if (bf16) {
+    std::uint16_t b = 0;
+    std::memcpy(&b, bytes.data() + 2 * e, 2);
+    return bf16_bits_to_f32(b);
+  }
+  float v = 0;
+  std::memcpy(&v, bytes.data() + 4 * e, 4);
+  return v;
+}
+
+// Group rank of a chip and the chip of a rank in its group (first listed axis fastest).
+std::uint64_t rank_of(const ici::Topology& t, const std::vector<std::size_t>& axes, std::uint32_t chip) {
+  const ici::Coords c = t.coords(ChipId(chip));
+  std::uint64_t r = 0, stride = 1;
+  for (std::size_t a : axes) {
+    r += c[a] * stride;
+    stride *= t.length(a);
+  }
+  return r;
+}
+std::uint32_t chip_of(const ici::Topology& t, const std::vector<std::size_t>& axes, std::uint32_t member,
+                      std::uint64_t rank) {
+  ici::Coords c = t.coords(ChipId(member));
+  for (std::size_t a : axes) {
+    c[a] = static_cast<std::uint32_t>(rank % t.length(a));
+    rank /= t.length(a);
+  }
+  return t.linear_id(c).value();
+}
+
+}  // namespace
+
+TEST_CASE("collectives: sizes per op and algorithm", "[collectives]") {
+  struct Row {
+    const char* chip;
+    const char* shape;
+    CollectiveSpec spec;
+    CollectiveShapes want;
+  };
+  const std::uint64_t v = 1 << 20;
+  const std::vector<Row> rows = {
+      {"v5e", "4", spec("all-gather", "ring", "f32", v, {0}), {v / 4, v, 0, 4}},
+      {"v5e", "4", spec("reduce-scatter", "ring", "f32", v, {0}), {v, v / 4, 3 * v / 4, 4}},
+      // Two streams of 3 slots of V/8 each.
+      {"v5e", "4", spec("all-reduce", "bidir-ring", "bf16", v, {0}), {v, v, 3 * v / 4, 4}},
+      {"v5e", "4", spec("all-to-all", "ring", "f32", v, {0}), {v / 4, v / 4, 0, 4}},
+      {"v5e", "8x16", spec("all-gather", "bidir-ring", "f32", v, {1}), {v / 16, v, 0, 16}},
+      // Units of V/32; part 0 (x then y): 4 + 4 + 3 units, part 1 (y then x): 6 + 2 + 1, two directions each.
+      {"v5e", "2x4", spec("reduce-scatter", "multi-axis", "f32", v, {0, 1}), {v, v / 8, 40 * v / 32, 8}},
+      // Axes of length 1 take no part.
+      {"v5p", "4x4x1", spec("all-gather", "multi-axis", "f32", v, {0, 2}), {v / 4, v, 0, 4}},
+      // Ring over y then x of 2x4: reduce through y (3 slots of 2 units + a 2-unit result), then x (1 slot).
+      {"v5e", "2x4", spec("all-reduce", "ring", "f32", v, {1, 0}), {v, v, 9 * v / 8, 8}},
+  };
+  for (const Row& r : rows) {
+    INFO(r.spec.op << " " << r.spec.algorithm << " on " << r.shape);
+    const CollectiveShapes s = collective_shapes(r.spec, topo(r.chip, r.shape));
+    CHECK(s.input_bytes == r.want.input_bytes);
+    CHECK(s.output_bytes == r.want.output_bytes);
+    CHECK(s.group_size == r.want.group_size);
+    CHECK(s.scratch_bytes == r.want.scratch_bytes);
+  }
+}
+
+TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]") {
+  const ici::Topology t = topo("v5e", "8x16");
+  struct Row {
+    CollectiveSpec spec;
+    const char* message;
+  };
+  const std::vector<Row> rows = {
+      {spec("all-sum", "ring", "f32", 1024, {1}), "unknown op 'all-sum'"},
+      {spec("all-gather", "tree", "f32", 1024, {1}), "unknown algorithm 'tree' (ring, bidir-ring, multi-axis)"},
+      {spec("all-gather", "ring", "f16", 1024, {1}), "unknown dtype 'f16' (f32, bf16)"},
+      {spec("all-gather", "ring", "f32", 1024, {}), "no participating axes"},
+      {spec("all-gather", "ring", "f32", 1024, {1, 1}), "axis y is listed twice"},
+      {spec("all-gather", "ring", "f32", 1024, {2}), "axis z is not an axis of topology 8x16 (2 axes)"},
+      {spec("all-gather", "ring", "f32", 0, {1}), "all-gather ring over y of 8x16 (16 chips per group): bytes must be positive"},
+      {spec("all-reduce", "bidir-ring", "f32", 1000, {1}),
+       "all-reduce bidir-ring over y of 8x16 (16 chips per group): bytes 1000 must be a multiple of 1024 (16 chips x 1 "
+       "part x 2 directions x 32-byte granules)"},
+      {spec("reduce-scatter", "multi-axis", "bf16", 4096, {0, 1}),
+       "bytes 4096 must be a multiple of 16384 (128 chips x 2 parts x 2 directions x 32-byte granules)"},
+      {spec("all-to-all", "ring", "f32", 1 << 12, {1}), "bytes 4096 must be a multiple of 8192 (N^2 = 256 blocks"},
+      {spec("all-gather", "ring", "f32", 1 << 20, {1}, 3000),
+       "piece_bytes 3000 must be a multiple of 32 that divides the unit of 65536 bytes"},
+      {spec("all-gather", "ring", "f32", 1 << 20, {1}, 1 << 17), "piece_bytes 131072 must be a multiple of 32"},
+  };
+  for (const Row& r : rows) {
+    INFO(r.message);
+    CHECK_THAT(error_of([&] { collective_shapes(r.spec, t); }), Contains(r.message));
+    CHECK_THAT(error_of([&] { generate_collective(r.spec, t, preset("v5e")); }), Contains(r.message));
+  }
+  // Pieces whose VMEM buffers do not fit: 2 streams x 4 x 32 MiB on v5e's 128 MiB.
+  CHECK_THAT(error_of([&] {
+               generate_collective(spec("all-reduce", "bidir-ring", "f32", 1ULL << 30, {1}, 32 << 20), t, preset("v5e"));
+             }),
+             Contains("piece_bytes 33554432 needs 268435456 bytes of VMEM buffers (2 streams x 4 pieces)"));
+}
+
+TEST_CASE("collectives: every generated program assembles and fits its chip", "[collectives]") {
+  struct Where {
+    const char* chip;
+    const char* shape;
+    std::vector<std::size_t> axes;
+  };
+  const std::vector<Where> places = {
+      {"v5e", "4", {0}},          {"v5e", "2x4", {0, 1}},       {"v5e", "2x4", {1, 0}}, {"v5e", "2x4", {1}},
+      {"v5e", "8x16", {1}},       {"v5p", "4x4x4", {0, 1, 2}}, {"v5p", "4x4x4", {2}},  {"v4p", "4x4x4", {2, 0, 1}},
+      {"v5e", "1x4", {0, 1}},
+  };
+  const std::vector<std::string> ops = {"all-gather", "reduce-scatter", "all-reduce", "all-to-all"};
+  const std::vector<std::string> algorithms = {"ring", "bidir-ring", "multi-axis"};
+  std::size_t programs = 0;
+  for (const Where& where : places) {
+    const ici::Topology t = topo(where.chip, where.shape);
+    const ChipConfig chip = preset(where.chip);
+    for (const std::string& op : ops) {
+      for (const std::string& algorithm : algorithms) {
+        for (const std::string dtype : {"f32", "bf16"}) {
+          if (dtype == "bf16" && (op == "all-gather" || op == "all-to-all")) continue;
+          // 3 MiB divides evenly for every case here; 1 KiB pieces divide its units.
+          for (const std::uint64_t piece : {std::uint64_t{0}, std::uint64_t{1024}}) {
+            const CollectiveSpec s = spec(op, algorithm, dtype, 3 << 20, where.axes, piece);
+            INFO(op << " " << algorithm << " " << dtype << " on " << where.chip << " " << where.shape << " piece "
+                    << piece);
+            if (piece != 0 && op == "all-to-all") continue;
+            const std::string text = generate_collective(s, t, chip);
+            const isa::Program program = isa::assemble(text, "collective.llo");
+            const isa::CheckResult check = isa::check_program(program, chip);
+            std::string problems;
+            for (const auto& d : check.violations) problems += isa::format_diagnostic(d) + "\n";
+            INFO(problems);
+            CHECK(check.violations.empty());
+            CHECK(program.bundles.size() < 20000);
+            ++programs;
+          }
+        }
+      }
+    }
+  }
+  CHECK(programs > 100);
+}
+
+TEST_CASE("collectives: large arrays keep programs small (loops over pieces)", "[collectives]") {
+  const ici::Topology t = topo("v5e", "16x16");
+  const ChipConfig chip = preset("v5e");
+  for (const std::string op : {"all-gather", "all-reduce", "all-to-all"}) {
+    INFO(op);
+    const std::string text = generate_collective(spec(op, "multi-axis", "f32", 1ULL << 30, {0, 1}), t, chip);
+    const isa::Program program = isa::assemble(text, "collective.llo");
+    CHECK(isa::check_program(program, chip).violations.empty());
+    CHECK(program.bundles.size() < 40000);
+  }
+}
+
+TEST_CASE("collectives: the program's identity, operands and remote DMAs", "[collectives]") {
+  const std::string text =
+      generate_collective(spec("all-reduce", "bidir-ring", "f32", 1 << 20, {1}), topo("v5e", "8x16"), preset("v5e"));
+  CHECK_THAT(text, Contains("inlined_call_operand.hbm [shape: f32[262144], index: 0, kind: input"));
+  CHECK_THAT(text, Contains("inlined_call_operand.hbm [shape: f32[262144], index: 1, kind: output"));
+  CHECK_THAT(text, Contains("index: 2, kind: output"));
+  CHECK_THAT(text, Contains("sid.core"));
+  CHECK_THAT(text, Contains("sid.dim_y"));
+  CHECK_THAT(text, Contains("shalt.err"));
+  CHECK_THAT(text, Contains("dma.remote.hbm_to_hbm"));
+  CHECK_THAT(text, Contains("dma.remote.vmem_to_hbm"));
+  CHECK_THAT(text, Contains("vadd.f32"));
+  const std::string bf16 =
+      generate_collective(spec("reduce-scatter", "ring", "bf16", 1 << 20, {1}), topo("v5e", "8x16"), preset("v5e"));
+  CHECK_THAT(bf16, Contains("vpack.c.bf16"));
+  CHECK_THAT(bf16, Contains("shape: bf16[524288], index: 0"));
+  const std::string gather =
+      generate_collective(spec("all-gather", "ring", "f32", 1 << 20, {1}), topo("v5e", "8x16"), preset("v5e"));
+  CHECK_THAT(gather, !Contains("index: 2"));
+  CHECK_THAT(gather, !Contains("vadd"));
+}
+
+TEST_CASE("collectives: reference all-gather and all-to-all move data exactly", "[collectives]") {
+  const ici::Topology t = topo("v5e", "2x4");
+  for (const std::vector<std::size_t>& axes : {std::vector<std::size_t>{1}, std::vector<std::size_t>{1, 0}}) {
+    const CollectiveSpec ag = spec("all-gather", "bidir-ring", "f32", 8192, axes);
+    const CollectiveShapes s = collective_shapes(ag, t);
+    const auto in = inputs_of(t, s.input_bytes, false, [](std::uint32_t c, std::uint64_t e) { return c * 1000.0f + e; });
+    const auto out = collective_reference(ag, t, in);
+    for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
+      const std::uint64_t per = s.input_bytes / 4;
+      for (std::uint64_t r = 0; r < s.group_size; ++r) {
+        const std::uint32_t from = chip_of(t, axes, c, r);
+        for (std::uint64_t e = 0; e < per; ++e) REQUIRE(element(out[c], r * per + e, false) == from * 1000.0f + e);
+      }
+    }
+    const CollectiveSpec a2a = spec("all-to-all", "ring", "f32", 8192 * s.group_size, axes);
+    const CollectiveShapes sa = collective_shapes(a2a, t);
+    const auto ina = inputs_of(t, sa.input_bytes, false, [](std::uint32_t c, std::uint64_t e) { return c * 1e5f + e; });
+    const auto outa = collective_reference(a2a, t, ina);
+    const std::uint64_t block = sa.input_bytes / 4 / s.group_size;
+    for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
+      const std::uint64_t me = rank_of(t, axes, c);
+      for (std::uint64_t i = 0; i < s.group_size; ++i) {
+        const std::uint32_t from = chip_of(t, axes, c, i);
+        for (std::uint64_t e = 0; e < block; ++e) {
+          REQUIRE(element(outa[c], i * block + e, false) == from * 1e5f + static_cast<float>(me * block + e));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("collectives: reference sums of small integers are exact for every algorithm", "[collectives]") {
+  struct Where {
+    const char* chip;
+    const char* shape;
+    std::vector<std::size_t> axes;
+    std::uint64_t bytes;
+  };
+  const std::vector<Where> places = {
+      {"v5e", "2x4", {0, 1}, 4096}, {"v5e", "2x4", {1}, 4096}, {"v5p", "4x4x4", {1, 2, 0}, 12288}};
+  for (const Where& w : places) {
+    const ici::Topology t = topo(w.chip, w.shape);
+    for (const std::string op : {"reduce-scatter", "all-reduce"}) {
+      for (const std::string algorithm : {"ring", "bidir-ring", "multi-axis"}) {
+        for (const std::string dtype : {"f32", "bf16"}) {
+          INFO(op << " " << algorithm << " " << dtype << " on " << w.shape);
+          const bool bf16 = dtype == "bf16";
+          const CollectiveSpec s = spec(op, algorithm, dtype, w.bytes, w.axes);
+          const CollectiveShapes sh = collective_shapes(s, t);
+          // Sums stay below 256, exact in bf16 too.
+          auto value = [](std::uint32_t c, std::uint64_t e) { return static_cast<float>((c + e) % 4); };
+          const auto out = collective_reference(s, t, inputs_of(t, sh.input_bytes, bf16, value));
+          const std::uint64_t elements = sh.input_bytes / (bf16 ? 2 : 4);
+          const std::uint64_t q = elements / sh.group_size;
+          std::uint64_t wrong = 0;
+          for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
+            std::vector<float> sum(elements, 0.0f);
+            for (std::uint64_t r = 0; r < sh.group_size; ++r) {
+              const std::uint32_t from = chip_of(t, w.axes, c, r);
+              for (std::uint64_t e = 0; e < elements; ++e) sum[e] += value(from, e);
+            }
+            const std::uint64_t first = op == "reduce-scatter" ? rank_of(t, w.axes, c) * q : 0;
+            for (std::uint64_t e = 0; e < sh.output_bytes / (bf16 ? 2 : 4); ++e) {
+              wrong += element(out[c], e, bf16) != sum[first + e] ? 1 : 0;
+            }
+          }
+          CHECK(wrong == 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("collectives: reference rounds at every ring step in ring order", "[collectives]") {
+  // Ring of 4 (direction +): chunk j is summed x_{j+1}, x_{j+2}, x_{j+3}, x_j; with
+  // x = (big, 1, 1, 1) chunk 0 is ((1+1)+1)+big, chunk 3 ((big+1)+1)+1. In bf16 with
+  // big = 256 (steps of 2): 3 + 256 = 259 rounds to 260 (tie to even), 256 + 1 to 256.
+  const ici::Topology t = topo("v5e", "4");
+  auto x = [](float big) { return [big](std::uint32_t c, std::uint64_t) { return c == 0 ? big : 1.0f; }; };
+  struct Row {
+    std::string dtype, algorithm;
+    float big;
+    std::vector<float> plus, minus;  // per chunk, direction + (half 0) and - (half 1)
+  };
+  const float f = 16777216.0f;  // 2^24: f32 steps of 2 above it
+  const std::vector<Row> rows = {
+      {"bf16", "ring", 256, {260, 260, 256, 256}, {}},
+      {"bf16", "bidir-ring", 256, {260, 260, 256, 256}, {260, 256, 256, 260}},
+      {"f32", "ring", f, {f + 4, f + 4, f, f}, {}},
+      {"f32", "bidir-ring", f, {f + 4, f + 4, f, f}, {f + 4, f, f, f + 4}},
+  };
+  for (const Row& r : rows) {
+    for (const std::string op : {"reduce-scatter", "all-reduce"}) {
+      INFO(op << " " << r.algorithm << " " << r.dtype);
+      const bool bf16 = r.dtype == "bf16";
+      const CollectiveSpec s = spec(op, r.algorithm, r.dtype, 1024, {0});
+      const auto out = collective_reference(s, t, inputs_of(t, 1024, bf16, x(r.big)));
+      const std::uint64_t q = 1024 / 4 / (bf16 ? 2 : 4);
+      const std::uint64_t half = r.minus.empty() ? q : q / 2;
+      for (std::uint32_t c = 0; c < 4; ++c) {
+        for (std::uint64_t chunk = 0; chunk < 4; ++chunk) {
+          if (op == "reduce-scatter" && chunk != c) continue;
+          const std::uint64_t base = op == "reduce-scatter" ? 0 : chunk * q;
+          for (std::uint64_t e = 0; e < q; ++e) {
+            const float want = e < half ? r.plus[chunk] : r.minus[chunk];
+            REQUIRE(element(out[c], base + e, bf16) == want);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("collectives: multi-axis reference reduces axis by axis in rotated order", "[collectives]") {
+  // 2x2, axes x,y: part 0 reduces over x then y, part 1 over y then x. Chip (1,0)
+  // holds big, the others 1. In bf16 (big = 256), part 0 direction + for chunk 0:
+  // x first: (chip 1 + chip 0) on row y=0 -> 256 + 1 = 257 -> 256; row y=1: 2;
+  // then y: 2 + 256 = 258. Part 1 (y first): column x=0: 1 + 1 = 2, column x=1:
+  // 1 + 256 = 257 -> 256; then x: 256 + 2 = 258.
+  const ici::Topology t = topo("v5e", "2x2");
+  const CollectiveSpec s = spec("all-reduce", "multi-axis", "bf16", 4 * 4 * 32, {0, 1});
+  const auto in = inputs_of(t, 512, true, [](std::uint32_t c, std::uint64_t) { return c == 1 ? 256.0f : 1.0f; });
+  const auto out = collective_reference(s, t, in);
+  for (std::uint32_t c = 0; c < 4; ++c) {
+    for (std::uint64_t e = 0; e < 256; ++e) REQUIRE(element(out[c], e, true) == 258.0f);
+  }
+  // The ring algorithm reduces over x then y too (one stream, part 0's order).
+  const auto ring = collective_reference(spec("all-reduce", "ring", "bf16", 512, {0, 1}), t, in);
+  CHECK(element(ring[0], 0, true) == 258.0f);
+}
+
+TEST_CASE("collectives: reference refuses inputs of the wrong count or size", "[collectives]") {
+  const ici::Topology t = topo("v5e", "4");
+  const CollectiveSpec s = spec("all-gather", "ring", "f32", 1024, {0});
+  CHECK_THAT(error_of([&] { collective_reference(s, t, std::vector<std::vector<std::uint8_t>>(3)); }),
+             Contains("3 inputs for 4 chips"));
+  CHECK_THAT(error_of([&] { collective_reference(s, t, std::vector<std::vector<std::uint8_t>>(4, std::vector<std::uint8_t>(100))); }),
+             Contains("input of chip 0 has 100 bytes, expected 256"));
+}
+
+TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]") {
+  const ChipConfig v5e = preset("v5e");
+  const double w = 2 * 4.5e10;
+  const double v = 64.0 * (1 << 20);
+  const ici::Topology t = topo("v5e", "8x16");
+  struct Row {
+    std::string op, algorithm;
+    double bandwidth, hops;
+    const char* formula;
+  };
+  const std::vector<Row> rows = {
+      {"all-gather", "bidir-ring", v / w, 8, "all-gather bidir-ring: V/W + T_min*sum(floor(L/2))"},
+      {"reduce-scatter", "bidir-ring", v / w, 8, "V/W"},
+      {"all-reduce", "bidir-ring", 2 * v / w, 16, "2V/W + 2*T_min*sum(floor(L/2))"},
+      {"all-gather", "ring", v / 4.5e10 * 15 / 16, 15, "V/W_oneway*(N-1)/N + T_min*sum(L-1)"},
+      {"all-reduce", "ring", 2 * v / 4.5e10 * 15 / 16, 30, "2V/W_oneway*(N-1)/N"},
+      {"all-to-all", "bidir-ring", v / (4 * w), 8, "V*max(L)/(4*N*W)"},
+  };
+  for (const Row& r : rows) {
+    INFO(r.op << " " << r.algorithm);
+    const CollectivePrediction p = predict_collective(spec(r.op, r.algorithm, "f32", 1 << 26, {1}), t, v5e);
+    CHECK(p.bandwidth_seconds == Approx(r.bandwidth));
+    CHECK(p.latency_seconds == Approx(r.hops * 1e-6));
+    CHECK(p.seconds == Approx(r.bandwidth + r.hops * 1e-6));
+    CHECK_THAT(p.formula, Contains(r.formula));
+  }
+  // Multi-axis on 16x16: the bidir terms over 2 axes; latency over both axes.
+  const CollectivePrediction m =
+      predict_collective(spec("all-reduce", "multi-axis", "f32", 1 << 26, {0, 1}), topo("v5e", "16x16"), v5e);
+  CHECK(m.bandwidth_seconds == Approx(2 * v / (2 * w)));
+  CHECK(m.latency_seconds == Approx(32e-6));
+  // The x axis of 8x16 has no wraparound: said in the formula.
+  const CollectivePrediction x = predict_collective(spec("all-gather", "bidir-ring", "f32", 1 << 26, {0}), t, v5e);
+  CHECK_THAT(x.formula, Contains("x without wraparound: predicted as if wrapped"));
+  CHECK(x.bandwidth_seconds == Approx(v / w));
+}
