@@ -23,6 +23,15 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, std
   }
 }
 
+void ChipModule::attach_tracer(Tracer& tracer, const std::string& process_name) {
+  tracer.name_process(shared.chip_id, process_name);
+  for (auto& core : cores) core->attach_tracer(&tracer);
+  const std::uint32_t id = shared.chip_id;
+  shared.hbm_port.on_chunk = [&tracer, id](double begin, double end, std::uint64_t bytes) {
+    tracer.add_bytes(id, "HBM bandwidth", begin, end, static_cast<double>(bytes));
+  };
+}
+
 sc_core::sc_time ChipModule::time_of(std::uint64_t cycle) const {
   return sc_core::sc_time(std::round(static_cast<double>(cycle) * 1e12 / chip_.clock_hz), sc_core::SC_PS);
 }
@@ -57,7 +66,7 @@ void ChipModule::core_thread(std::size_t index) {
       if (step + 1 == programs_.size() && !fault) core.drain();
       step_ends[index].push_back({core.cycle(), core.stats()});
     }
-  } catch (const LocatedFault& f) {
+  } catch (const std::exception& f) {  // LocatedFault, TraceOverflow
     if (!fault) fault = f.what();
     if (shared.fabric != nullptr) sc_core::sc_stop();  // a pod stops at its first fault
   }

@@ -40,6 +40,9 @@ class ChipModule : public sc_core::sc_module {
   // and the events that wake them (notified by the pod on every delivery).
   std::vector<bool> blocked;
   void wake_core(std::size_t index) { wake_events_[index].notify(); }
+  // Sends every core's events and the HBM bandwidth counter to `tracer`, as
+  // process shared.chip_id named `process_name`.
+  void attach_tracer(Tracer& tracer, const std::string& process_name);
 
  private:
   void core_thread(std::size_t index);

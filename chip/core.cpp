@@ -231,6 +231,16 @@ std::uint64_t Core::issue_dma(PendingDma dma) {
   if (hbm_passes > 0) dma.hbm_transfer = shared.hbm_port.start(start, total * hbm_passes);
   if (hbm_passes < 2) dma.vmem_transfer = vmem_port.start(start, total);
   dma.sequence = dma_sequence_++;
+  dma.issue_cycle = now_;
+  if (tracer_ != nullptr) {
+    const auto free = std::find(dma_lane_used_.begin(), dma_lane_used_.end(), false);
+    dma.lane = static_cast<std::int32_t>(free - dma_lane_used_.begin());
+    if (free == dma_lane_used_.end()) {
+      dma_lane_used_.push_back(true);
+    } else {
+      *free = true;
+    }
+  }
   stats_.dmas += 1;
   stats_.dma_bytes += total;
   stats_.hbm_bytes += total * hbm_passes;
@@ -286,6 +296,7 @@ void Core::apply_dma(const PendingDma& d) {
   }
   (void)smem_src;
   flags[d.flag] += d.credit;
+  if (tracer_ != nullptr) trace_dma_landed(d);
 }
 
 void Core::apply_dmas_until(std::uint64_t cycle) {
@@ -361,6 +372,7 @@ void Core::issue_bundle(const ExecBundle& bundle) {
   }
   stats_.ops += issued_.size();
   commit();
+  if (tracer_ != nullptr) trace_bundle(bundle);
 }
 
 Core::Status Core::run_until(std::uint64_t cycle_limit) {

@@ -20,6 +20,7 @@
 #include "chip/exec_program.hpp"
 #include "chip/fabric.hpp"
 #include "chip/fault.hpp"
+#include "chip/trace.hpp"
 #include "common/chip_config.hpp"
 #include "memory/dense_memory.hpp"
 #include "memory/dma_port.hpp"
@@ -73,6 +74,8 @@ struct PendingDma {
   std::uint64_t dst_stride = 0;
   std::uint32_t flag = 0;
   std::int32_t credit = 0;  // granules added to the flag
+  std::uint64_t issue_cycle = 0;
+  std::int32_t lane = -1;  // trace track (DMA lane), when tracing
 };
 
 struct CoreStats {
@@ -104,6 +107,18 @@ class Core {
   // After a delivery to a blocked core: local time moves up to the latest
   // delivery (charged as a stall to what the core waited for).
   void wake();
+  // Tracing (chip/trace.hpp): events of this core go to `tracer` as process
+  // shared.chip_id; null = off (one pointer check per bundle).
+  void attach_tracer(Tracer* tracer);
+  [[nodiscard]] Tracer* tracer() const { return tracer_; }
+  struct TraceTracks {
+    std::uint32_t issue = 0, vpu = 0, ldst = 0, eup = 0, regions = 0, remote = 0;
+    std::vector<std::uint32_t> mxu, xlu, dma;
+  };
+  [[nodiscard]] const TraceTracks& trace_tracks() const { return tracks_; }
+  // vtrace: a value with its top four bits set (0xF...) opens region
+  // value & 0x0FFFFFFF; any other value closes the innermost open region.
+  void trace_marker(std::uint32_t value);
   // What the blocked core waits for, with its location (deadlock reports).
   [[nodiscard]] const std::string& blocked_on() const { return blocked_where_; }
   // Lets all outstanding DMAs land (after the last bundle).
@@ -211,6 +226,8 @@ class Core {
 
  private:
   void issue_bundle(const ExecBundle& bundle);
+  void trace_bundle(const ExecBundle& bundle);
+  void trace_dma_landed(const PendingDma& dma);
   void commit();
   void apply_dmas_until(std::uint64_t cycle);
   void apply_dma(const PendingDma& dma);
@@ -263,6 +280,10 @@ class Core {
   std::vector<PendingDma> pending_dmas_;  // issue order
   std::uint64_t dma_sequence_ = 0;
   std::size_t remote_in_flight_ = 0;
+  Tracer* tracer_ = nullptr;
+  TraceTracks tracks_;
+  std::vector<bool> dma_lane_used_;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> open_regions_;  // (id, begin cycle)
   std::uint64_t last_delivery_cycle_ = 0;
   std::string block_reason_;
   std::string blocked_where_;

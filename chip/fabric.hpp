@@ -34,7 +34,8 @@ struct RemoteSend {
   std::uint32_t dst_flag = 0;          // credited on arrival
   std::int32_t dst_credit = 0;
   std::uint64_t start_cycle = 0;       // enters the network (after the DMA issue latency)
-  std::uint32_t source_bundle = 0;     // for traces and messages
+  std::uint32_t source_bundle = 0;     // for messages
+  std::uint64_t trace_id = 0;          // flow id in a trace (set by the pod when tracing)
 };
 
 class Fabric {

@@ -45,10 +45,13 @@ class PodModule : public sc_core::sc_module, public Fabric {
       shared.identity.chip_count = t.chip_count();
       shared.fabric = this;
     }
+    if (request.tracer != nullptr) attach_tracer(*request.tracer);
+
     sc_core::sc_spawn([this] { network_thread(); }, "network");
   }
 
   void send(RemoteSend message) override {
+    if (request_.tracer != nullptr) message.trace_id = sends_++;
     const auto id = network_.send(ChipId(message.src_chip), ChipId(message.dst_chip), message.bytes,
                                   static_cast<double>(message.start_cycle));
     in_flight_.emplace(id, std::move(message));
@@ -57,6 +60,8 @@ class PodModule : public sc_core::sc_module, public Fabric {
 
   std::vector<std::unique_ptr<ChipModule>> chips;
   double last_delivery = 0;
+  // The network's own failure (a trace over its limit): the run stops.
+  std::optional<std::string> fault;
   [[nodiscard]] const ici::Network& network() const { return network_; }
 
  private:
@@ -65,6 +70,15 @@ class PodModule : public sc_core::sc_module, public Fabric {
   }
 
   void network_thread() {
+    try {
+      network_loop();
+    } catch (const std::exception& e) {
+      fault = fmt::format("ICI network: {}", e.what());
+      sc_core::sc_stop();
+    }
+  }
+
+  void network_loop() {
     std::vector<ici::Network::Completion> done;
     for (;;) {
       const auto next = network_.next_event_time();
@@ -83,10 +97,57 @@ class PodModule : public sc_core::sc_module, public Fabric {
     }
   }
 
+  void attach_tracer(Tracer& tracer) {
+    for (auto& chip : chips) {
+      const ChipShared& shared = chip->shared;
+      const auto& c = shared.identity.coords;
+      chip->attach_tracer(tracer,
+                          fmt::format("chip {} ({},{},{}) {}", shared.chip_id, c[0], c[1], c[2], request_.chip.name));
+      arrival_tracks_.push_back(tracer.track(shared.chip_id, "ici arrivals"));
+    }
+    network_.on_packet = [&tracer](ChipId from, std::uint8_t axis, std::int8_t direction, double begin, double end,
+                                   std::uint64_t bytes) {
+      const std::uint32_t track =
+          tracer.track(from.value(), fmt::format("ici {}{}", direction > 0 ? '+' : '-', ici::axis_name(axis)));
+      tracer.span(from.value(), track, "packets", begin, end);
+      tracer.add_bytes(from.value(), "ICI bandwidth out", begin, end, static_cast<double>(bytes));
+    };
+  }
+
+  // Remote DMAs in a trace: a span from issue to sent on the sender's
+  // "remote dma" track, the arrival on the receiver's, and a flow between.
+  void trace_delivery(const RemoteSend& m, const ici::Network::Completion& c) {
+    Tracer& tracer = *request_.tracer;
+    const Core& src = *chips[m.src_chip]->cores[m.src_core];
+    const double start = static_cast<double>(m.start_cycle);
+    if (c.kind == ici::Network::EventKind::kSent) {
+      // Lanes: a span goes on the first lane whose last span has ended (sends
+      // are reported in time order, so a lane's spans never overlap).
+      auto& lanes = remote_lanes_[{m.src_chip, m.src_core}];
+      std::size_t lane = 0;
+      while (lane < lanes.size() && lanes[lane] > start) ++lane;
+      if (lane == lanes.size()) lanes.push_back(0);
+      lanes[lane] = c.time;
+      const std::uint32_t track = lane == 0 ? src.trace_tracks().remote
+                                            : tracer.track(m.src_chip, fmt::format("core{} remote dma{}", m.src_core, lane));
+      tracer.span(m.src_chip, track, fmt::format("to chip {}: {} B", m.dst_chip, m.bytes), start, c.time);
+      flow_tracks_[m.trace_id] = track;
+      return;
+    }
+    const std::uint32_t arrivals = arrival_tracks_[m.dst_chip];
+    tracer.span(m.dst_chip, arrivals, fmt::format("from chip {}: {} B", m.src_chip, m.bytes), c.time, c.time);
+    const auto from = flow_tracks_.find(m.trace_id);
+    if (from != flow_tracks_.end()) {
+      tracer.flow(m.trace_id, m.src_chip, from->second, start, m.dst_chip, arrivals, c.time);
+      flow_tracks_.erase(from);
+    }
+  }
+
   void deliver(const ici::Network::Completion& c) {
     auto it = in_flight_.find(c.transfer);
     RemoteSend& m = it->second;
     last_delivery = std::max(last_delivery, c.time);
+    if (request_.tracer != nullptr && m.dst_space != RemoteSend::Space::kFlagOnly) trace_delivery(m, c);
     if (c.kind == ici::Network::EventKind::kSent) {
       if (m.dst_space == RemoteSend::Space::kFlagOnly) return;
       Core& src = *chips[m.src_chip]->cores[m.src_core];
@@ -112,6 +173,10 @@ class PodModule : public sc_core::sc_module, public Fabric {
   const PodRequest& request_;
   ici::Network network_;
   std::unordered_map<ici::Network::TransferId, RemoteSend> in_flight_;
+  std::vector<std::uint32_t> arrival_tracks_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<double>> remote_lanes_;  // (chip, core) -> lane ends
+  std::unordered_map<std::uint64_t, std::uint32_t> flow_tracks_;
+  std::uint64_t sends_ = 0;
   sc_core::sc_event wake_network_;
 };
 
@@ -208,6 +273,7 @@ PodResult run_pod(const PodRequest& request) {
   sc_core::sc_start();
 
   PodResult result;
+  result.fault = pod.fault;
   for (const auto& [name, buf] : buffers) result.buffers.emplace(name, buf.binding);
   result.step_end_cycles.assign(steps.size(), 0);
   std::vector<std::string> waiting;

@@ -21,6 +21,7 @@
 
 #include "chip/core.hpp"
 #include "chip/exec_program.hpp"
+#include "chip/trace.hpp"
 #include "common/chip_config.hpp"
 #include "ici/network.hpp"
 #include "ici/topology.hpp"
@@ -52,6 +53,7 @@ struct PodRequest {
                                           const OperandBinding& binding)>
       input;
   bool read_outputs = true;  // collect output buffers (only with numerics)
+  Tracer* tracer = nullptr;  // trace events of every chip, link and remote DMA
 };
 
 struct PodChipResult {

@@ -144,6 +144,7 @@ ChainResult run_chain(const ChainRequest& request) {
   std::vector<const ExecProgram*> programs;
   for (const auto& e : execs) programs.push_back(&e);
   ChipModule chip("chip0", request.chip, programs, operand_values, request.options, request.quantum_cycles);
+  if (request.tracer != nullptr) chip.attach_tracer(*request.tracer, fmt::format("chip 0 {}", request.chip.name));
   for (const auto& [name, bytes] : device_data) {
     for (const auto& [space, address] : buffers.at(name).address) {
       if (space == "hbm") {
@@ -230,6 +231,7 @@ TlpResult run_tlp(const TlpRequest& request) {
 
   // 3. Elaborate, initialise, simulate.
   ChipModule chip("chip0", request.chip, {&tlp}, {{}}, request.options, request.quantum_cycles);
+  if (request.tracer != nullptr) chip.attach_tracer(*request.tracer, fmt::format("chip 0 {}", request.chip.name));
   for (const auto& [address, bytes] : writes) chip.shared.hbm.write(address, bytes);
   for (auto& core : chip.cores) {
     core->parameter_values = parameter_values;
@@ -255,6 +257,7 @@ RunResult run_program(const RunRequest& request) {
   chain.chip = request.chip;
   chain.options = request.options;
   chain.quantum_cycles = request.quantum_cycles;
+  chain.tracer = request.tracer;
   ChainStep step;
   step.program = request.program;
   const ExecProgram exec = decode_program(*request.program, request.chip);

@@ -24,6 +24,7 @@ struct RunRequest {
   std::map<std::uint32_t, NpyArray> inputs;            // by operand index
   std::map<std::uint32_t, std::string> input_origins;  // file names for messages
   std::uint64_t quantum_cycles = 1000;
+  Tracer* tracer = nullptr;  // trace events (chip/trace.hpp); null = off
 };
 
 struct UnitStats {
@@ -67,6 +68,7 @@ struct ChainRequest {
   std::map<std::string, std::string> input_origins;  // for messages
   std::map<std::string, std::uint32_t> scalars;      // by-value operands: 32-bit patterns
   std::map<std::string, bool> transposed;            // stored transposed (layout {0,1})
+  Tracer* tracer = nullptr;
 };
 
 struct StepResult {
@@ -99,6 +101,7 @@ struct TlpRequest {
   std::map<std::string, const isa::Program*> kernels;           // callees by name
   std::vector<std::pair<OperandBinding, NpyArray>> parameters;  // layout and data, in parameter order
   OperandBinding output;
+  Tracer* tracer = nullptr;
 };
 
 struct TlpResult {

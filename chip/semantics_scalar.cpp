@@ -230,7 +230,9 @@ void exec_InlinedCallOperandScalar(Core& c, const ExecOp& op) {
 }
 void exec_CompilerSchedulingBarrier(Core&, const ExecOp&) {}
 
-void exec_Vtrace(Core&, const ExecOp&) {}
+void exec_Vtrace(Core& c, const ExecOp& op) {
+  c.trace_marker(c.scalar_operand(op, 0));
+}
 void exec_Vsettm(Core&, const ExecOp&) {}
 void exec_Vdelay(Core&, const ExecOp&) {}
 void exec_VsetiarIar0(Core&, const ExecOp&) {}

@@ -80,7 +80,8 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
       }
       continue;
     }
-    LinkState& link = links_[t.route[e.hop]];
+    const std::uint32_t link_id = t.route[e.hop];
+    LinkState& link = links_[link_id];
     const std::uint64_t size = packet_size(t, e.packet);
     const double start = std::max(e.time, link.busy_until);
     const double left = start + static_cast<double>(size) / config_.bytes_per_cycle;
@@ -88,6 +89,10 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
     link.busy += left - start;
     link.bytes += size;
     link.packets += 1;
+    if (on_packet) {
+      on_packet(ChipId(link_id / 6), static_cast<std::uint8_t>(link_id % 6 / 2), link_id % 2 == 1 ? 1 : -1, start,
+                left, size);
+    }
     if (e.hop == 0) {  // the source paces its packets onto the first link
       if (e.packet + 1 < t.packets) {
         push(left, e.transfer, e.packet + 1, 0, false);

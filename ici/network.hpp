@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <queue>
 #include <unordered_map>
@@ -70,6 +71,9 @@ class Network {
   // Links that carried at least one packet, ordered by (from, axis, direction).
   [[nodiscard]] std::vector<LinkStats> used_links() const;
   [[nodiscard]] const Topology& topology() const { return topology_; }
+  // Called for every packet a link serves: the sending chip, axis, direction
+  // (+1/-1), when it held the link and its size (e.g. for a trace); unset by default.
+  std::function<void(ChipId, std::uint8_t, std::int8_t, double, double, std::uint64_t)> on_packet;
 
  private:
   struct Transfer {

@@ -46,6 +46,7 @@ bool DmaPort::serve_one() {
   active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(pick));
   const std::uint64_t n = std::min(chunk_, a.remaining);
   const double duration = static_cast<double>(n) / bytes_per_cycle_;
+  if (on_chunk) on_chunk(time_, time_ + duration, n);
   time_ += duration;
   busy_ += duration;
   a.remaining -= n;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 
@@ -32,6 +33,9 @@ class DmaPort {
   void forget(TransferId id) { done_.erase(id); }
 
   [[nodiscard]] double busy_cycles() const { return busy_; }
+  // Called for every chunk served (begin, end, bytes), e.g. by a trace's
+  // bandwidth counter; unset by default.
+  std::function<void(double, double, std::uint64_t)> on_chunk;
   [[nodiscard]] std::uint64_t bytes() const { return bytes_; }
 
  private:

@@ -20,6 +20,7 @@
 #include "tools/pod_report.hpp"
 #include "tools/roofline.hpp"
 #include "tools/run_report.hpp"
+#include "tools/trace_options.hpp"
 
 namespace tpuemu::cli {
 
@@ -128,6 +129,7 @@ int pod_demo(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
   add_topology_options(options);
+  add_trace_options(options);
   options.add_options()("topology", po::value<std::string>()->default_value("2x2"), "pod shape")(
       "b", po::value<std::uint64_t>()->default_value(2048), "rows of X and Y (split over the chips)")(
       "d", po::value<std::uint64_t>()->default_value(2048), "columns of X, rows of W (split over the chips)")(
@@ -152,8 +154,10 @@ int pod_demo(const std::vector<std::string>& args) {
   isa::Program gather_program;
   isa::Program matmul_program;
   std::uint64_t n = 1;
+  TraceOutput trace;
   try {
     chip = load_chip(chip_request(*vm));
+    trace = trace_output(*vm, chip.clock_hz);
     topology = topology_from(*vm, (*vm)["topology"].as<std::string>(), chip);
     n = topology.chip_count();
     if (b % n != 0 || d % n != 0 || (d / n) % 16 != 0) {
@@ -195,6 +199,7 @@ int pod_demo(const std::vector<std::string>& args) {
   request.chip = chip;
   request.topology = topology;
   request.routing = (*vm)["routing"].as<std::string>();
+  request.tracer = trace.tracer.get();
   request.steps = {{&gather_program, {{0, "w shard"}, {1, "w"}}}, {&matmul_program, {{0, "x"}, {1, "w"}, {2, "y"}}}};
   request.input = [&](std::uint32_t id, const std::string& buffer, const chip::OperandBinding&) {
     const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
@@ -224,6 +229,10 @@ int pod_demo(const std::vector<std::string>& args) {
   }
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const chip::PodResult& r = summary.result;
+  if (const auto error = finish_trace(trace)) {
+    fmt::print(stderr, "tpuemu demo: {}\n", *error);
+    return kExitBadInput;
+  }
   if (r.fault) {
     fmt::print(stderr, "tpuemu demo: program fault: {}\n", *r.fault);
     return kExitProgramFault;

@@ -17,6 +17,7 @@
 #include "isa/assembler.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/trace_options.hpp"
 #include "tools/program_loader.hpp"
 #include "tools/run_report.hpp"
 
@@ -78,6 +79,7 @@ double ulp_distance(float a, float b) {
 int run_case_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
+  add_trace_options(options);
   options.add_options()("case", po::value<std::string>(), "case directory (with case.json)")(
       "report", po::value<std::string>(), "write the run report (with per-kernel cycles and stalls) as JSON")(
       "strict", "treat stalls on register hazards as errors (reports the compiler-scheduled hazards)")(
@@ -108,8 +110,11 @@ int run_case_command(const std::vector<std::string>& args) {
   bool exact = true;
   NpyArray expected;
   std::optional<NpyArray> expected_bits;
+  TraceOutput trace;
   try {
     request.chip = load_chip(chip_request(*vm));
+    trace = trace_output(*vm, request.chip.clock_hz);
+    request.tracer = trace.tracer.get();
     request.options.strict = vm->count("strict") != 0U;
     std::ifstream in(dir / "case.json");
     if (!in) throw std::invalid_argument(fmt::format("{}: cannot open case.json", dir.string()));
@@ -203,6 +208,7 @@ int run_case_command(const std::vector<std::string>& args) {
       t.chip = request.chip;
       t.options = request.options;
       t.tlp = &tlp_program;
+      t.tracer = request.tracer;
       // Each buffer's layout comes from the first kernel operand bound to it.
       std::map<std::string, chip::OperandBinding> layouts;
       for (const auto& step : request.steps) {
@@ -231,6 +237,10 @@ int run_case_command(const std::vector<std::string>& args) {
     }
   } catch (const std::exception& e) {  // LoadError, invalid_argument
     fmt::print(stderr, "tpuemu run-case: {}: {}\n", name, e.what());
+    return kExitBadInput;
+  }
+  if (const auto error = finish_trace(trace)) {
+    fmt::print(stderr, "tpuemu run-case: {}\n", *error);
     return kExitBadInput;
   }
   std::string kernels;

@@ -19,6 +19,7 @@
 #include "tools/program_loader.hpp"
 #include "tools/roofline.hpp"
 #include "tools/run_report.hpp"
+#include "tools/trace_options.hpp"
 
 namespace tpuemu::cli {
 namespace {
@@ -51,8 +52,11 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
   std::map<std::uint32_t, std::string> inputs;
   std::vector<std::pair<std::uint32_t, std::string>> outputs;
   ici::Topology topology{{1}, {false}};
+  TraceOutput trace;
   try {
     request.chip = load_chip(chip_request(vm));
+    trace = trace_output(vm, request.chip.clock_hz);
+    request.tracer = trace.tracer.get();
     topology = topology_from(vm, vm["topology"].as<std::string>(), request.chip);
     request.topology = topology;
     request.routing = vm["routing"].as<std::string>();
@@ -104,6 +108,10 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
   }
+  if (const auto error = finish_trace(trace)) {
+    fmt::print(stderr, "tpuemu run: {}\n", *error);
+    return kExitBadInput;
+  }
   if (summary.result.fault) {
     fmt::print(stderr, "tpuemu run: program fault: {}\n", *summary.result.fault);
   } else {
@@ -145,6 +153,7 @@ int run_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
   add_topology_options(options);
+  add_trace_options(options);
   options.add_options()("topology", po::value<std::string>(),
                         "run SPMD on a pod of this shape (8x16, 4x4x4, ...); --in/--out paths may contain {chip}")(
       "program", po::value<std::string>(),
@@ -174,8 +183,11 @@ int run_command(const std::vector<std::string>& args) {
   chip::RunRequest request;
   isa::Program program;
   std::vector<std::pair<std::uint32_t, std::string>> outputs;
+  TraceOutput trace;
   try {
     request.chip = load_chip(chip_request(*vm));
+    trace = trace_output(*vm, request.chip.clock_hz);
+    request.tracer = trace.tracer.get();
     program = load_program(program_path);
     request.program = &program;
     request.options.strict = vm->count("strict") != 0U;
@@ -233,6 +245,10 @@ int run_command(const std::vector<std::string>& args) {
       fmt::print(stderr, "tpuemu run: --out {}: operand {} is not an output of the program\n", index, index);
       return kExitBadInput;
     }
+  }
+  if (const auto error = finish_trace(trace)) {
+    fmt::print(stderr, "tpuemu run: {}\n", *error);
+    return kExitBadInput;
   }
   compute_summary_roofline(summary);
   if (summary.result.fault) {

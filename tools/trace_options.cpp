@@ -1,0 +1,65 @@
+#include "tools/trace_options.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+namespace tpuemu::cli {
+
+void add_trace_options(po::options_description& options) {
+  options.add_options()("trace", po::value<std::string>(),
+                        "write a trace-viewer file (Chrome trace JSON: open in ui.perfetto.dev or chrome://tracing)")(
+      "trace-window", po::value<std::string>(), "BEGIN:END cycles: keep only events in this window")(
+      "trace-max-events", po::value<std::uint64_t>()->default_value(4'000'000),
+      "stop the run with an error beyond this many trace events")(
+      "trace-detail", "one event per op and bundle (default: back-to-back identical events merge)");
+}
+
+TraceOutput trace_output(const po::variables_map& vm, double clock_hz) {
+  TraceOutput out;
+  if (vm.count("trace") == 0U) {
+    if (vm.count("trace-window") != 0U) throw std::invalid_argument("--trace-window needs --trace FILE");
+    return out;
+  }
+  out.path = vm["trace"].as<std::string>();
+  {
+    std::ofstream probe(out.path);
+    if (!probe) throw std::invalid_argument(fmt::format("--trace {}: cannot write this file", out.path));
+  }
+  chip::Tracer::Options options;
+  options.clock_hz = clock_hz;
+  options.max_events = vm["trace-max-events"].as<std::uint64_t>();
+  options.aggregate = vm.count("trace-detail") == 0U;
+  options.counter_bucket_cycles = clock_hz * 1e-6;  // counters per microsecond
+  if (vm.count("trace-window") != 0U) {
+    const std::string text = vm["trace-window"].as<std::string>();
+    const auto colon = text.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      options.window_begin = std::stoull(text.substr(0, colon));
+      options.window_end = std::stoull(text.substr(colon + 1));
+    } catch (const std::exception&) {
+      throw std::invalid_argument(fmt::format("--trace-window {}: expected BEGIN:END in cycles, e.g. 0:100000", text));
+    }
+    if (options.window_end <= options.window_begin) {
+      throw std::invalid_argument(fmt::format("--trace-window {}: the window is empty", text));
+    }
+  }
+  out.tracer = std::make_unique<chip::Tracer>(options);
+  return out;
+}
+
+std::optional<std::string> finish_trace(const TraceOutput& trace) {
+  if (!trace.tracer) return std::nullopt;
+  if (trace.tracer->overflowed()) {
+    return fmt::format("--trace {}: the trace reached {} events before the run ended; narrow it with --trace-window "
+                       "BEGIN:END (cycles) or raise --trace-max-events (the file was not written)",
+                       trace.path, trace.tracer->options().max_events);
+  }
+  std::ofstream out(trace.path);
+  trace.tracer->write(out);
+  if (!out) return fmt::format("--trace {}: writing failed", trace.path);
+  return std::nullopt;
+}
+
+}  // namespace tpuemu::cli

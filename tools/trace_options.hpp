@@ -1,0 +1,29 @@
+// --trace, --trace-window, --trace-max-events, --trace-detail: the trace
+// viewer output of run, run-case and demo (chip/trace.hpp).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "chip/trace.hpp"
+#include "tools/options.hpp"
+
+namespace tpuemu::cli {
+
+void add_trace_options(po::options_description& options);
+
+struct TraceOutput {
+  std::unique_ptr<chip::Tracer> tracer;  // null without --trace
+  std::string path;
+};
+
+// Checks the options and that the output file can be written, before any run.
+// Throws std::invalid_argument with the reason.
+TraceOutput trace_output(const po::variables_map& vm, double clock_hz);
+
+// Writes the trace; returns an error message, or nullopt. A trace that
+// overflowed its event limit is an error (the run stopped at it).
+std::optional<std::string> finish_trace(const TraceOutput& trace);
+
+}  // namespace tpuemu::cli
