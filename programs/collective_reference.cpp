@@ -62,20 +62,22 @@ std::vector<std::vector<float>> reduce_stream(const CollectivePlan& plan, const 
   const std::uint64_t offset = (part * plan.directions + dir) * plan.unit_bytes;
   std::vector<std::vector<float>> partial(n * n);
   for (std::uint64_t x = 0; x < n; ++x) {
-    for (std::uint64_t r = 0; r < n; ++r) partial[x * n + r] = load(inputs[x] + r * plan.chunk_bytes + offset, plan.unit_bytes, plan.bf16);
+    for (std::uint64_t r = 0; r < n; ++r)
+      partial[x * n + r] = load(inputs[x] + r * plan.chunk_bytes + offset, plan.unit_bytes, plan.bf16);
   }
   const std::int64_t s = dir == 0 ? 1 : -1;
   const std::vector<std::size_t>& order = plan.orders[part];
   for (std::size_t t = 0; t < order.size(); ++t) {
     const std::size_t b = order[t];
     const std::int64_t l = topology.length(b);
-    const std::int64_t stride = static_cast<std::int64_t>(plan.rank_stride[b]);
+    const auto stride = static_cast<std::int64_t>(plan.rank_stride[b]);
     std::vector<std::vector<float>> next(n * n);
     for (std::uint64_t x = 0; x < n; ++x) {
       const std::int64_t j = digit(plan, topology, x, b);
       for (std::uint64_t r = 0; r < n; ++r) {
         bool mine = true;
-        for (std::size_t i = 0; i <= t; ++i) mine = mine && digit(plan, topology, r, order[i]) == digit(plan, topology, x, order[i]);
+        for (std::size_t i = 0; i <= t; ++i)
+          mine = mine && digit(plan, topology, r, order[i]) == digit(plan, topology, x, order[i]);
         if (!mine) continue;
         auto y = [&](std::int64_t i) {
           const std::int64_t c = ((j + s * i) % l + l) % l;
@@ -96,8 +98,7 @@ std::vector<std::vector<float>> reduce_stream(const CollectivePlan& plan, const 
 
 }  // namespace
 
-std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec& spec,
-                                                            const ici::Topology& topology,
+std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec& spec, const ici::Topology& topology,
                                                             const std::vector<std::vector<std::uint8_t>>& inputs) {
   const CollectivePlan plan = plan_collective(spec, topology);
   const CollectiveShapes shapes = collective_shapes(spec, topology);

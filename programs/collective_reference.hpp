@@ -31,8 +31,7 @@ namespace tpuemu::programs {
 // inputs[chip] (input_bytes each, by linear chip id) -> outputs[chip]
 // (output_bytes each). Throws std::invalid_argument on a bad spec or inputs of
 // the wrong count or size.
-std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec& spec,
-                                                            const ici::Topology& topology,
+std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec& spec, const ici::Topology& topology,
                                                             const std::vector<std::vector<std::uint8_t>>& inputs);
 
 }  // namespace tpuemu::programs

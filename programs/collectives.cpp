@@ -77,11 +77,13 @@ std::vector<Phase> phases_of(const CollectivePlan& plan, const ici::Topology& to
     }
   }
   if (plan.op == Op::kAllGather) {
-    for (std::size_t t = 0; t < m; ++t) out.push_back(make(false, o[t], {o.begin(), o.begin() + t}));
+    for (std::size_t t = 0; t < m; ++t) {
+      out.push_back(make(false, o[t], {o.begin(), o.begin() + static_cast<std::ptrdiff_t>(t)}));
+    }
   } else if (plan.op == Op::kAllReduce) {
     for (std::size_t t = 0; t < m; ++t) {
       const std::size_t i = m - 1 - t;
-      out.push_back(make(false, o[i], {o.begin() + i + 1, o.end()}));
+      out.push_back(make(false, o[i], {o.begin() + static_cast<std::ptrdiff_t>(i) + 1, o.end()}));
     }
   }
   return out;
@@ -144,8 +146,8 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
   } else if (spec.op == "all-to-all") {
     plan.op = Op::kAllToAll;
   } else {
-    throw std::invalid_argument(fmt::format(
-        "collective: unknown op '{}' (all-gather, reduce-scatter, all-reduce, all-to-all)", spec.op));
+    throw std::invalid_argument(
+        fmt::format("collective: unknown op '{}' (all-gather, reduce-scatter, all-reduce, all-to-all)", spec.op));
   }
   if (spec.algorithm != "ring" && spec.algorithm != "bidir-ring" && spec.algorithm != "multi-axis") {
     throw std::invalid_argument(
@@ -204,9 +206,10 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
     plan.unit_bytes = plan.chunk_bytes / (plan.parts * plan.directions);
   }
   if (spec.bytes / kGranule >= (1ULL << 31)) {
-    throw std::invalid_argument(fmt::format("{}: bytes {} is too large (sync-flag counts of granules must stay "
-                                            "below 2^31)",
-                                            what, spec.bytes));
+    throw std::invalid_argument(
+        fmt::format("{}: bytes {} is too large (sync-flag counts of granules must stay "
+                    "below 2^31)",
+                    what, spec.bytes));
   }
   if (spec.piece_bytes != 0 && plan.op != Op::kAllToAll &&
       (spec.piece_bytes % kGranule != 0 || plan.unit_bytes % spec.piece_bytes != 0)) {
@@ -253,11 +256,11 @@ CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::T
                                         const ChipConfig& chip) {
   const CollectivePlan plan = plan_collective(spec, topology);
   CollectivePrediction p;
-  const double v = static_cast<double>(plan.bytes);
+  const auto v = static_cast<double>(plan.bytes);
   const double w_one = chip.ici.link_bandwidth;
   const double w = 2 * w_one;
-  const double n = static_cast<double>(plan.group_size);
-  const double k = static_cast<double>(plan.axes.size());
+  const auto n = static_cast<double>(plan.group_size);
+  const auto k = static_cast<double>(plan.axes.size());
   std::uint64_t hops = 0;
   std::uint32_t max_len = 1;
   std::string lengths;
@@ -300,8 +303,8 @@ CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::T
                           spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
                           lengths.empty() ? "no axis longer than 1" : lengths);
   if (!unwrapped.empty()) {
-    p.formula += fmt::format("; {} without wraparound: predicted as if wrapped (the book: about twice as long)",
-                             unwrapped);
+    p.formula +=
+        fmt::format("; {} without wraparound: predicted as if wrapped (the book: about twice as long)", unwrapped);
   }
   return p;
 }
@@ -377,7 +380,7 @@ class CollectiveGen {
   // granule offset of piece i; s14 VMEM row offset and s16 flag offset of
   // buffer i % 2 (s15); s17..s23 temporaries; per stream k: s24+3k successor
   // chip, s25+3k chunk pointer, s26+3k fastest varying digit; s42..s44 the add
-  // loop. p0..p4 shared, p5 stream guards, p6..p8 temporaries.
+  // loop. p0..p4 shared, p5 stream guards, p6 and p7 temporaries.
   static std::string coord(std::size_t axis) { return fmt::format("s{}", 7 + axis); }
   static std::string succ(std::size_t k) { return fmt::format("s{}", 24 + 3 * k); }
   static std::string ptr(std::size_t k) { return fmt::format("s{}", 25 + 3 * k); }
@@ -418,14 +421,17 @@ class CollectiveGen {
   }
   std::string label(const std::string& stem) { return fmt::format("{}_{}", stem, label_++); }
   static std::string flag(std::uint64_t index) {
-    return index == 0 ? fmt::format("[#allocation{}]", kFlags) : fmt::format("[#allocation{} + $0x{:x}]", kFlags, index);
+    return index == 0 ? fmt::format("[#allocation{}]", kFlags)
+                      : fmt::format("[#allocation{} + $0x{:x}]", kFlags, index);
   }
   // A wait goes in a bundle after every op queued so far: one sharing the
   // bundle of the DMA it waits for could never be satisfied.
   void wait(const std::string& flag_operand, std::uint64_t amount, bool consume = true) {
     w_.flush();
     emit(S::kSync, fmt::format("{} = dma.done.wait {}, {}", token(), flag_operand, amount));
-    if (consume) emit(S::kSync, fmt::format("{} = vsyncadd {}, {}", token(), flag_operand, imm(-static_cast<std::int64_t>(amount))));
+    if (consume)
+      emit(S::kSync,
+           fmt::format("{} = vsyncadd {}, {}", token(), flag_operand, imm(-static_cast<std::int64_t>(amount))));
   }
   void sel(const std::string& dst, const std::string& pred, const std::string& on_true, const std::string& on_false) {
     emit(S::kSalu, fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/{}, /*on_false=*/{}", dst, pred,
@@ -438,18 +444,20 @@ class CollectiveGen {
   // Flag indices: arrivals per (stream, job) (one flag per ring step, so only
   // transfers of one kind and size share a flag), then per stream the sends
   // from HBM, the loads and the two VMEM buffers, then the local copy.
-  std::uint64_t f_arrive(std::size_t k, std::size_t job) const { return arrive_base_[k] + job; }
-  std::uint64_t f_hbm_send(std::size_t k) const { return arrive_flags_ + k; }
-  std::uint64_t f_load(std::size_t k) const { return arrive_flags_ + streams_.size() + k; }
-  std::uint64_t f_buffer(std::size_t k, std::size_t b) const {
+  [[nodiscard]] std::uint64_t f_arrive(std::size_t k, std::size_t job) const { return arrive_base_[k] + job; }
+  [[nodiscard]] std::uint64_t f_hbm_send(std::size_t k) const { return arrive_flags_ + k; }
+  [[nodiscard]] std::uint64_t f_load(std::size_t k) const { return arrive_flags_ + streams_.size() + k; }
+  [[nodiscard]] std::uint64_t f_buffer(std::size_t k, std::size_t b) const {
     return arrive_flags_ + (2 + b) * streams_.size() + k;
   }
-  std::uint64_t f_copy() const { return arrive_flags_ + 4 * streams_.size(); }
-  std::uint64_t flag_count() const { return plan_.op == Op::kAllToAll ? 3 : f_copy() + 1; }
+  [[nodiscard]] std::uint64_t f_copy() const { return arrive_flags_ + 4 * streams_.size(); }
+  [[nodiscard]] std::uint64_t flag_count() const { return plan_.op == Op::kAllToAll ? 3 : f_copy() + 1; }
 
-  std::uint64_t unit_offset(const Stream& st) const { return (st.part * plan_.directions + st.dir) * ug_; }
-  std::uint64_t q_granules() const { return plan_.chunk_bytes / kGranule; }
-  std::int64_t sign(const Stream& st) const { return st.dir == 0 ? 1 : -1; }
+  [[nodiscard]] std::uint64_t unit_offset(const Stream& st) const {
+    return (st.part * plan_.directions + st.dir) * ug_;
+  }
+  [[nodiscard]] std::uint64_t q_granules() const { return plan_.chunk_bytes / kGranule; }
+  static std::int64_t sign(const Stream& st) { return st.dir == 0 ? 1 : -1; }
 
   // Piece size: the given one, or about a quarter of a unit, at most 1 MiB,
   // always dividing the unit. All-gather pieces are at least 4 KiB. A
@@ -480,9 +488,9 @@ class CollectiveGen {
       if (plan_.reduces()) {
         const double per_byte = 1 / chip_.ici.link_bandwidth - 2 * streams / chip_.hbm.bandwidth;
         const double cover = 1.5 * (chip_.hbm.latency_s + 1e-7 * streams);
-        least = per_byte <= 0 ? kMax
-                              : std::min(kMax, ceil_div(static_cast<std::uint64_t>(cover / per_byte), kGroupBytes) *
-                                                   kGroupBytes);
+        least = per_byte <= 0
+                    ? kMax
+                    : std::min(kMax, ceil_div(static_cast<std::uint64_t>(cover / per_byte), kGroupBytes) * kGroupBytes);
       }
       const std::uint64_t target = std::min(std::max(u / 4, least), kMax);
       std::uint64_t d = ceil_div(u, target);
@@ -499,8 +507,7 @@ class CollectiveGen {
     const std::uint64_t el = plan_.bf16 ? 2 : 4;
     const CollectiveShapes shapes = collective_shapes(spec_, topo_);
     w_.raw(fmt::format("// Generated by tpuemu (programs/collectives.cpp) for {}: {} {} {} of {} bytes over {} of {}",
-                       chip_.name, spec_.op, spec_.algorithm, dt, plan_.bytes, axes_text(spec_.axes),
-                       topo_.shape()));
+                       chip_.name, spec_.op, spec_.algorithm, dt, plan_.bytes, axes_text(spec_.axes), topo_.shape()));
     w_.raw(fmt::format("// ({} chips per group). Contract and schedule: programs/collectives.hpp.", plan_.group_size));
     if (!streams_.empty()) {
       w_.raw(fmt::format("// {} stream{} ({} part{} x {} direction{}), units of {} bytes, pieces of {} bytes.",
@@ -509,9 +516,10 @@ class CollectiveGen {
     }
     if (plan_.reduces() && !streams_.empty()) {
       const std::uint64_t bytes = streams_.size() * 2 * rows_pad_ * kRowBytes;
-      w_.raw(fmt::format(
-          "#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'received partial sums (stream x buffer)']",
-          kAllocA, bytes / 4, bytes));
+      w_.raw(
+          fmt::format("#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'received partial sums "
+                      "(stream x buffer)']",
+                      kAllocA, bytes / 4, bytes));
       w_.raw(fmt::format(
           "#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'local operand (stream x buffer)']",
           kAllocB, bytes / 4, bytes));
@@ -557,7 +565,8 @@ class CollectiveGen {
     if (plan_.reduces()) {
       // A buffer's flag holds one piece when it is free (see part 1 of a piece).
       for (std::size_t k = 0; k < streams_.size(); ++k) {
-        for (std::size_t b = 0; b < 2; ++b) emit(S::kSync, fmt::format("{} = vsyncadd {}, {}", token(), flag(f_buffer(k, b)), pg_));
+        for (std::size_t b = 0; b < 2; ++b)
+          emit(S::kSync, fmt::format("{} = vsyncadd {}, {}", token(), flag(f_buffer(k, b)), pg_));
       }
     }
     w_.flush();
@@ -582,7 +591,9 @@ class CollectiveGen {
   void all_to_all() {
     const std::uint64_t bg = plan_.unit_bytes / kGranule;
     const std::uint64_t n = plan_.group_size;
-    const std::uint64_t f_send = 0, f_in = 1, f_local = 2;
+    const std::uint64_t f_send = 0;
+    const std::uint64_t f_in = 1;
+    const std::uint64_t f_local = 2;
     w_.comment(fmt::format("all-to-all: {} blocks of {} bytes, one remote DMA each", n - 1, plan_.unit_bytes));
     emit(S::kSalu, "%s30 = smov 0");
     emit(S::kSalu, "%s31 = sadd.s32 %s6, 0");
@@ -645,7 +656,7 @@ class CollectiveGen {
   }
 
   // Linear chip-id stride of a topology axis (x + X*(y + Y*z)).
-  std::uint64_t topo_stride(std::size_t axis) const {
+  [[nodiscard]] std::uint64_t topo_stride(std::size_t axis) const {
     std::uint64_t s = 1;
     for (std::size_t a = 0; a < axis; ++a) s *= topo_.length(a);
     return s;
@@ -682,7 +693,7 @@ class CollectiveGen {
 
   // Granules a stream sends from HBM: every all-gather piece and the first
   // step of every reduce phase.
-  std::uint64_t hbm_send_total(const Stream& st) const {
+  [[nodiscard]] std::uint64_t hbm_send_total(const Stream& st) const {
     std::uint64_t total = 0;
     for (const Job& j : st.jobs) {
       const Phase& ph = st.phases[j.phase];
@@ -691,9 +702,13 @@ class CollectiveGen {
     return total;
   }
 
-  std::uint64_t pieces(const Stream& st, const Job& j) const { return st.phases[j.phase].units * pieces_per_unit_; }
-  bool mixed_pointer(const Job& j, const Stream& st) const { return !st.phases[j.phase].reduce || j.phase == 0; }
-  bool from_input(const Job& j, const Stream& st) const {
+  [[nodiscard]] std::uint64_t pieces(const Stream& st, const Job& j) const {
+    return st.phases[j.phase].units * pieces_per_unit_;
+  }
+  [[nodiscard]] static bool mixed_pointer(const Job& j, const Stream& st) {
+    return !st.phases[j.phase].reduce || j.phase == 0;
+  }
+  [[nodiscard]] bool from_input(const Job& j, const Stream& st) const {
     return plan_.op == Op::kAllGather && j.phase == 0 && j.step == 0 && !st.phases[0].reduce;
   }
 
@@ -734,7 +749,8 @@ class CollectiveGen {
       if (streams_[k].phases[j.phase].reduce && j.step > 0) guarded(k, u, n_max, [&] { piece_reduce(k, u); });
     }
     // Next piece: q, the pointers, i.
-    if (pieces_per_unit_ > 1) emit(S::kSalu, fmt::format("%p2 = scmp.eq.s32.totalorder %s12, {}", pieces_per_unit_ - 1));
+    if (pieces_per_unit_ > 1)
+      emit(S::kSalu, fmt::format("%p2 = scmp.eq.s32.totalorder %s12, {}", pieces_per_unit_ - 1));
     for (std::size_t k : active) {
       const Job& j = streams_[k].jobs[u];
       if (mixed_pointer(j, streams_[k])) advance(k, streams_[k].phases[j.phase]);
@@ -789,7 +805,7 @@ class CollectiveGen {
     const std::string c = coord(ph.axis);
     if (j.step == 0) {
       // Successor along the axis in this stream's direction (the ring closes over the ends).
-      const std::int64_t t = static_cast<std::int64_t>(topo_stride(ph.axis));
+      const auto t = static_cast<std::int64_t>(topo_stride(ph.axis));
       emit(S::kSalu, fmt::format("%p3 = scmp.eq.s32.totalorder %{}, {}", c, sign(st) > 0 ? l - 1 : 0));
       sel("s17", "p3", imm(sign(st) > 0 ? -(l - 1) * t : (l - 1) * t), imm(sign(st) > 0 ? t : -t));
       emit(S::kSalu, fmt::format("%{} = sadd.s32 %s6, %s17", succ(k)));
@@ -834,14 +850,14 @@ class CollectiveGen {
   // unit's last).
   void advance(std::size_t k, const Phase& ph) {
     const std::string p = ptr(k);
-    const std::int64_t pg = static_cast<std::int64_t>(pg_);
+    const auto pg = static_cast<std::int64_t>(pg_);
     const std::int64_t back = static_cast<std::int64_t>(pieces_per_unit_ - 1) * pg;
     const bool multi = pieces_per_unit_ > 1;
     if (ph.varying.empty()) {
       add_imm(p, p, pg);
       return;
     }
-    const std::int64_t s0 = static_cast<std::int64_t>(plan_.rank_stride[ph.varying[0]] * q_granules());
+    const auto s0 = static_cast<std::int64_t>(plan_.rank_stride[ph.varying[0]] * q_granules());
     const std::int64_t j1 = s0 - back;
     if (ph.varying.size() == 1) {
       if (!multi) {
@@ -853,7 +869,7 @@ class CollectiveGen {
       return;
     }
     const std::int64_t l0 = topo_.length(ph.varying[0]);
-    const std::int64_t s1 = static_cast<std::int64_t>(plan_.rank_stride[ph.varying[1]] * q_granules());
+    const auto s1 = static_cast<std::int64_t>(plan_.rank_stride[ph.varying[1]] * q_granules());
     const std::int64_t j2 = s1 - (l0 - 1) * s0 - back;
     const std::string d = digit(k);
     emit(S::kSalu, fmt::format("%p6 = scmp.eq.s32.totalorder %{}, {}", d, l0 - 1));
@@ -887,8 +903,8 @@ class CollectiveGen {
       emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, %s13", dst, ptr(k)));
     }
   }
-  std::uint64_t vmem_row_offset(std::size_t k) const { return k * 2 * rows_pad_; }
-  std::string vmem_sym(int alloc, std::size_t k) const {
+  [[nodiscard]] std::uint64_t vmem_row_offset(std::size_t k) const { return k * 2 * rows_pad_; }
+  [[nodiscard]] std::string vmem_sym(int alloc, std::size_t k) const {
     const std::uint64_t off = vmem_row_offset(k);
     return off == 0 ? fmt::format("[#allocation{}]", alloc) : fmt::format("[#allocation{} + $0x{:x}]", alloc, off);
   }
@@ -1001,7 +1017,8 @@ class CollectiveGen {
       }
     }
     for (int g = 0; g < 4; ++g) {
-      emit(S::kStore, fmt::format("{} = vst [vmem:[%s42 + $0x{:x}] sm:$0xff] /*vst_source=*/%v{}", token(), 8 * g, 8 + g));
+      emit(S::kStore,
+           fmt::format("{} = vst [vmem:[%s42 + $0x{:x}] sm:$0xff] /*vst_source=*/%v{}", token(), 8 * g, 8 + g));
     }
     add_imm("s42", "s42", kGroupRows);
     add_imm("s43", "s43", kGroupRows);

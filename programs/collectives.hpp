@@ -16,23 +16,26 @@
 //
 // Algorithms (axes of length 1 take no part; with none left the program copies
 // input to output):
-//   ring        one stream (direction +) per axis in turn;
+//   ring        one stream (direction +) going through the axes one by one;
 //   bidir-ring  each chunk split in two halves, half 0 going + and half 1 going
 //               - round every ring (both directions of every link busy);
-//   multi-axis  each chunk split into K parts (K = participating axes), each
-//               in two halves; part p runs the bidir-ring collective over the
-//               axes in the order rotated to start at listed axis p, all parts
-//               concurrently (the book's V / (W * K)).
+//   multi-axis  each chunk split into K parts (K = participating axes of
+//               length > 1), each in two halves; part p runs the bidir-ring
+//               collective through the axes in the order rotated to start at
+//               listed axis p, all parts concurrently (the book's V / (W K)).
 // A stream is (part p, direction d); unit (r, p, d) is the bytes
 // [r*Q + (p*D + d)*u, +u) with D directions and u = Q / (K*D). A stream moves
-// only its own units. Axis order of part p: O_p = (a_p, a_p+1, ..., a_p-1);
-// reduce-scatter and all-gather go through O_p; all-reduce is the
-// reduce-scatter through O_p followed by the all-gather through O_p reversed.
-// On an axis without wraparound the ring's last hop is routed back over the
-// whole axis (the book's "about twice as long"). all-to-all is the same
-// program for every algorithm: a direct remote DMA of every block to its
-// destination, in the order of destination rank r+1, r+2, ... (mod N), the
-// routes doing the rest.
+// only its own units. Axis order of part p: O_p = (a_p, a_{p+1}, ...,
+// a_{p-1}), indices mod K; reduce-scatter and all-gather go through O_p;
+// all-reduce is the reduce-scatter through O_p followed by the all-gather
+// through O_p reversed. The streams run in lockstep rounds, round i being the
+// i-th ring step of every stream, their pieces interleaved in one loop (with
+// axes of unequal length a stream whose step has fewer pieces sits out the
+// rest of the loop). On an axis without wraparound the ring's last hop is
+// routed back over the whole axis (the book's "about twice as long").
+// all-to-all is the same program for every algorithm: a direct remote DMA of
+// every block to its destination, in the order of destination rank r+1, r+2,
+// ... (mod N), the routes doing the rest.
 //
 // Ring steps on an axis of L chips, chip coordinate c, direction sign s_d
 // (+1, -1), chunks indexed by the digit on that axis:
@@ -42,11 +45,13 @@
 //     programs/collective_reference.hpp).
 //   all-gather step k = 0..L-2: send chunk c - s_d*k (own chunk first), receive
 //     chunk c - s_d*(k+1).
-// Pipelining: every step moves its chunk as pieces of piece_bytes; a piece is
-// forwarded as soon as its predecessor piece has arrived, so the links stay
-// busy. Received partial sums land in an HBM scratch slot per step (never
-// reused: no back-pressure), are staged into VMEM with the local operand
-// (double-buffered per stream), added on the VPU and sent on from VMEM.
+// Pipelining: every step moves its chunk as pieces of piece_bytes (dividing
+// u); a piece is forwarded as soon as its predecessor piece has arrived, so the
+// links stay busy. Received partial sums land in an HBM scratch slot per step
+// (never reused: no back-pressure), are staged into VMEM with the local operand
+// (double-buffered per stream), added on the VPU and sent on from VMEM. The
+// VMEM buffers are padded to whole add-loop iterations (16 KiB), so pieces
+// need only be whole 32-byte granules, for reductions too.
 //
 // Program contract (what the pod runtime provides):
 //   * operands: index 0 input, 1 output, 2 HBM scratch of scratch_bytes
@@ -84,14 +89,14 @@ struct CollectivePlan {
   enum class Op { kAllGather, kReduceScatter, kAllReduce, kAllToAll };
   Op op = Op::kAllGather;
   bool bf16 = false;
-  std::uint64_t bytes = 0;         // V
-  std::vector<std::size_t> axes;   // participating axes of length > 1, as listed
-  std::uint64_t group_size = 1;    // N
-  std::uint64_t chunk_bytes = 0;   // Q = V / N
-  std::uint64_t parts = 1;         // K
-  std::uint64_t directions = 1;    // D
-  std::uint64_t unit_bytes = 0;    // u = Q / (K * D); all-to-all: a block, V / N^2
-  std::uint64_t piece_bytes = 0;   // as given (0: the generator picks)
+  std::uint64_t bytes = 0;                       // V
+  std::vector<std::size_t> axes;                 // participating axes of length > 1, as listed
+  std::uint64_t group_size = 1;                  // N
+  std::uint64_t chunk_bytes = 0;                 // Q = V / N
+  std::uint64_t parts = 1;                       // K
+  std::uint64_t directions = 1;                  // D
+  std::uint64_t unit_bytes = 0;                  // u = Q / (K * D); all-to-all: a block, V / N^2
+  std::uint64_t piece_bytes = 0;                 // as given (0: the generator picks)
   std::vector<std::vector<std::size_t>> orders;  // O_p per part, topology axis ids
   std::vector<std::uint64_t> rank_stride;        // per topology axis; 0 if not participating
 
@@ -116,13 +121,14 @@ struct CollectiveShapes {
 // piece_bytes that is not a multiple of 32 dividing the unit u.
 CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topology& topology);
 
-// The LLO program. Throws std::invalid_argument as collective_shapes does, and
-// when the VMEM buffers of an explicit piece_bytes do not fit the chip.
+// The LLO program. Throws std::invalid_argument as collective_shapes does, when
+// the VMEM buffers of an explicit piece_bytes do not fit the chip, and when the
+// chip has too few sync flags (sflag.count: one per stream and ring step).
 std::string generate_collective(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip);
 
 // The book's prediction ("How to Scale Your Model", facts.md): bandwidth term
-// + latency term. W = 2 x chip.ici.link_bandwidth (both directions of an
-// axis); X = N (axes in turn) or the axis length.
+// + latency term, with W = 2 x chip.ici.link_bandwidth (both directions of an
+// axis) and N the group size:
 //   bidir-ring  all-gather, reduce-scatter V/W; all-reduce 2V/W
 //   ring        all-gather, reduce-scatter V/(W/2) * (N-1)/N; all-reduce twice that
 //   multi-axis  the bidir-ring terms divided by K

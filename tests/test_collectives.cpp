@@ -75,7 +75,8 @@ float element(const std::vector<std::uint8_t>& bytes, std::uint64_t e, bool bf16
 // Group rank of a chip and the chip of a rank in its group (first listed axis fastest).
 std::uint64_t rank_of(const ici::Topology& t, const std::vector<std::size_t>& axes, std::uint32_t chip) {
   const ici::Coords c = t.coords(ChipId(chip));
-  std::uint64_t r = 0, stride = 1;
+  std::uint64_t r = 0;
+  std::uint64_t stride = 1;
   for (std::size_t a : axes) {
     r += c[a] * stride;
     stride *= t.length(a);
@@ -139,7 +140,8 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
       {spec("all-gather", "ring", "f32", 1024, {}), "no participating axes"},
       {spec("all-gather", "ring", "f32", 1024, {1, 1}), "axis y is listed twice"},
       {spec("all-gather", "ring", "f32", 1024, {2}), "axis z is not an axis of topology 8x16 (2 axes)"},
-      {spec("all-gather", "ring", "f32", 0, {1}), "all-gather ring over y of 8x16 (16 chips per group): bytes must be positive"},
+      {spec("all-gather", "ring", "f32", 0, {1}),
+       "all-gather ring over y of 8x16 (16 chips per group): bytes must be positive"},
       {spec("all-reduce", "bidir-ring", "f32", 1000, {1}),
        "all-reduce bidir-ring over y of 8x16 (16 chips per group): bytes 1000 must be a multiple of 1024 (16 chips x 1 "
        "part x 2 directions x 32-byte granules)"},
@@ -157,9 +159,16 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
   }
   // Pieces whose VMEM buffers do not fit: 2 streams x 4 x 32 MiB on v5e's 128 MiB.
   CHECK_THAT(error_of([&] {
-               generate_collective(spec("all-reduce", "bidir-ring", "f32", 1ULL << 30, {1}, 32 << 20), t, preset("v5e"));
+               generate_collective(spec("all-reduce", "bidir-ring", "f32", 1ULL << 30, {1}, 32 << 20), t,
+                                   preset("v5e"));
              }),
              Contains("piece_bytes 33554432 needs 268435456 bytes of VMEM buffers (2 streams x 4 pieces)"));
+  // One arrival flag per stream and ring step (2 x 31), 4 per stream, 1 more.
+  CHECK_THAT(error_of([&] {
+               generate_collective(spec("all-reduce", "bidir-ring", "f32", 1 << 20, {1}), t,
+                                   preset("v5e", {"sflag.count=8"}));
+             }),
+             Contains("needs 71 sync flags, v5e has 8 (sflag.count)"));
 }
 
 TEST_CASE("collectives: every generated program assembles and fits its chip", "[collectives]") {
@@ -169,9 +178,9 @@ TEST_CASE("collectives: every generated program assembles and fits its chip", "[
     std::vector<std::size_t> axes;
   };
   const std::vector<Where> places = {
-      {"v5e", "4", {0}},          {"v5e", "2x4", {0, 1}},       {"v5e", "2x4", {1, 0}}, {"v5e", "2x4", {1}},
-      {"v5e", "8x16", {1}},       {"v5p", "4x4x4", {0, 1, 2}}, {"v5p", "4x4x4", {2}},  {"v4p", "4x4x4", {2, 0, 1}},
-      {"v5e", "1x4", {0, 1}},
+      {"v5e", "4", {0}},     {"v5e", "2x4", {0, 1}},      {"v5e", "2x4", {1, 0}},
+      {"v5e", "2x4", {1}},   {"v5e", "8x16", {1}},        {"v5p", "4x4x4", {0, 1, 2}},
+      {"v5p", "4x4x4", {2}}, {"v4p", "4x4x4", {2, 0, 1}}, {"v5e", "1x4", {0, 1}},
   };
   const std::vector<std::string> ops = {"all-gather", "reduce-scatter", "all-reduce", "all-to-all"};
   const std::vector<std::string> algorithms = {"ring", "bidir-ring", "multi-axis"};
@@ -245,18 +254,21 @@ TEST_CASE("collectives: reference all-gather and all-to-all move data exactly", 
   for (const std::vector<std::size_t>& axes : {std::vector<std::size_t>{1}, std::vector<std::size_t>{1, 0}}) {
     const CollectiveSpec ag = spec("all-gather", "bidir-ring", "f32", 8192, axes);
     const CollectiveShapes s = collective_shapes(ag, t);
-    const auto in = inputs_of(t, s.input_bytes, false, [](std::uint32_t c, std::uint64_t e) { return c * 1000.0f + e; });
+    const auto in = inputs_of(t, s.input_bytes, false,
+                              [](std::uint32_t c, std::uint64_t e) { return static_cast<float>(c * 1000ULL + e); });
     const auto out = collective_reference(ag, t, in);
     for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
       const std::uint64_t per = s.input_bytes / 4;
       for (std::uint64_t r = 0; r < s.group_size; ++r) {
         const std::uint32_t from = chip_of(t, axes, c, r);
-        for (std::uint64_t e = 0; e < per; ++e) REQUIRE(element(out[c], r * per + e, false) == from * 1000.0f + e);
+        for (std::uint64_t e = 0; e < per; ++e)
+          REQUIRE(element(out[c], r * per + e, false) == static_cast<float>(from * 1000ULL + e));
       }
     }
     const CollectiveSpec a2a = spec("all-to-all", "ring", "f32", 8192 * s.group_size, axes);
     const CollectiveShapes sa = collective_shapes(a2a, t);
-    const auto ina = inputs_of(t, sa.input_bytes, false, [](std::uint32_t c, std::uint64_t e) { return c * 1e5f + e; });
+    const auto ina = inputs_of(t, sa.input_bytes, false,
+                               [](std::uint32_t c, std::uint64_t e) { return static_cast<float>(c * 100000ULL + e); });
     const auto outa = collective_reference(a2a, t, ina);
     const std::uint64_t block = sa.input_bytes / 4 / s.group_size;
     for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
@@ -264,7 +276,7 @@ TEST_CASE("collectives: reference all-gather and all-to-all move data exactly", 
       for (std::uint64_t i = 0; i < s.group_size; ++i) {
         const std::uint32_t from = chip_of(t, axes, c, i);
         for (std::uint64_t e = 0; e < block; ++e) {
-          REQUIRE(element(outa[c], i * block + e, false) == from * 1e5f + static_cast<float>(me * block + e));
+          REQUIRE(element(outa[c], i * block + e, false) == static_cast<float>(from * 100000ULL + me * block + e));
         }
       }
     }
@@ -360,7 +372,7 @@ TEST_CASE("collectives: multi-axis reference reduces axis by axis in rotated ord
   // then y: 2 + 256 = 258. Part 1 (y first): column x=0: 1 + 1 = 2, column x=1:
   // 1 + 256 = 257 -> 256; then x: 256 + 2 = 258.
   const ici::Topology t = topo("v5e", "2x2");
-  const CollectiveSpec s = spec("all-reduce", "multi-axis", "bf16", 4 * 4 * 32, {0, 1});
+  const CollectiveSpec s = spec("all-reduce", "multi-axis", "bf16", 512, {0, 1});
   const auto in = inputs_of(t, 512, true, [](std::uint32_t c, std::uint64_t) { return c == 1 ? 256.0f : 1.0f; });
   const auto out = collective_reference(s, t, in);
   for (std::uint32_t c = 0; c < 4; ++c) {
@@ -376,7 +388,9 @@ TEST_CASE("collectives: reference refuses inputs of the wrong count or size", "[
   const CollectiveSpec s = spec("all-gather", "ring", "f32", 1024, {0});
   CHECK_THAT(error_of([&] { collective_reference(s, t, std::vector<std::vector<std::uint8_t>>(3)); }),
              Contains("3 inputs for 4 chips"));
-  CHECK_THAT(error_of([&] { collective_reference(s, t, std::vector<std::vector<std::uint8_t>>(4, std::vector<std::uint8_t>(100))); }),
+  CHECK_THAT(error_of([&] {
+               collective_reference(s, t, std::vector<std::vector<std::uint8_t>>(4, std::vector<std::uint8_t>(100)));
+             }),
              Contains("input of chip 0 has 100 bytes, expected 256"));
 }
 
