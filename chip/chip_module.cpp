@@ -1,6 +1,9 @@
 #include "chip/chip_module.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <set>
 
 namespace tpuemu::chip {
 
@@ -30,6 +33,23 @@ void ChipModule::attach_tracer(Tracer& tracer, const std::string& process_name) 
   shared.hbm_port.on_chunk = [&tracer, id](double begin, double end, std::uint64_t bytes) {
     tracer.add_bytes(id, "HBM bandwidth", begin, end, static_cast<double>(bytes));
   };
+}
+
+void ChipModule::attach_waveform(Waveform& waves) {
+  std::set<std::uint32_t> flags;
+  for (const ExecProgram* p : programs_) {
+    for (const auto& a : p->program->allocations) {
+      if (a.space != MemorySpace::kSflag) continue;
+      const std::uint64_t first = a.offset.value_or(0) / 4;
+      for (std::uint64_t f = first; f < first + std::max<std::uint64_t>(1, a.size / 4) && f < 256; ++f) {
+        flags.insert(static_cast<std::uint32_t>(f));
+      }
+    }
+  }
+  const std::vector<std::uint32_t> traced(flags.begin(), flags.end());
+  for (auto& core : cores) {
+    core->attach_waveform(&waves, fmt::format("chip{}.core{}", shared.chip_id, core->core_index), traced);
+  }
 }
 
 sc_core::sc_time ChipModule::time_of(std::uint64_t cycle) const {

@@ -43,6 +43,9 @@ class ChipModule : public sc_core::sc_module {
   // Sends every core's events and the HBM bandwidth counter to `tracer`, as
   // process shared.chip_id named `process_name`.
   void attach_tracer(Tracer& tracer, const std::string& process_name);
+  // Declares every core's signals (scope "chipN.coreK") in `waves`: the sync
+  // flags traced are those of the programs' sflag allocations.
+  void attach_waveform(Waveform& waves);
 
  private:
   void core_thread(std::size_t index);

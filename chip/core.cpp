@@ -179,6 +179,7 @@ void Core::note_remote_issued(std::uint64_t bytes) {
 void Core::remote_credit(std::uint32_t flag, std::int32_t value, double cycle) {
   flags[flag] = static_cast<std::int32_t>(static_cast<std::uint32_t>(flags[flag]) + static_cast<std::uint32_t>(value));
   last_delivery_cycle_ = std::max(last_delivery_cycle_, static_cast<std::uint64_t>(std::ceil(cycle)));
+  if (waves_ != nullptr) wave_sync(static_cast<std::uint64_t>(std::ceil(cycle)));
 }
 
 std::uint64_t Core::block(std::string reason) {
@@ -297,6 +298,7 @@ void Core::apply_dma(const PendingDma& d) {
   (void)smem_src;
   flags[d.flag] += d.credit;
   if (tracer_ != nullptr) trace_dma_landed(d);
+  if (waves_ != nullptr) wave_sync(std::max(now_, d.complete_cycle));
 }
 
 void Core::apply_dmas_until(std::uint64_t cycle) {
@@ -373,6 +375,7 @@ void Core::issue_bundle(const ExecBundle& bundle) {
   stats_.ops += issued_.size();
   commit();
   if (tracer_ != nullptr) trace_bundle(bundle);
+  if (waves_ != nullptr) wave_bundle(bundle);
 }
 
 Core::Status Core::run_until(std::uint64_t cycle_limit) {

@@ -21,6 +21,7 @@
 #include "chip/fabric.hpp"
 #include "chip/fault.hpp"
 #include "chip/trace.hpp"
+#include "chip/waveform.hpp"
 #include "common/chip_config.hpp"
 #include "memory/dense_memory.hpp"
 #include "memory/dma_port.hpp"
@@ -116,6 +117,12 @@ class Core {
     std::vector<std::uint32_t> mxu, xlu, dma;
   };
   [[nodiscard]] const TraceTracks& trace_tracks() const { return tracks_; }
+  // Waveforms (chip/waveform.hpp): pc, per-MXU busy and result-FIFO depth,
+  // VPU busy, DMAs in flight and the values of `flags`, under the VCD scope
+  // `scope` ("chip0.core0"); null = off.
+  void attach_waveform(Waveform* waves, const std::string& scope, const std::vector<std::uint32_t>& flags);
+  // Records what changed since the last call, at `cycle`.
+  void wave_sync(std::uint64_t cycle);
   // vtrace: a value with its top four bits set (0xF...) opens region
   // value & 0x0FFFFFFF; any other value closes the innermost open region.
   void trace_marker(std::uint32_t value);
@@ -227,6 +234,7 @@ class Core {
  private:
   void issue_bundle(const ExecBundle& bundle);
   void trace_bundle(const ExecBundle& bundle);
+  void wave_bundle(const ExecBundle& bundle);
   void trace_dma_landed(const PendingDma& dma);
   void commit();
   void apply_dmas_until(std::uint64_t cycle);
@@ -281,6 +289,17 @@ class Core {
   std::uint64_t dma_sequence_ = 0;
   std::size_t remote_in_flight_ = 0;
   Tracer* tracer_ = nullptr;
+  Waveform* waves_ = nullptr;
+  struct WaveSignal {
+    std::uint32_t id = 0;
+    std::uint32_t last = 0;
+  };
+  struct WaveSignals {
+    WaveSignal pc, vpu, dmas;
+    std::vector<WaveSignal> mxu_busy, mxu_fifo;
+    std::vector<std::pair<std::uint32_t, WaveSignal>> flags;  // flag index -> signal
+  } wave_;
+  void wave_set(WaveSignal& s, std::uint64_t cycle, std::uint32_t value);
   TraceTracks tracks_;
   std::vector<bool> dma_lane_used_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> open_regions_;  // (id, begin cycle)

@@ -77,6 +77,27 @@ void Core::trace_bundle(const ExecBundle& bundle) {
                 TraceSource{program_->program, issued_.empty() ? nullptr : issued_.front()->op, bundle.address});
 }
 
+void Core::wave_bundle(const ExecBundle& bundle) {
+  const std::uint64_t at = now_;
+  waves_->change(wave_.pc.id, static_cast<double>(at), bundle.address);
+  bool vpu = false;
+  for (const ExecOp* op : issued_) {
+    vpu = vpu || op->info->slot == SlotClass::kValu;
+    const bool multiply = op->id == isa::OpId::kVmatmul || op->id == isa::OpId::kVmatmulLatch ||
+                          op->id == isa::OpId::kVmatmulMsk || op->id == isa::OpId::kVmatmulMskLatch;
+    if (multiply && op->unit < wave_.mxu_busy.size()) {
+      // Busy for cycles_per_tile; a multiply issued as it ends keeps it high.
+      waves_->change(wave_.mxu_busy[op->unit].id, static_cast<double>(at), 1);
+      waves_->change(wave_.mxu_busy[op->unit].id, static_cast<double>(at + chip.mxu.cycles_per_tile), 0);
+    }
+  }
+  if (vpu) {
+    waves_->change(wave_.vpu.id, static_cast<double>(at), 1);
+    waves_->change(wave_.vpu.id, static_cast<double>(at + 1), 0);
+  }
+  wave_sync(at);
+}
+
 void Core::trace_dma_landed(const PendingDma& dma) {
   if (dma.lane < 0) return;
   const auto lane = static_cast<std::size_t>(dma.lane);
@@ -100,6 +121,35 @@ void Core::trace_marker(std::uint32_t value) {
     tracer_->span(shared.chip_id, tracks_.regions, fmt::format("region {}", id), static_cast<double>(begin),
                   static_cast<double>(now_ + 1));
   }
+}
+
+void Core::attach_waveform(Waveform* waves, const std::string& scope, const std::vector<std::uint32_t>& traced_flags) {
+  waves_ = waves;
+  if (waves_ == nullptr) return;
+  wave_.pc.id = waves_->word(scope + ".pc");
+  for (std::uint64_t m = 0; m < chip.mxu.count; ++m) {
+    wave_.mxu_busy.push_back({waves_->bit(fmt::format("{}.mxu{}.busy", scope, m)), 0});
+    wave_.mxu_fifo.push_back({waves_->word(fmt::format("{}.mxu{}.result_fifo", scope, m)), 0});
+  }
+  wave_.vpu.id = waves_->bit(scope + ".vpu.busy");
+  wave_.dmas.id = waves_->word(scope + ".dmas_in_flight");
+  for (const std::uint32_t f : traced_flags) {
+    if (f < flags.size()) wave_.flags.emplace_back(f, WaveSignal{waves_->word(fmt::format("{}.sflag{}", scope, f)), 0});
+  }
+}
+
+void Core::wave_set(WaveSignal& s, std::uint64_t cycle, std::uint32_t value) {
+  if (s.last == value) return;
+  s.last = value;
+  waves_->change(s.id, static_cast<double>(cycle), value);
+}
+
+void Core::wave_sync(std::uint64_t cycle) {
+  for (std::size_t m = 0; m < mxus.size(); ++m) {
+    wave_set(wave_.mxu_fifo[m], cycle, static_cast<std::uint32_t>(mxus[m].queued()));
+  }
+  wave_set(wave_.dmas, cycle, static_cast<std::uint32_t>(dmas_in_flight()));
+  for (auto& [f, signal] : wave_.flags) wave_set(signal, cycle, static_cast<std::uint32_t>(flags[f]));
 }
 
 }  // namespace tpuemu::chip

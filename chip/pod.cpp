@@ -30,7 +30,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
     const ici::Topology& t = request.topology;
     const std::uint64_t hop = std::max<std::uint64_t>(
         1, static_cast<std::uint64_t>(std::floor(request.chip.ici.hop_latency_s * request.chip.clock_hz)));
-    const std::uint64_t quantum = std::min(request.quantum_cycles, hop);
+    const std::uint64_t quantum = request.vcd.empty() ? std::min(request.quantum_cycles, hop) : 1;
     for (std::uint32_t id = 0; id < t.chip_count(); ++id) {
       chips.push_back(std::make_unique<ChipModule>(sc_core::sc_gen_unique_name("chip"), request.chip, programs,
                                                    operand_values, request.options, quantum));
@@ -46,6 +46,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
       shared.fabric = this;
     }
     if (request.tracer != nullptr) attach_tracer(*request.tracer);
+    if (!request.vcd.empty()) attach_waveform();
 
     sc_core::sc_spawn([this] { network_thread(); }, "network");
   }
@@ -114,6 +115,30 @@ class PodModule : public sc_core::sc_module, public Fabric {
     };
   }
 
+  // Per chip its cores' signals and one busy bit per outgoing link direction.
+  void attach_waveform() {
+    waves_ = std::make_unique<Waveform>("waves", request_.vcd, request_.chip.clock_hz, request_.vcd_max_changes);
+    const ici::Topology& t = request_.topology;
+    for (auto& chip : chips) {
+      chip->attach_waveform(*waves_);
+      for (std::uint8_t axis = 0; axis < t.axis_count(); ++axis) {
+        for (const int dir : {-1, 1}) {
+          if (!t.neighbour(ChipId(chip->shared.chip_id), axis, dir)) continue;
+          link_signals_[{chip->shared.chip_id, axis * 2U + (dir > 0 ? 1U : 0U)}] = waves_->bit(fmt::format(
+              "chip{}.ici.{}{}.busy", chip->shared.chip_id, dir > 0 ? "plus_" : "minus_", ici::axis_name(axis)));
+        }
+      }
+    }
+    previous_on_packet_ = network_.on_packet;
+    network_.on_packet = [this](ChipId from, std::uint8_t axis, std::int8_t direction, double begin, double end,
+                                std::uint64_t bytes) {
+      if (previous_on_packet_) previous_on_packet_(from, axis, direction, begin, end, bytes);
+      const std::uint32_t id = link_signals_.at({from.value(), axis * 2U + (direction > 0 ? 1U : 0U)});
+      waves_->change(id, begin, 1);
+      waves_->change(id, end, 0);
+    };
+  }
+
   // Remote DMAs in a trace: a span from issue to sent on the sender's
   // "remote dma" track, the arrival on the receiver's, and a flow between.
   void trace_delivery(const RemoteSend& m, const ici::Network::Completion& c) {
@@ -174,6 +199,9 @@ class PodModule : public sc_core::sc_module, public Fabric {
   ici::Network network_;
   std::unordered_map<ici::Network::TransferId, RemoteSend> in_flight_;
   std::vector<std::uint32_t> arrival_tracks_;
+  std::unique_ptr<Waveform> waves_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> link_signals_;
+  std::function<void(ChipId, std::uint8_t, std::int8_t, double, double, std::uint64_t)> previous_on_packet_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<double>> remote_lanes_;  // (chip, core) -> lane ends
   std::unordered_map<std::uint64_t, std::uint32_t> flow_tracks_;
   std::uint64_t sends_ = 0;

@@ -54,6 +54,8 @@ struct PodRequest {
       input;
   bool read_outputs = true;  // collect output buffers (only with numerics)
   Tracer* tracer = nullptr;  // trace events of every chip, link and remote DMA
+  std::string vcd;           // waveform file; empty = off (forces a one-cycle quantum)
+  std::uint64_t vcd_max_changes = 20'000'000;
 };
 
 struct PodChipResult {

@@ -143,8 +143,15 @@ ChainResult run_chain(const ChainRequest& request) {
   // 4. Elaborate, write the inputs, simulate.
   std::vector<const ExecProgram*> programs;
   for (const auto& e : execs) programs.push_back(&e);
-  ChipModule chip("chip0", request.chip, programs, operand_values, request.options, request.quantum_cycles);
+  // Waveforms need exact change times: a one-cycle quantum.
+  ChipModule chip("chip0", request.chip, programs, operand_values, request.options,
+                  request.vcd.empty() ? request.quantum_cycles : 1);
   if (request.tracer != nullptr) chip.attach_tracer(*request.tracer, fmt::format("chip 0 {}", request.chip.name));
+  std::unique_ptr<Waveform> waves;
+  if (!request.vcd.empty()) {
+    waves = std::make_unique<Waveform>("waves", request.vcd, request.chip.clock_hz, request.vcd_max_changes);
+    chip.attach_waveform(*waves);
+  }
   for (const auto& [name, bytes] : device_data) {
     for (const auto& [space, address] : buffers.at(name).address) {
       if (space == "hbm") {
@@ -258,6 +265,8 @@ RunResult run_program(const RunRequest& request) {
   chain.options = request.options;
   chain.quantum_cycles = request.quantum_cycles;
   chain.tracer = request.tracer;
+  chain.vcd = request.vcd;
+  chain.vcd_max_changes = request.vcd_max_changes;
   ChainStep step;
   step.program = request.program;
   const ExecProgram exec = decode_program(*request.program, request.chip);

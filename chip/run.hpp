@@ -25,6 +25,8 @@ struct RunRequest {
   std::map<std::uint32_t, std::string> input_origins;  // file names for messages
   std::uint64_t quantum_cycles = 1000;
   Tracer* tracer = nullptr;  // trace events (chip/trace.hpp); null = off
+  std::string vcd;           // waveform file (chip/waveform.hpp); empty = off
+  std::uint64_t vcd_max_changes = 20'000'000;
 };
 
 struct UnitStats {
@@ -69,6 +71,8 @@ struct ChainRequest {
   std::map<std::string, std::uint32_t> scalars;      // by-value operands: 32-bit patterns
   std::map<std::string, bool> transposed;            // stored transposed (layout {0,1})
   Tracer* tracer = nullptr;
+  std::string vcd;
+  std::uint64_t vcd_max_changes = 20'000'000;
 };
 
 struct StepResult {

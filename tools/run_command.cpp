@@ -57,6 +57,8 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
     request.chip = load_chip(chip_request(vm));
     trace = trace_output(vm, request.chip.clock_hz);
     request.tracer = trace.tracer.get();
+    request.vcd = waveform_path(vm);
+    request.vcd_max_changes = vm["vcd-max-changes"].as<std::uint64_t>();
     topology = topology_from(vm, vm["topology"].as<std::string>(), request.chip);
     request.topology = topology;
     request.routing = vm["routing"].as<std::string>();
@@ -154,6 +156,7 @@ int run_command(const std::vector<std::string>& args) {
   add_chip_options(options);
   add_topology_options(options);
   add_trace_options(options);
+  add_waveform_options(options);
   options.add_options()("topology", po::value<std::string>(),
                         "run SPMD on a pod of this shape (8x16, 4x4x4, ...); --in/--out paths may contain {chip}")(
       "program", po::value<std::string>(),
@@ -188,6 +191,8 @@ int run_command(const std::vector<std::string>& args) {
     request.chip = load_chip(chip_request(*vm));
     trace = trace_output(*vm, request.chip.clock_hz);
     request.tracer = trace.tracer.get();
+    request.vcd = waveform_path(*vm);
+    request.vcd_max_changes = (*vm)["vcd-max-changes"].as<std::uint64_t>();
     program = load_program(program_path);
     request.program = &program;
     request.options.strict = vm->count("strict") != 0U;

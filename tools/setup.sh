@@ -16,6 +16,7 @@ packages=(
   catch2 libspdlog-dev libfmt-dev nlohmann-json3-dev
   libbenchmark-dev
   clang libclang-rt-14-dev
+  gtkwave
 )
 
 missing=()

@@ -15,6 +15,23 @@ void add_trace_options(po::options_description& options) {
       "trace-detail", "one event per op and bundle (default: back-to-back identical events merge)");
 }
 
+void add_waveform_options(po::options_description& options) {
+  options.add_options()("vcd", po::value<std::string>(),
+                        "write waveforms (VCD, opens in GTKWave): pc, unit busy, FIFO depths, sync flags, ICI links; "
+                        "runs with a one-cycle quantum, so keep programs small")(
+      "vcd-max-changes", po::value<std::uint64_t>()->default_value(20'000'000),
+      "stop the run with an error beyond this many value changes");
+}
+
+std::string waveform_path(const po::variables_map& vm) {
+  if (vm.count("vcd") == 0U) return {};
+  const std::string path = vm["vcd"].as<std::string>();
+  if (!path.ends_with(".vcd")) throw std::invalid_argument(fmt::format("--vcd {}: the file name must end in .vcd", path));
+  std::ofstream probe(path);
+  if (!probe) throw std::invalid_argument(fmt::format("--vcd {}: cannot write this file", path));
+  return path;
+}
+
 TraceOutput trace_output(const po::variables_map& vm, double clock_hz) {
   TraceOutput out;
   if (vm.count("trace") == 0U) {

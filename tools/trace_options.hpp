@@ -12,6 +12,11 @@
 namespace tpuemu::cli {
 
 void add_trace_options(po::options_description& options);
+// --vcd FILE, --vcd-max-changes N.
+void add_waveform_options(po::options_description& options);
+// The --vcd path ("" without it), checked writable before any run
+// (std::invalid_argument otherwise).
+std::string waveform_path(const po::variables_map& vm);
 
 struct TraceOutput {
   std::unique_ptr<chip::Tracer> tracer;  // null without --trace

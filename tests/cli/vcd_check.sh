@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Waveforms open in GTKWave's tools: a chip run and a pod run write VCDs that
+# vcd2fst converts, with the signals a student looks for changing over time.
+# Usage: vcd_check.sh TPUEMU WORKDIR PROGRAMS_DIR DATA_DIR
+set -euo pipefail
+tpuemu=$1 work=$2 programs=$3 data=$4
+mkdir -p "$work" && cd "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+command -v vcd2fst > /dev/null || fail "vcd2fst (Debian package gtkwave) is not installed: run tools/setup.sh"
+
+"$tpuemu" run "$programs/matmul_8x128.llo" --in 0="$data/x_8x128.npy" --in 1="$data/w_128x128.npy" --vcd chip.vcd > chip.txt
+vcd2fst chip.vcd chip.fst || fail "vcd2fst rejected chip.vcd"
+[ -s chip.fst ] || fail "vcd2fst wrote no chip.fst"
+for signal in "pc \[31:0\]" "busy" "result_fifo \[31:0\]" "dmas_in_flight \[31:0\]" "sflag0 \[31:0\]"; do
+  grep -q "\$var wire .* $signal" chip.vcd || fail "chip.vcd has no signal '$signal'"
+done
+# The pc changes at many times; the MXU's busy bit rises and falls.
+[ "$(grep -c '^#' chip.vcd)" -gt 20 ] || fail "chip.vcd has too few time steps"
+mxu=$(grep '\$var wire *1 .* busy' chip.vcd | head -1 | awk '{print $4}')
+grep -q "^1$mxu\$" chip.vcd || fail "no MXU busy pulse in chip.vcd"
+
+"$tpuemu" run "$programs/ring_shift.llo" --topology 4 --wrap x --vcd pod.vcd > pod.txt
+vcd2fst pod.vcd pod.fst || fail "vcd2fst rejected pod.vcd"
+grep -q '\$scope module chip3 \$end' pod.vcd || fail "pod.vcd has no scope for chip 3"
+link=$(grep '\$var wire *1 .* busy' pod.vcd | grep -A0 "" | awk '{print $4}' | tail -1)
+grep -q "^1$link\$" pod.vcd || fail "no ICI link busy pulse in pod.vcd"
+echo PASS
