@@ -52,6 +52,29 @@ void ChipModule::attach_waveform(Waveform& waves) {
   }
 }
 
+void ChipModule::attach_profile(MemoryProfile& profile, const std::vector<NamedRange>& hbm_buffers) {
+  const std::uint32_t id = shared.chip_id;
+  for (const auto& b : hbm_buffers) {
+    profile.add_buffer(id, 0, MemoryProfile::Space::kHbm, b.name, b.offset, b.size, chip_.hbm.size_bytes);
+  }
+  for (auto& core : cores) {
+    std::set<std::tuple<MemorySpace, std::uint64_t, std::uint64_t>> seen;
+    for (const ExecProgram* p : programs_) {
+      for (const auto& a : p->program->allocations) {
+        if (a.space != MemorySpace::kVmem && a.space != MemorySpace::kSmem) continue;
+        if (!seen.insert({a.space, a.offset.value_or(0), a.size}).second) continue;
+        const bool vmem = a.space == MemorySpace::kVmem;
+        std::string name = fmt::format("#allocation{}{}", a.id, a.spill ? "_spill" : "");
+        if (!a.tag.empty()) name += fmt::format(" '{}'", a.tag);
+        if (programs_.size() > 1) name = p->program->name + " " + name;
+        profile.add_buffer(id, core->core_index, vmem ? MemoryProfile::Space::kVmem : MemoryProfile::Space::kSmem,
+                           name, a.offset.value_or(0), a.size, vmem ? chip_.vmem.size_bytes : chip_.smem.size_bytes);
+      }
+    }
+    core->profile = &profile;
+  }
+}
+
 sc_core::sc_time ChipModule::time_of(std::uint64_t cycle) const {
   return sc_core::sc_time(std::round(static_cast<double>(cycle) * 1e12 / chip_.clock_hz), sc_core::SC_PS);
 }

@@ -46,6 +46,14 @@ class ChipModule : public sc_core::sc_module {
   // Declares every core's signals (scope "chipN.coreK") in `waves`: the sync
   // flags traced are those of the programs' sflag allocations.
   void attach_waveform(Waveform& waves);
+  // Declares the programs' VMEM and SMEM allocations (per core) and
+  // `hbm_buffers` (name, byte offset, size) in `profile` and attaches it.
+  struct NamedRange {
+    std::string name;
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+  };
+  void attach_profile(MemoryProfile& profile, const std::vector<NamedRange>& hbm_buffers);
 
  private:
   void core_thread(std::size_t index);

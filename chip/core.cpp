@@ -233,6 +233,11 @@ std::uint64_t Core::issue_dma(PendingDma dma) {
   if (hbm_passes < 2) dma.vmem_transfer = vmem_port.start(start, total);
   dma.sequence = dma_sequence_++;
   dma.issue_cycle = now_;
+  if (profile != nullptr) {
+    using S = MemoryProfile::Space;
+    const S space = src_hbm ? S::kHbm : (dma.kind == PendingDma::Kind::kSmemToHbm ? S::kSmem : S::kVmem);
+    profile_access(space, dma.src, (dma.blocks - 1) * dma.src_stride + dma.block_bytes, now_, false);
+  }
   if (tracer_ != nullptr) {
     const auto free = std::find(dma_lane_used_.begin(), dma_lane_used_.end(), false);
     dma.lane = static_cast<std::int32_t>(free - dma_lane_used_.begin());
@@ -297,6 +302,13 @@ void Core::apply_dma(const PendingDma& d) {
   }
   (void)smem_src;
   flags[d.flag] += d.credit;
+  if (profile != nullptr) {
+    using S = MemoryProfile::Space;
+    const bool dst_hbm = d.kind == PendingDma::Kind::kVmemToHbm || d.kind == PendingDma::Kind::kSmemToHbm ||
+                         d.kind == PendingDma::Kind::kHbmToHbm;
+    const S space = dst_hbm ? S::kHbm : (d.kind == PendingDma::Kind::kHbmToSmem ? S::kSmem : S::kVmem);
+    profile_access(space, d.dst, (d.blocks - 1) * d.dst_stride + d.block_bytes, d.complete_cycle, true);
+  }
   if (tracer_ != nullptr) trace_dma_landed(d);
   if (waves_ != nullptr) wave_sync(std::max(now_, d.complete_cycle));
 }

@@ -20,6 +20,7 @@
 #include "chip/exec_program.hpp"
 #include "chip/fabric.hpp"
 #include "chip/fault.hpp"
+#include "chip/memory_profile.hpp"
 #include "chip/trace.hpp"
 #include "chip/waveform.hpp"
 #include "common/chip_config.hpp"
@@ -117,6 +118,17 @@ class Core {
     std::vector<std::uint32_t> mxu, xlu, dma;
   };
   [[nodiscard]] const TraceTracks& trace_tracks() const { return tracks_; }
+  // Memory profile (chip/memory_profile.hpp): DMA and vector accesses; null = off.
+  MemoryProfile* profile = nullptr;
+  void profile_access(MemoryProfile::Space space, std::uint64_t address, std::uint64_t bytes, std::uint64_t cycle,
+                      bool is_write) {
+    if (profile == nullptr) return;
+    if (is_write) {
+      profile->write(shared.chip_id, core_index, space, address, bytes, cycle);
+    } else {
+      profile->read(shared.chip_id, core_index, space, address, bytes, cycle);
+    }
+  }
   // Waveforms (chip/waveform.hpp): pc, per-MXU busy and result-FIFO depth,
   // VPU busy, DMAs in flight and the values of `flags`, under the VCD scope
   // `scope` ("chip0.core0"); null = off.

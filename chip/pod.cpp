@@ -79,8 +79,10 @@ class PodModule : public sc_core::sc_module, public Fabric {
     }
   }
 
+  // SystemC never returns from a thread that waits at the end of the
+  // simulation: what the loop owns lives in members (no leak at exit).
   void network_loop() {
-    std::vector<ici::Network::Completion> done;
+    std::vector<ici::Network::Completion>& done = completions_;
     for (;;) {
       const auto next = network_.next_event_time();
       if (!next) {
@@ -190,6 +192,10 @@ class PodModule : public sc_core::sc_module, public Fabric {
         std::memcpy(dst.vmem.data(m.dst_address), m.payload.data(), m.payload.size());
       }
     }
+    if (dst.profile != nullptr && m.dst_space != RemoteSend::Space::kFlagOnly) {
+      dst.profile_access(m.dst_space == RemoteSend::Space::kHbm ? MemoryProfile::Space::kHbm : MemoryProfile::Space::kVmem,
+                         m.dst_address, m.bytes, static_cast<std::uint64_t>(std::ceil(c.time)), true);
+    }
     dst.remote_credit(m.dst_flag, m.dst_credit, c.time);
     dst_chip.wake_core(m.dst_core);
     in_flight_.erase(it);
@@ -199,6 +205,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
   ici::Network network_;
   std::unordered_map<ici::Network::TransferId, RemoteSend> in_flight_;
   std::vector<std::uint32_t> arrival_tracks_;
+  std::vector<ici::Network::Completion> completions_;
   std::unique_ptr<Waveform> waves_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> link_signals_;
   std::function<void(ChipId, std::uint8_t, std::int8_t, double, double, std::uint64_t)> previous_on_packet_;
@@ -281,6 +288,11 @@ PodResult run_pod(const PodRequest& request) {
   std::vector<const ExecProgram*> programs;
   for (const auto& e : execs) programs.push_back(&e);
   PodModule pod("pod", request, programs, operand_values);
+  if (request.profile != nullptr) {
+    std::vector<ChipModule::NamedRange> hbm;
+    for (const auto& name : order) hbm.push_back({name, buffers.at(name).address, device_bytes(buffers.at(name).binding)});
+    for (auto& chip : pod.chips) chip->attach_profile(*request.profile, hbm);
+  }
   if (request.input && request.options.compute_numerics) {
     for (std::uint32_t id = 0; id < pod.chips.size(); ++id) {
       for (const auto& name : order) {
@@ -295,6 +307,7 @@ PodResult run_pod(const PodRequest& request) {
                                                   fmt::join(buf.binding.shape, ","), device_bytes(buf.binding)));
         }
         pod.chips[id]->shared.hbm.write(buf.address, bytes);
+        if (request.profile != nullptr) request.profile->write(id, 0, MemoryProfile::Space::kHbm, buf.address, bytes.size(), 0);
       }
     }
   }

@@ -56,6 +56,7 @@ struct PodRequest {
   Tracer* tracer = nullptr;  // trace events of every chip, link and remote DMA
   std::string vcd;           // waveform file; empty = off (forces a one-cycle quantum)
   std::uint64_t vcd_max_changes = 20'000'000;
+  MemoryProfile* profile = nullptr;  // memory profile of every chip; null = off
 };
 
 struct PodChipResult {

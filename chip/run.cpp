@@ -147,6 +147,19 @@ ChainResult run_chain(const ChainRequest& request) {
   ChipModule chip("chip0", request.chip, programs, operand_values, request.options,
                   request.vcd.empty() ? request.quantum_cycles : 1);
   if (request.tracer != nullptr) chip.attach_tracer(*request.tracer, fmt::format("chip 0 {}", request.chip.name));
+  if (request.profile != nullptr) {
+    std::vector<ChipModule::NamedRange> hbm;
+    for (const auto& [name, buf] : buffers) {
+      if (buf.scalar || buf.address.count("hbm") == 0U) continue;
+      hbm.push_back({name, buf.address.at("hbm"), device_bytes(buf.binding)});
+    }
+    chip.attach_profile(*request.profile, hbm);
+    // The host's inputs are live from the start.
+    for (const auto& [name, bytes] : device_data) {
+      const auto& address = buffers.at(name).address;
+      if (address.count("hbm") != 0U) request.profile->write(0, 0, MemoryProfile::Space::kHbm, address.at("hbm"), bytes.size(), 0);
+    }
+  }
   std::unique_ptr<Waveform> waves;
   if (!request.vcd.empty()) {
     waves = std::make_unique<Waveform>("waves", request.vcd, request.chip.clock_hz, request.vcd_max_changes);
@@ -267,6 +280,7 @@ RunResult run_program(const RunRequest& request) {
   chain.tracer = request.tracer;
   chain.vcd = request.vcd;
   chain.vcd_max_changes = request.vcd_max_changes;
+  chain.profile = request.profile;
   ChainStep step;
   step.program = request.program;
   const ExecProgram exec = decode_program(*request.program, request.chip);

@@ -27,6 +27,7 @@ struct RunRequest {
   Tracer* tracer = nullptr;  // trace events (chip/trace.hpp); null = off
   std::string vcd;           // waveform file (chip/waveform.hpp); empty = off
   std::uint64_t vcd_max_changes = 20'000'000;
+  MemoryProfile* profile = nullptr;  // memory profile (chip/memory_profile.hpp); null = off
 };
 
 struct UnitStats {
@@ -73,6 +74,7 @@ struct ChainRequest {
   Tracer* tracer = nullptr;
   std::string vcd;
   std::uint64_t vcd_max_changes = 20'000'000;
+  MemoryProfile* profile = nullptr;
 };
 
 struct StepResult {

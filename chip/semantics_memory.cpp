@@ -44,8 +44,15 @@ void check_rows(const Core& core, const VmemAccess& a) {
   }
 }
 
+// The rows a load or store touches, for the memory profile.
+void profile_rows(Core& core, const VmemAccess& a, bool is_write) {
+  core.profile_access(MemoryProfile::Space::kVmem, a.row * kRowBytes, (7 * std::uint64_t{a.stride} + 1) * kRowBytes,
+                      core.now(), is_write);
+}
+
 void store(Core& core, const ExecOp& op, const vpu::Vmask* element_mask, std::size_t source_operand) {
   const VmemAccess a = vmem_access(core, op, 0);
+  if (core.profile != nullptr) profile_rows(core, a, true);
   if (!core.options.compute_numerics) {
     check_rows(core, a);
     return;
@@ -148,6 +155,7 @@ void dma(Core& core, const ExecOp& op, bool strided) {
 
 void exec_Vld(Core& c, const ExecOp& op) {
   const VmemAccess a = vmem_access(c, op, 0);
+  if (c.profile != nullptr) profile_rows(c, a, false);
   if (!c.options.compute_numerics) {
     check_rows(c, a);
     return;
@@ -272,6 +280,8 @@ void remote_dma(Core& core, const ExecOp& op, bool src_vmem, bool dst_vmem) {
   }
   m.start_cycle = core.now() + core.chip.latency(LatencyClass::kDmaIssue).value();
   m.source_bundle = op.bundle;
+  core.profile_access(src_vmem ? MemoryProfile::Space::kVmem : MemoryProfile::Space::kHbm, src, m.bytes, core.now(),
+                      false);
   core.note_remote_issued(m.bytes);
   fabric.send(std::move(m));
 }

@@ -110,7 +110,7 @@ TEST_CASE("pod: a wait no chip will ever satisfy is reported as a deadlock namin
   CHECK_THAT(*r.fault, Catch::Contains("waits for sync flag 0 to reach 1; it holds 0"));
 }
 
-TEST_CASE("pod: a remote DMA to a chip outside the pod is a fault naming the pod", "[pod]") {
+TEST_CASE("pod: a remote DMA to a chip outside the pod is a fault naming the pod", "[pod][asan-coroutine-throw]") {
   const isa::Program program = isa::assemble(R"(#allocation0 [shape = 's32[2]{0}', space=sflag, size = 0x8, tag = 'f']
 { %s0 = inlined_call_operand.hbm [shape: f32[1024], index: 0, kind: input, shape index: {}] }
 { %1 = dma.remote.hbm_to_hbm [thread:$0] /*src=*/%s0, /*size_in_granules=*/128, /*chip=*/4, /*core=*/0, /*dst=*/%s0, /*src_syncflagno=*/[#allocation0], /*dst_syncflagno=*/[#allocation0 + $0x1] }

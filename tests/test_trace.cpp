@@ -170,3 +170,63 @@ TEST_CASE("trace: a pod's trace has a process per chip, ICI link tracks and flow
   // Each link carried one 4 KiB packet: 4096 / 30 cycles busy.
   for (int chip = 0; chip < 4; ++chip) CHECK(track_cycles(trace, chip, "ici +x") == Approx(4096.0 / 30.0));
 }
+
+TEST_CASE("memory profile: buffers live from first write to last access, occupancy and peak", "[profile]") {
+  chip::MemoryProfile p;
+  using S = chip::MemoryProfile::Space;
+  p.add_buffer(0, 0, S::kVmem, "a", 0, 4096, 1 << 20);
+  p.add_buffer(0, 0, S::kVmem, "b", 4096, 8192, 1 << 20);
+  p.add_buffer(0, 0, S::kVmem, "never", 65536, 4096, 1 << 20);
+  p.read(0, 0, S::kVmem, 0, 16, 5);        // read before any write: not live yet
+  p.write(0, 0, S::kVmem, 0, 4096, 10);    // a live from 10
+  p.write(0, 0, S::kVmem, 4000, 200, 20);  // straddles a and b: b live from 20
+  p.read(0, 0, S::kVmem, 0, 16, 30);       // a until 30
+  p.read(0, 0, S::kVmem, 8192, 16, 50);    // b until 50
+  const auto j = p.to_json(1e9);
+  const auto& m = j["memories"][0];
+  CHECK(m["peak_bytes"] == 4096 + 8192);
+  CHECK(m["peak_cycle"] == 20);
+  CHECK(m["buffers"][0]["first_cycle"] == 10);
+  CHECK(m["buffers"][0]["last_cycle"] == 30);
+  CHECK(m["buffers"][1]["first_cycle"] == 20);
+  CHECK(m["buffers"][1]["last_cycle"] == 50);
+  CHECK_FALSE(m["buffers"][2].contains("first_cycle"));
+  // Timeline: 4096 at 10, 12288 at 20, 8192 at 31, 0 at 51.
+  CHECK(m["timeline"] == nlohmann::json::parse("[[10,4096],[20,12288],[31,8192],[51,0]]"));
+  CHECK_THAT(p.to_svg(1e9), Catch::StartsWith("<svg"));
+}
+
+TEST_CASE("memory profile: a matmul's VMEM buffers and HBM operands are profiled", "[profile]") {
+  chip::MemoryProfile profile;
+  chip::RunRequest request;
+  request.chip = test::preset("v5e");
+  const programs::MatmulSpec spec{64, 256, 512, "bf16", true};
+  const isa::Program program = isa::assemble(programs::generate_matmul(spec, request.chip), "matmul.llo");
+  request.program = &program;
+  const auto a = programs::random_bf16_values(spec.m * spec.k, 3);
+  const auto b = programs::random_bf16_values(spec.k * spec.n, 4);
+  request.inputs[0] = make_npy(NpyDtype::kFloat32, {spec.m, spec.k}, a.data());
+  request.inputs[1] = make_npy(NpyDtype::kFloat32, {spec.k, spec.n}, b.data());
+  request.profile = &profile;
+  const chip::RunResult r = chip::run_program(request);
+  REQUIRE_FALSE(r.fault.has_value());
+  const auto j = profile.to_json(request.chip.clock_hz);
+  bool vmem = false;
+  bool hbm = false;
+  for (const auto& m : j["memories"]) {
+    if (m["space"] == "vmem") {
+      vmem = true;
+      CHECK(m["peak_bytes"].get<std::uint64_t>() > 0);
+      CHECK(m["peak_bytes"].get<std::uint64_t>() <= request.chip.vmem.size_bytes);
+    }
+    if (m["space"] == "hbm") {
+      hbm = true;
+      // Inputs live from cycle 0; the output from its first DMA.
+      CHECK(m["buffers"][0]["first_cycle"] == 0);
+      CHECK(m["buffers"][2]["first_cycle"].get<std::uint64_t>() > 0);
+      CHECK(m["buffers"][2]["last_cycle"].get<std::uint64_t>() <= r.cycles);
+    }
+  }
+  CHECK(vmem);
+  CHECK(hbm);
+}

@@ -130,6 +130,7 @@ int pod_demo(const std::vector<std::string>& args) {
   add_chip_options(options);
   add_topology_options(options);
   add_trace_options(options);
+  add_profile_options(options);
   options.add_options()("topology", po::value<std::string>()->default_value("2x2"), "pod shape")(
       "b", po::value<std::uint64_t>()->default_value(2048), "rows of X and Y (split over the chips)")(
       "d", po::value<std::uint64_t>()->default_value(2048), "columns of X, rows of W (split over the chips)")(
@@ -155,9 +156,11 @@ int pod_demo(const std::vector<std::string>& args) {
   isa::Program matmul_program;
   std::uint64_t n = 1;
   TraceOutput trace;
+  ProfileOutput profile;
   try {
     chip = load_chip(chip_request(*vm));
     trace = trace_output(*vm, chip.clock_hz);
+    profile = profile_output(*vm);
     topology = topology_from(*vm, (*vm)["topology"].as<std::string>(), chip);
     n = topology.chip_count();
     if (b % n != 0 || d % n != 0 || (d / n) % 16 != 0) {
@@ -200,6 +203,7 @@ int pod_demo(const std::vector<std::string>& args) {
   request.topology = topology;
   request.routing = (*vm)["routing"].as<std::string>();
   request.tracer = trace.tracer.get();
+  request.profile = profile.profile.get();
   request.steps = {{&gather_program, {{0, "w shard"}, {1, "w"}}}, {&matmul_program, {{0, "x"}, {1, "w"}, {2, "y"}}}};
   request.input = [&](std::uint32_t id, const std::string& buffer, const chip::OperandBinding&) {
     const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
@@ -230,6 +234,10 @@ int pod_demo(const std::vector<std::string>& args) {
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const chip::PodResult& r = summary.result;
   if (const auto error = finish_trace(trace)) {
+    fmt::print(stderr, "tpuemu demo: {}\n", *error);
+    return kExitBadInput;
+  }
+  if (const auto error = finish_profile(profile, chip.clock_hz)) {
     fmt::print(stderr, "tpuemu demo: {}\n", *error);
     return kExitBadInput;
   }

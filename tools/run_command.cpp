@@ -53,12 +53,15 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
   std::vector<std::pair<std::uint32_t, std::string>> outputs;
   ici::Topology topology{{1}, {false}};
   TraceOutput trace;
+  ProfileOutput profile;
   try {
     request.chip = load_chip(chip_request(vm));
     trace = trace_output(vm, request.chip.clock_hz);
     request.tracer = trace.tracer.get();
     request.vcd = waveform_path(vm);
     request.vcd_max_changes = vm["vcd-max-changes"].as<std::uint64_t>();
+    profile = profile_output(vm);
+    request.profile = profile.profile.get();
     topology = topology_from(vm, vm["topology"].as<std::string>(), request.chip);
     request.topology = topology;
     request.routing = vm["routing"].as<std::string>();
@@ -114,6 +117,10 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
     fmt::print(stderr, "tpuemu run: {}\n", *error);
     return kExitBadInput;
   }
+  if (const auto error = finish_profile(profile, request.chip.clock_hz)) {
+    fmt::print(stderr, "tpuemu run: {}\n", *error);
+    return kExitBadInput;
+  }
   if (summary.result.fault) {
     fmt::print(stderr, "tpuemu run: program fault: {}\n", *summary.result.fault);
   } else {
@@ -157,6 +164,7 @@ int run_command(const std::vector<std::string>& args) {
   add_topology_options(options);
   add_trace_options(options);
   add_waveform_options(options);
+  add_profile_options(options);
   options.add_options()("topology", po::value<std::string>(),
                         "run SPMD on a pod of this shape (8x16, 4x4x4, ...); --in/--out paths may contain {chip}")(
       "program", po::value<std::string>(),
@@ -187,12 +195,15 @@ int run_command(const std::vector<std::string>& args) {
   isa::Program program;
   std::vector<std::pair<std::uint32_t, std::string>> outputs;
   TraceOutput trace;
+  ProfileOutput profile;
   try {
     request.chip = load_chip(chip_request(*vm));
     trace = trace_output(*vm, request.chip.clock_hz);
     request.tracer = trace.tracer.get();
     request.vcd = waveform_path(*vm);
     request.vcd_max_changes = (*vm)["vcd-max-changes"].as<std::uint64_t>();
+    profile = profile_output(*vm);
+    request.profile = profile.profile.get();
     program = load_program(program_path);
     request.program = &program;
     request.options.strict = vm->count("strict") != 0U;
@@ -252,6 +263,10 @@ int run_command(const std::vector<std::string>& args) {
     }
   }
   if (const auto error = finish_trace(trace)) {
+    fmt::print(stderr, "tpuemu run: {}\n", *error);
+    return kExitBadInput;
+  }
+  if (const auto error = finish_profile(profile, request.chip.clock_hz)) {
     fmt::print(stderr, "tpuemu run: {}\n", *error);
     return kExitBadInput;
   }

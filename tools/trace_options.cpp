@@ -32,6 +32,37 @@ std::string waveform_path(const po::variables_map& vm) {
   return path;
 }
 
+void add_profile_options(po::options_description& options) {
+  options.add_options()("memory-profile", po::value<std::string>(),
+                        "FILE.json: VMEM, SMEM and HBM occupancy over time per buffer, and the peak (also FILE.svg)");
+}
+
+ProfileOutput profile_output(const po::variables_map& vm) {
+  ProfileOutput out;
+  if (vm.count("memory-profile") == 0U) return out;
+  out.json_path = vm["memory-profile"].as<std::string>();
+  if (!out.json_path.ends_with(".json")) {
+    throw std::invalid_argument(fmt::format("--memory-profile {}: the file name must end in .json", out.json_path));
+  }
+  out.svg_path = out.json_path.substr(0, out.json_path.size() - 5) + ".svg";
+  for (const auto& path : {out.json_path, out.svg_path}) {
+    std::ofstream probe(path);
+    if (!probe) throw std::invalid_argument(fmt::format("--memory-profile: cannot write {}", path));
+  }
+  out.profile = std::make_unique<chip::MemoryProfile>();
+  return out;
+}
+
+std::optional<std::string> finish_profile(const ProfileOutput& out, double clock_hz) {
+  if (!out.profile) return std::nullopt;
+  std::ofstream json(out.json_path);
+  json << out.profile->to_json(clock_hz).dump(1) << "\n";
+  std::ofstream svg(out.svg_path);
+  svg << out.profile->to_svg(clock_hz);
+  if (!json || !svg) return fmt::format("--memory-profile {}: writing failed", out.json_path);
+  return std::nullopt;
+}
+
 TraceOutput trace_output(const po::variables_map& vm, double clock_hz) {
   TraceOutput out;
   if (vm.count("trace") == 0U) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "chip/memory_profile.hpp"
 #include "chip/trace.hpp"
 #include "tools/options.hpp"
 
@@ -25,6 +26,17 @@ struct TraceOutput {
 
 // Checks the options and that the output file can be written, before any run.
 // Throws std::invalid_argument with the reason.
+// --memory-profile FILE.json: also writes FILE.svg.
+void add_profile_options(po::options_description& options);
+struct ProfileOutput {
+  std::unique_ptr<chip::MemoryProfile> profile;  // null without --memory-profile
+  std::string json_path;
+  std::string svg_path;
+};
+// Checks that both files can be written, before any run (std::invalid_argument otherwise).
+ProfileOutput profile_output(const po::variables_map& vm);
+std::optional<std::string> finish_profile(const ProfileOutput& out, double clock_hz);
+
 TraceOutput trace_output(const po::variables_map& vm, double clock_hz);
 
 // Writes the trace; returns an error message, or nullopt. A trace that
