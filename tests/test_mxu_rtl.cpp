@@ -17,6 +17,7 @@
 #include "common/machine_classes.hpp"
 #include "common/numerics.hpp"
 #include "mxu/mxu.hpp"
+#include "mxu/small_tile.hpp"
 #include "mxu/rtl/rtl_mxu.hpp"
 #include "tests/test_support.hpp"
 
@@ -25,42 +26,9 @@ using mxu::rtl::RtlMxu;
 
 namespace {
 
-// The C++ MXU's result for an n x n weight tile and rows x n LHS (bf16 bit
-// patterns, [k][column] and [row][k]): the weights pushed 8 K rows per vreg
-// (the last push holding K rows 0..7), the LHS multiplied 8 rows per vreg with
-// the K lanes >= n masked off (so they add nothing, not even +0).
 std::vector<std::uint32_t> cpp_mxu(std::uint32_t n, const std::vector<std::uint16_t>& w,
                                    const std::vector<std::uint16_t>& lhs) {
-  constexpr std::size_t kRows = vpu::kSublanes;
-  mxu::Mxu unit(vpu::kLanes, 1024);
-  const std::size_t pushes = (n + kRows - 1) / kRows;
-  for (std::size_t p = 0; p < pushes; ++p) {
-    vpu::Vreg v{};
-    for (std::size_t sub = 0; sub < kRows; ++sub) {
-      const std::size_t k = (pushes - 1 - p) * kRows + sub;
-      for (std::size_t c = 0; k < n && c < n; ++c) v.set_f32(sub * vpu::kLanes + c, bf16_bits_to_f32(w[k * n + c]));
-    }
-    unit.push_weights(v, false);
-  }
-  unit.latch();
-  vpu::Vmask mask{};
-  for (std::size_t r = 0; r < kRows; ++r) {
-    for (std::size_t k = 0; k < n; ++k) mask.bits[r * vpu::kLanes + k] = 1;
-  }
-  const std::size_t rows = lhs.size() / n;
-  std::vector<std::uint32_t> out;
-  for (std::size_t first = 0; first < rows; first += kRows) {
-    vpu::Vreg a{};
-    for (std::size_t r = 0; r < kRows && first + r < rows; ++r) {
-      for (std::size_t k = 0; k < n; ++k) a.set_f32(r * vpu::kLanes + k, bf16_bits_to_f32(lhs[(first + r) * n + k]));
-    }
-    REQUIRE_FALSE(unit.matmul(a, &mask, 0).has_value());
-    const vpu::Vreg result = unit.pop();
-    for (std::size_t r = 0; r < kRows && first + r < rows; ++r) {
-      for (std::size_t c = 0; c < n; ++c) out.push_back(result.at(r, c));
-    }
-  }
-  return out;
+  return mxu::small_tile_reference(n, w, lhs);
 }
 
 bool is_nan(std::uint32_t bits) {

@@ -14,6 +14,7 @@
 #include "tools/isa_commands.hpp"
 #include "tools/run_case_command.hpp"
 #include "tools/run_command.hpp"
+#include "tools/systolic_command.hpp"
 #include "tools/topology_command.hpp"
 
 namespace tpuemu::cli {
@@ -30,6 +31,8 @@ constexpr std::array kCommands{
             collective_command},
     Command{"run", "run a program on an emulated chip or pod (--topology): cycles, stalls, roofline, .npy operands", run_command},
     Command{"run-case", "run a case of the real-dump corpus and compare with its expected output", run_case_command},
+    Command{"systolic", "one tile through the RTL systolic array (Verilator), checked against the C++ MXU; --vcd waveform",
+            systolic_command},
     Command{"gen", "generate a tiled LLO program (matmul, add)", gen_command},
     Command{"asm", "assemble an LLO program into a program image (.tpub)", asm_command},
     Command{"disasm", "print a program image (or LLO file) as canonical final_bundles text", disasm_command},

@@ -24,4 +24,7 @@ vcd2fst pod.vcd pod.fst || fail "vcd2fst rejected pod.vcd"
 grep -q '\$scope module chip3 \$end' pod.vcd || fail "pod.vcd has no scope for chip 3"
 link=$(grep '\$var wire *1 .* busy' pod.vcd | grep -A0 "" | awk '{print $4}' | tail -1)
 grep -q "^1$link\$" pod.vcd || fail "no ICI link busy pulse in pod.vcd"
+"$tpuemu" systolic --n 8 --rows 8 --vcd systolic.vcd > systolic.txt
+vcd2fst systolic.vcd systolic.fst || fail "vcd2fst rejected systolic.vcd"
+grep -q 'psum_q' systolic.vcd || fail "systolic.vcd has no PE partial sums"
 echo PASS
