@@ -314,8 +314,11 @@ int collective_command(const std::vector<std::string>& args) {
     const double algbw = static_cast<double>(v) / row.seconds;
     const double busbw = algbw * bus_factor;
     const double linkbw = busbw / links_in_use;
-    fmt::print("  {:>12} {:>12.2f} {:>11.2f} {:>11.2f} {:>11.2f} {:>6.1f}% {:>13.2f} {:>9.3f}  {}\n", v,
-               row.seconds * 1e6, algbw / 1e9, busbw / 1e9, linkbw / 1e9, 100.0 * linkbw / chip.ici.link_bandwidth,
+    // All-to-all blocks travel different distances: no per-link figure.
+    const bool per_link = spec.op != "all-to-all";
+    fmt::print("  {:>12} {:>12.2f} {:>11.2f} {:>11.2f} {:>11} {:>7} {:>13.2f} {:>9.3f}  {}\n", v, row.seconds * 1e6,
+               algbw / 1e9, busbw / 1e9, per_link ? fmt::format("{:.2f}", linkbw / 1e9) : "-",
+               per_link ? fmt::format("{:.1f}%", 100.0 * linkbw / chip.ici.link_bandwidth) : "-",
                prediction.seconds * 1e6, row.seconds / prediction.seconds, row.check);
     std::fflush(stdout);
     rows.push_back({{"bytes", v},
@@ -323,8 +326,8 @@ int collective_command(const std::vector<std::string>& args) {
                     {"seconds", row.seconds},
                     {"algbw", algbw},
                     {"busbw", busbw},
-                    {"linkbw", linkbw},
-                    {"link_fraction", linkbw / chip.ici.link_bandwidth},
+                    {"linkbw", per_link ? linkbw : 0.0},
+                    {"link_fraction", per_link ? linkbw / chip.ici.link_bandwidth : 0.0},
                     {"predicted_seconds", prediction.seconds},
                     {"predicted_bandwidth_seconds", prediction.bandwidth_seconds},
                     {"predicted_latency_seconds", prediction.latency_seconds},
