@@ -88,6 +88,11 @@ void ChipModule::core_thread(std::size_t index) {
       while (!fault) {
         const std::uint64_t limit = core.cycle() + quantum_;
         const Core::Status status = core.run_until(limit);
+        if (core.tracer() != nullptr && core.tracer()->overflowed()) {
+          if (!fault) fault = core.tracer()->overflow_message();
+          sc_core::sc_stop();
+          break;
+        }
         if (status == Core::Status::kHalted) break;
         if (status == Core::Status::kBlocked) {
           // Until a delivery; if none ever comes, the simulation ends with
@@ -109,7 +114,7 @@ void ChipModule::core_thread(std::size_t index) {
       if (step + 1 == programs_.size() && !fault) core.drain();
       step_ends[index].push_back({core.cycle(), core.stats()});
     }
-  } catch (const std::exception& f) {  // LocatedFault, TraceOverflow
+  } catch (const std::exception& f) {  // LocatedFault, WaveformOverflow
     if (!fault) fault = f.what();
     if (shared.fabric != nullptr) sc_core::sc_stop();  // a pod stops at its first fault
   }

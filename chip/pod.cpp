@@ -97,6 +97,11 @@ class PodModule : public sc_core::sc_module, public Fabric {
       done.clear();
       network_.advance_to(*next, done);
       for (const auto& c : done) deliver(c);
+      if (request_.tracer != nullptr && request_.tracer->overflowed()) {
+        fault = request_.tracer->overflow_message();
+        sc_core::sc_stop();
+        return;
+      }
     }
   }
 

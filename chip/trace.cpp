@@ -8,6 +8,12 @@
 
 namespace tpuemu::chip {
 
+std::string Tracer::overflow_message() const {
+  return fmt::format(
+      "the trace would exceed {} events; narrow it with --trace-window BEGIN:END (cycles) or raise --trace-max-events",
+      options_.max_events);
+}
+
 Tracer::Tracer(Options options) : options_(options) {
   if (options_.counter_bucket_cycles <= 0) options_.counter_bucket_cycles = 1;
 }
@@ -41,11 +47,8 @@ bool Tracer::in_window(double begin, double end) const {
 
 void Tracer::push(const Event& e) {
   if (events_.size() >= options_.max_events) {
-    overflowed_ = true;
-    throw TraceOverflow(fmt::format(
-        "the trace would exceed {} events; narrow it with --trace-window BEGIN:END (cycles) or raise "
-        "--trace-max-events",
-        options_.max_events));
+    overflowed_ = true;  // the runs check overflowed() and stop (no exception on a coroutine stack)
+    return;
   }
   events_.push_back(e);
 }
@@ -66,7 +69,7 @@ void Tracer::span(std::uint32_t chip, std::uint32_t track_id, std::string_view n
     }
   }
   push(Event{'X', chip, track_id, name_id, begin, end, 1, 0, source});
-  last_span_[key] = events_.size() - 1;
+  if (!overflowed_) last_span_[key] = events_.size() - 1;
 }
 
 void Tracer::instant(std::uint32_t chip, std::uint32_t track_id, std::string_view name, double at) {

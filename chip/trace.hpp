@@ -10,8 +10,9 @@
 //    other); with aggregation, back-to-back spans of the same name on a
 //    track merge into one (its `count` arg says how many).
 //  * Only events that overlap the window [window_begin, window_end) are
-//    kept; once max_events are kept, the next one throws TraceOverflow (the
-//    run stops: a trace that big needs a window).
+//    kept; once max_events are kept, overflowed() turns true and later
+//    events are dropped; runs check it and stop (a trace that big needs a
+//    window).
 //  * The emulator calls a Tracer only when tracing is on (a null pointer
 //    check on the hot path otherwise).
 #pragma once
@@ -28,11 +29,6 @@
 #include "isa/program.hpp"
 
 namespace tpuemu::chip {
-
-class TraceOverflow : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Where an event's op came from: bundle address, source line and the dump's loc(...).
 struct TraceSource {
@@ -68,6 +64,7 @@ class Tracer {
 
   [[nodiscard]] std::uint64_t events() const { return events_.size(); }
   [[nodiscard]] bool overflowed() const { return overflowed_; }
+  [[nodiscard]] std::string overflow_message() const;
   [[nodiscard]] const Options& options() const { return options_; }
   // Sum of span durations (cycles) on a track, for checks.
   [[nodiscard]] double busy_cycles(std::uint32_t chip, const std::string& track_name) const;
