@@ -75,10 +75,6 @@ void ChipModule::attach_profile(MemoryProfile& profile, const std::vector<NamedR
   }
 }
 
-sc_core::sc_time ChipModule::time_of(std::uint64_t cycle) const {
-  return sc_core::sc_time(std::round(static_cast<double>(cycle) * 1e12 / chip_.clock_hz), sc_core::SC_PS);
-}
-
 void ChipModule::core_thread(std::size_t index) {
   Core& core = *cores[index];
   try {
@@ -104,7 +100,7 @@ void ChipModule::core_thread(std::size_t index) {
           continue;
         }
         // Synchronise: SystemC time catches up with this core's local time.
-        const sc_core::sc_time local = time_of(core.cycle());
+        const sc_core::sc_time local = time_of_cycle(static_cast<double>(core.cycle()), chip_.clock_hz);
         if (local > sc_core::sc_time_stamp()) {
           sc_core::wait(local - sc_core::sc_time_stamp());
         } else {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "chip/core.hpp"
+#include "chip/sim_time.hpp"
 
 namespace tpuemu::chip {
 
@@ -57,7 +58,6 @@ class ChipModule : public sc_core::sc_module {
 
  private:
   void core_thread(std::size_t index);
-  [[nodiscard]] sc_core::sc_time time_of(std::uint64_t cycle) const;
 
   const ChipConfig& chip_;
   std::vector<const ExecProgram*> programs_;

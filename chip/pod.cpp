@@ -8,7 +8,7 @@
 
 #include "chip/chip_module.hpp"
 #include "chip/host_io.hpp"
-#include "isa/checker.hpp"
+#include "chip/run.hpp"
 
 namespace tpuemu::chip {
 namespace {
@@ -66,10 +66,6 @@ class PodModule : public sc_core::sc_module, public Fabric {
   [[nodiscard]] const ici::Network& network() const { return network_; }
 
  private:
-  [[nodiscard]] sc_core::sc_time time_of(double cycle) const {
-    return sc_core::sc_time(std::round(cycle * 1e12 / request_.chip.clock_hz), sc_core::SC_PS);
-  }
-
   void network_thread() {
     try {
       network_loop();
@@ -89,7 +85,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
         sc_core::wait(wake_network_);
         continue;
       }
-      const sc_core::sc_time at = time_of(*next);
+      const sc_core::sc_time at = time_of_cycle(*next, request_.chip.clock_hz);
       if (at > sc_core::sc_time_stamp()) {
         sc_core::wait(at - sc_core::sc_time_stamp(), wake_network_);
         continue;
@@ -235,14 +231,7 @@ PodResult run_pod(const PodRequest& request) {
   std::vector<ExecProgram> execs;
   execs.reserve(steps.size());
   for (const auto& step : steps) {
-    const isa::CheckResult check = isa::check_program(*step.program, request.chip);
-    if (!check.violations.empty()) {
-      std::string message = isa::format_diagnostic(check.violations.front());
-      if (check.violations.size() > 1) {
-        message += fmt::format("\n({} more; see `tpuemu check`)", check.violations.size() - 1);
-      }
-      throw LoadError(message);
-    }
+    check_fits(*step.program, request.chip);
     execs.push_back(decode_program(*step.program, request.chip));
   }
   (void)ici::routing_policy(request.routing);  // an unknown name fails before elaboration

@@ -20,8 +20,8 @@ std::uint64_t align_up(std::uint64_t v, std::uint64_t a) {
   return (v + a - 1) / a * a;
 }
 
-// A program that over-fills a bundle, names a unit or register the chip does
-// not have, cannot be encoded for it: refuse it before the run.
+}  // namespace
+
 void check_fits(const isa::Program& program, const ChipConfig& chip) {
   const isa::CheckResult check = isa::check_program(program, chip);
   if (check.violations.empty()) return;
@@ -29,6 +29,8 @@ void check_fits(const isa::Program& program, const ChipConfig& chip) {
   if (check.violations.size() > 1) message += fmt::format("\n({} more; see `tpuemu check`)", check.violations.size() - 1);
   throw LoadError(message);
 }
+
+namespace {
 
 void collect_units(ChipModule& chip, RunResult& result) {
   for (const auto& core : chip.cores) {

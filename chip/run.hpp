@@ -17,6 +17,11 @@
 
 namespace tpuemu::chip {
 
+// A program that over-fills a bundle, names a unit or register the chip does
+// not have, cannot be encoded for it: throws LoadError (the first violation,
+// and how many more) before any run.
+void check_fits(const isa::Program& program, const ChipConfig& chip);
+
 struct RunRequest {
   const isa::Program* program = nullptr;
   ChipConfig chip;

@@ -1,5 +1,7 @@
 #include "chip/waveform.hpp"
 
+#include "chip/sim_time.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -49,22 +51,18 @@ void Waveform::change(std::uint32_t signal, double cycle, std::uint32_t value) {
   wake_.notify(sc_core::SC_ZERO_TIME);
 }
 
-sc_core::sc_time Waveform::time_of(double cycle) const {
-  return sc_core::sc_time(std::round(cycle * 1e12 / clock_hz_), sc_core::SC_PS);
-}
-
 void Waveform::play() {
   for (;;) {
     if (pending_.empty()) {
       sc_core::wait(wake_);
       continue;
     }
-    const sc_core::sc_time at = time_of(pending_.top().cycle);
+    const sc_core::sc_time at = time_of_cycle(pending_.top().cycle, clock_hz_);
     if (at > sc_core::sc_time_stamp()) {
       sc_core::wait(at - sc_core::sc_time_stamp(), wake_);
       continue;
     }
-    while (!pending_.empty() && time_of(pending_.top().cycle) <= sc_core::sc_time_stamp()) {
+    while (!pending_.empty() && time_of_cycle(pending_.top().cycle, clock_hz_) <= sc_core::sc_time_stamp()) {
       const Change c = pending_.top();
       pending_.pop();
       const auto [is_bit, index] = signals_[c.signal];

@@ -57,7 +57,6 @@ class Waveform : public sc_core::sc_module {
     }
   };
   void play();
-  [[nodiscard]] sc_core::sc_time time_of(double cycle) const;
 
   double clock_hz_;
   std::uint64_t max_changes_;

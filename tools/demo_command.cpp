@@ -233,11 +233,7 @@ int pod_demo(const std::vector<std::string>& args) {
   }
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const chip::PodResult& r = summary.result;
-  if (const auto error = finish_trace(trace)) {
-    fmt::print(stderr, "tpuemu demo: {}\n", *error);
-    return kExitBadInput;
-  }
-  if (const auto error = finish_profile(profile, chip.clock_hz)) {
+  if (const auto error = finish_observers(trace, profile, chip.clock_hz)) {
     fmt::print(stderr, "tpuemu demo: {}\n", *error);
     return kExitBadInput;
   }

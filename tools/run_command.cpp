@@ -113,11 +113,7 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
   }
-  if (const auto error = finish_trace(trace)) {
-    fmt::print(stderr, "tpuemu run: {}\n", *error);
-    return kExitBadInput;
-  }
-  if (const auto error = finish_profile(profile, request.chip.clock_hz)) {
+  if (const auto error = finish_observers(trace, profile, request.chip.clock_hz)) {
     fmt::print(stderr, "tpuemu run: {}\n", *error);
     return kExitBadInput;
   }
@@ -262,11 +258,7 @@ int run_command(const std::vector<std::string>& args) {
       return kExitBadInput;
     }
   }
-  if (const auto error = finish_trace(trace)) {
-    fmt::print(stderr, "tpuemu run: {}\n", *error);
-    return kExitBadInput;
-  }
-  if (const auto error = finish_profile(profile, request.chip.clock_hz)) {
+  if (const auto error = finish_observers(trace, profile, request.chip.clock_hz)) {
     fmt::print(stderr, "tpuemu run: {}\n", *error);
     return kExitBadInput;
   }

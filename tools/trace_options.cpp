@@ -111,3 +111,12 @@ std::optional<std::string> finish_trace(const TraceOutput& trace) {
 }
 
 }  // namespace tpuemu::cli
+
+namespace tpuemu::cli {
+
+std::optional<std::string> finish_observers(const TraceOutput& trace, const ProfileOutput& profile, double clock_hz) {
+  if (auto error = finish_trace(trace)) return error;
+  return finish_profile(profile, clock_hz);
+}
+
+}  // namespace tpuemu::cli

@@ -37,6 +37,9 @@ struct ProfileOutput {
 ProfileOutput profile_output(const po::variables_map& vm);
 std::optional<std::string> finish_profile(const ProfileOutput& out, double clock_hz);
 
+// finish_trace, then finish_profile: the first error, or nullopt.
+std::optional<std::string> finish_observers(const TraceOutput& trace, const ProfileOutput& profile, double clock_hz);
+
 TraceOutput trace_output(const po::variables_map& vm, double clock_hz);
 
 // Writes the trace; returns an error message, or nullopt. A trace that
