@@ -75,6 +75,17 @@ void ChipModule::attach_profile(MemoryProfile& profile, const std::vector<NamedR
   }
 }
 
+void ChipModule::attach_mxu_backends(const MxuBackendFactory& factory) {
+  for (auto& core : cores) {
+    for (std::size_t m = 0; m < core->mxus.size(); ++m) {
+      if (mxu::ArrayBackend* backend = factory(core->core_index, static_cast<std::uint32_t>(m))) {
+        core->mxus[m].attach_backend(backend);
+        quantum_ = 1;
+      }
+    }
+  }
+}
+
 void ChipModule::core_thread(std::size_t index) {
   Core& core = *cores[index];
   try {

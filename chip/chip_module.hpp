@@ -7,6 +7,7 @@
 
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +19,11 @@
 #include "chip/sim_time.hpp"
 
 namespace tpuemu::chip {
+
+// The back end of MXU `mxu` of core `core` (an RTL array, `--mxu rtl`), or
+// null for the C++ MXU. Called during elaboration; the caller owns what it
+// returns and keeps it alive until the simulation is over.
+using MxuBackendFactory = std::function<mxu::ArrayBackend*(std::uint32_t core, std::uint32_t mxu)>;
 
 class ChipModule : public sc_core::sc_module {
  public:
@@ -55,6 +61,10 @@ class ChipModule : public sc_core::sc_module {
     std::uint64_t size = 0;
   };
   void attach_profile(MemoryProfile& profile, const std::vector<NamedRange>& hbm_buffers);
+  // Puts each MXU the factory gives a back end for behind it. Back ends
+  // clocked by SystemC need the cores in lockstep: the quantum becomes one
+  // cycle. Only during elaboration.
+  void attach_mxu_backends(const MxuBackendFactory& factory);
 
  private:
   void core_thread(std::size_t index);

@@ -40,8 +40,9 @@ void Core::trace_bundle(const ExecBundle& bundle) {
         const bool multiply = op->id == isa::OpId::kVmatmul || op->id == isa::OpId::kVmatmulLatch ||
                               op->id == isa::OpId::kVmatmulMsk || op->id == isa::OpId::kVmatmulMskLatch;
         if (multiply && op->unit < tracks_.mxu.size()) {
-          tracer_->span(shared.chip_id, tracks_.mxu[op->unit], "matmul", at,
-                        at + static_cast<double>(chip.mxu.cycles_per_tile),
+          const auto feed = static_cast<double>(mxus[op->unit].last_feed_cycle);
+          tracer_->span(shared.chip_id, tracks_.mxu[op->unit], "matmul", feed,
+                        feed + static_cast<double>(chip.mxu.cycles_per_tile),
                         TraceSource{program_->program, op->op, bundle.address});
         }
         break;
@@ -87,8 +88,9 @@ void Core::wave_bundle(const ExecBundle& bundle) {
                           op->id == isa::OpId::kVmatmulMsk || op->id == isa::OpId::kVmatmulMskLatch;
     if (multiply && op->unit < wave_.mxu_busy.size()) {
       // Busy for cycles_per_tile; a multiply issued as it ends keeps it high.
-      waves_->change(wave_.mxu_busy[op->unit].id, static_cast<double>(at), 1);
-      waves_->change(wave_.mxu_busy[op->unit].id, static_cast<double>(at + chip.mxu.cycles_per_tile), 0);
+      const std::uint64_t feed = mxus[op->unit].last_feed_cycle;
+      waves_->change(wave_.mxu_busy[op->unit].id, static_cast<double>(feed), 1);
+      waves_->change(wave_.mxu_busy[op->unit].id, static_cast<double>(feed + chip.mxu.cycles_per_tile), 0);
     }
   }
   if (vpu) {

@@ -149,6 +149,7 @@ ChainResult run_chain(const ChainRequest& request) {
   ChipModule chip("chip0", request.chip, programs, operand_values, request.options,
                   request.vcd.empty() ? request.quantum_cycles : 1);
   if (request.tracer != nullptr) chip.attach_tracer(*request.tracer, fmt::format("chip 0 {}", request.chip.name));
+  if (request.mxu_backends) chip.attach_mxu_backends(request.mxu_backends);
   if (request.profile != nullptr) {
     std::vector<ChipModule::NamedRange> hbm;
     for (const auto& [name, buf] : buffers) {
@@ -175,6 +176,10 @@ ChainResult run_chain(const ChainRequest& request) {
         for (auto& core : chip.cores) std::memcpy(core->vmem.data(address), bytes.data(), bytes.size());
       }
     }
+  }
+  if (request.elaborated) {
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+    request.elaborated();
   }
   sc_core::sc_start();
 
@@ -283,6 +288,8 @@ RunResult run_program(const RunRequest& request) {
   chain.vcd = request.vcd;
   chain.vcd_max_changes = request.vcd_max_changes;
   chain.profile = request.profile;
+  chain.mxu_backends = request.mxu_backends;
+  chain.elaborated = request.elaborated;
   ChainStep step;
   step.program = request.program;
   const ExecProgram exec = decode_program(*request.program, request.chip);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "chip/chip_module.hpp"
 #include "chip/core.hpp"
 #include "common/chip_config.hpp"
 #include "common/npy.hpp"
@@ -33,6 +34,11 @@ struct RunRequest {
   std::string vcd;           // waveform file (chip/waveform.hpp); empty = off
   std::uint64_t vcd_max_changes = 20'000'000;
   MemoryProfile* profile = nullptr;  // memory profile (chip/memory_profile.hpp); null = off
+  // Alternative MXU back ends (chip_module.hpp); empty = the C++ MXU. With
+  // them, `elaborated` (if set) runs once elaboration has finished, before
+  // the first cycle (Verilator traces are opened then).
+  MxuBackendFactory mxu_backends;
+  std::function<void()> elaborated;
 };
 
 struct UnitStats {
@@ -80,6 +86,8 @@ struct ChainRequest {
   std::string vcd;
   std::uint64_t vcd_max_changes = 20'000'000;
   MemoryProfile* profile = nullptr;
+  MxuBackendFactory mxu_backends;  // as in RunRequest
+  std::function<void()> elaborated;
 };
 
 struct StepResult {

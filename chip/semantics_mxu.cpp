@@ -21,23 +21,25 @@ const vpu::Vreg& vreg_operand(Core& c, const ExecOp& op, std::size_t i) {
 
 void multiply(Core& c, const ExecOp& op, bool latch, bool masked) {
   mxu::Mxu& m = unit(c, op);
-  if (latch) m.latch();
   const vpu::Vmask* mask = masked ? &c.masks[op.op->operands[0].reg.index] : nullptr;
   const vpu::Vreg& lhs = vreg_operand(c, op, masked ? 1 : 0);
-  const std::uint64_t ready = c.now() + c.chip.latency(LatencyClass::kMxuMatmul).value();
-  if (auto fault = m.matmul(lhs, mask, ready)) throw ProgramFault(fault->message);
-  m.next_matmul_cycle = c.now() + c.chip.mxu.cycles_per_tile;
-  m.busy_cycles += c.chip.mxu.cycles_per_tile;
+  if (auto fault = m.matmul(lhs, mask, latch, c.now())) throw ProgramFault(fault->message);
   c.record_mxu_flops(2ULL * vpu::kSublanes * c.chip.mxu.size * c.chip.mxu.size);
+}
+
+void push(Core& c, const ExecOp& op, bool transposed) {
+  if (auto fault = unit(c, op).push_weights(vreg_operand(c, op, 0), transposed, c.now())) {
+    throw ProgramFault(fault->message);
+  }
 }
 
 }  // namespace
 
 void exec_VmatpushMsra(Core& c, const ExecOp& op) {
-  unit(c, op).push_weights(vreg_operand(c, op, 0), false);
+  push(c, op, false);
 }
 void exec_VmatpushXposeMsra(Core& c, const ExecOp& op) {
-  unit(c, op).push_weights(vreg_operand(c, op, 0), true);
+  push(c, op, true);
 }
 void exec_VmatmulLatch(Core& c, const ExecOp& op) {
   multiply(c, op, true, false);
@@ -68,8 +70,12 @@ std::uint64_t ready_mxu_matmul(Core& c, const ExecOp& op) {
 }
 
 std::uint64_t ready_mxu_pop(Core& c, const ExecOp& op) {
-  const std::uint64_t* ready = unit(c, op).head_ready_cycle();
-  if (ready == nullptr) {
+  const mxu::Mxu& m = unit(c, op);
+  if (m.backend() != nullptr) {
+    if (auto failure = m.backend()->failure()) throw ProgramFault(*failure);
+  }
+  const std::optional<std::uint64_t> ready = m.head_ready_cycle(c.now());
+  if (!ready) {
     throw ProgramFault(
         fmt::format("pop from the empty result FIFO of mxu{}: no multiply is queued or in flight", op.unit));
   }

@@ -31,6 +31,10 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.cycles_per_tile; });
   add("mxu.result_fifo_depth", Q::kCount, "results an MXU result FIFO holds before multiplies stall", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.result_fifo_depth; });
+  add("mxu.latch_wave_cycles", Q::kCycles,
+      "cycles from a latching multiply's first row until weight pushes may start again (the latch travels through "
+      "the array)",
+      0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.latch_wave_cycles; });
   add("vpu.sublanes", Q::kCount, "sublanes of a vreg", 1,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.sublanes; });
   add("vpu.lanes", Q::kCount, "lanes of a vreg (32-bit each)", 1,

@@ -58,6 +58,7 @@ struct ChipConfig {
     std::uint64_t size = 0;   // systolic array is size x size
     std::uint64_t cycles_per_tile = 0;
     std::uint64_t result_fifo_depth = 0;
+    std::uint64_t latch_wave_cycles = 0;  // pushes wait this long after a latching multiply's first row
   } mxu;
   struct Vpu {
     std::uint64_t sublanes = 0;

@@ -13,7 +13,7 @@ std::vector<std::uint32_t> small_tile_reference(std::uint32_t n, std::span<const
   if (n == 0 || n > vpu::kLanes || weights.size() != std::size_t{n} * n || lhs.size() % n != 0) {
     throw std::invalid_argument("small_tile_reference: needs 1 <= n <= 128, n x n weights and rows x n LHS");
   }
-  Mxu unit(vpu::kLanes, 1024);
+  Mxu unit(n, 1024, MxuTiming{});
   const std::size_t pushes = (n + kRows - 1) / kRows;
   for (std::size_t p = 0; p < pushes; ++p) {
     vpu::Vreg v{};
@@ -21,12 +21,7 @@ std::vector<std::uint32_t> small_tile_reference(std::uint32_t n, std::span<const
       const std::size_t k = (pushes - 1 - p) * kRows + sub;
       for (std::size_t c = 0; k < n && c < n; ++c) v.set_f32(sub * vpu::kLanes + c, bf16_bits_to_f32(weights[k * n + c]));
     }
-    unit.push_weights(v, false);
-  }
-  unit.latch();
-  vpu::Vmask mask{};
-  for (std::size_t r = 0; r < kRows; ++r) {
-    for (std::size_t k = 0; k < n; ++k) mask.bits[r * vpu::kLanes + k] = 1;
+    if (const auto fault = unit.push_weights(v, false, 0)) throw std::logic_error(fault->message);
   }
   const std::size_t rows = lhs.size() / n;
   std::vector<std::uint32_t> out;
@@ -35,7 +30,7 @@ std::vector<std::uint32_t> small_tile_reference(std::uint32_t n, std::span<const
     for (std::size_t r = 0; r < kRows && first + r < rows; ++r) {
       for (std::size_t k = 0; k < n; ++k) a.set_f32(r * vpu::kLanes + k, bf16_bits_to_f32(lhs[(first + r) * n + k]));
     }
-    if (const auto fault = unit.matmul(a, &mask, 0)) throw std::logic_error(fault->message);
+    if (const auto fault = unit.matmul(a, nullptr, first == 0, 0)) throw std::logic_error(fault->message);
     const vpu::Vreg result = unit.pop();
     for (std::size_t r = 0; r < kRows && first + r < rows; ++r) {
       for (std::size_t c = 0; c < n; ++c) out.push_back(result.at(r, c));

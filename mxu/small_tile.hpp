@@ -11,9 +11,9 @@ namespace tpuemu::mxu {
 
 // `weights`: n x n bf16 bit patterns, [k * n + column]; `lhs`: rows x n bf16
 // bit patterns, [row * n + k]; n <= 128. Returns rows x n f32 bit patterns:
-// the weights pushed 8 K rows per vreg (the last push holding K rows 0..7),
-// the LHS multiplied 8 rows per vreg with K lanes >= n masked off (they add
-// nothing, not even +0). Throws std::invalid_argument on bad sizes.
+// an n x n C++ Mxu (wired to lanes 0..n-1) with the weights pushed 8 K rows
+// per vreg (the last push holding K rows 0..7) and the LHS multiplied 8 rows
+// per vreg. Throws std::invalid_argument on bad sizes.
 std::vector<std::uint32_t> small_tile_reference(std::uint32_t n, std::span<const std::uint16_t> weights,
                                                 std::span<const std::uint16_t> lhs);
 

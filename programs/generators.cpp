@@ -533,6 +533,7 @@ class MatmulGen {
 }  // namespace
 
 std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip) {
+  if (chip.mxu.size < 128) return generate_small_matmul(spec, chip);
   MatmulGen gen(spec, chip);
   return gen.run();
 }

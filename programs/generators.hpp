@@ -20,6 +20,17 @@
 //   acc = +0.0 + partial for kb = 0 (the same value: a sum started from +0.0 is
 //   never -0.0), acc = acc + partial (f32) afterwards.
 //
+// On MXUs narrower than a vreg (mxu.size n < 128, the edu preset's 8x8
+// array, wired to lanes 0..n-1), f32 inputs only: A, B and C live in VMEM
+// whole; for each n-column chunk j of C and each n-row chunk i of K: the n/8
+// weight vregs of B[i chunk, j chunk] are rotated (XLU) so its columns sit
+// in lanes 0..n-1 and pushed (the next chunk's right after this chunk's
+// latching multiply: double buffering); every 8-row tile of A is rotated so
+// K lanes i*n.. sit in lanes 0..n-1 and multiplied (up to min(8, FIFO depth)
+// in flight); each result is rotated back to lanes j*n.. and added to C's
+// tile in VMEM. Accumulation order: as above with n-wide k-blocks (adding the
+// +0 lanes of other chunks changes no bit: sums from +0.0 are never -0.0).
+//
 // add: C[n] = A[n] + B[n] (f32, 1-D): streamed through VMEM in chunks with
 // double-buffered DMAs; HBM-bound by construction.
 #pragma once
@@ -45,6 +56,8 @@ struct AddSpec {
 // Throws std::invalid_argument (with the reason) for specs the generator or
 // the chip cannot handle (zero sizes, VMEM too small, ...).
 std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip);
+// The mxu.size < 128 schedule above (generate_matmul picks it by itself).
+std::string generate_small_matmul(const MatmulSpec& spec, const ChipConfig& chip);
 std::string generate_add(const AddSpec& spec, const ChipConfig& chip);
 
 }  // namespace tpuemu::programs

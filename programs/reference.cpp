@@ -7,7 +7,7 @@
 namespace tpuemu::programs {
 
 std::vector<float> matmul_reference(std::span<const float> a, std::span<const float> b, std::uint64_t m,
-                                    std::uint64_t k, std::uint64_t n) {
+                                    std::uint64_t k, std::uint64_t n, std::uint64_t k_block) {
   const std::uint64_t k_padded = (k + 7) / 8 * 8;
   std::vector<float> b16(k * n);
   for (std::uint64_t i = 0; i < k * n; ++i) b16[i] = bf16_round(b[i]);
@@ -15,10 +15,10 @@ std::vector<float> matmul_reference(std::span<const float> a, std::span<const fl
   std::vector<float> partial(n);
   for (std::uint64_t i = 0; i < m; ++i) {
     float* acc = &c[i * n];
-    for (std::uint64_t kb = 0; kb * 128 < k; ++kb) {
+    for (std::uint64_t kb = 0; kb * k_block < k; ++kb) {
       std::fill(partial.begin(), partial.end(), 0.0F);
-      const std::uint64_t end = std::min(kb * 128 + 128, k_padded);
-      for (std::uint64_t kk = kb * 128; kk < end; ++kk) {
+      const std::uint64_t end = std::min(kb * k_block + k_block, k_padded);
+      for (std::uint64_t kk = kb * k_block; kk < end; ++kk) {
         const float av = kk < k ? bf16_round(a[i * k + kk]) : 0.0F;
         if (kk < k) {
           const float* row = &b16[kk * n];

@@ -10,12 +10,13 @@
 namespace tpuemu::programs {
 
 // C[M,N] = A[M,K] @ B[K,N] as the generated matmul computes it on the MXUs:
-// inputs rounded to bf16; per 128-wide k-block a sequential f32 sum from +0.0
-// over k (the block's rows up to K rounded up to a multiple of 8, the padding
-// being zeros); blocks accumulated in f32 in order, the first block's sum being
-// the start.
+// inputs rounded to bf16; per k-block (128 wide, or the MXU's width
+// `k_block` on narrower arrays) a sequential f32 sum from +0.0 over k (the
+// block's rows up to K rounded up to a multiple of 8, the padding being
+// zeros); blocks accumulated in f32 in order, the first block's sum being the
+// start.
 std::vector<float> matmul_reference(std::span<const float> a, std::span<const float> b, std::uint64_t m,
-                                    std::uint64_t k, std::uint64_t n);
+                                    std::uint64_t k, std::uint64_t n, std::uint64_t k_block = 128);
 
 // Deterministic pseudo-random bf16-representable values in [-1, 1) (xorshift).
 std::vector<float> random_bf16_values(std::uint64_t count, std::uint32_t seed);

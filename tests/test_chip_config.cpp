@@ -24,8 +24,8 @@ std::string read(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("presets: the four chips are built in", "[config]") {
-  CHECK(preset_names() == std::vector<std::string>{"v4p", "v5e", "v5p", "v6e"});
+TEST_CASE("presets: the four TPU chips and the teaching chip are built in", "[config]") {
+  CHECK(preset_names() == std::vector<std::string>{"edu", "v4p", "v5e", "v5p", "v6e"});
 }
 
 TEST_CASE("presets: derived peak bf16 FLOP/s is within 1% of the published per-chip figure", "[config]") {

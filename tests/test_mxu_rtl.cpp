@@ -102,7 +102,7 @@ std::uint64_t cpp_charge(std::uint64_t multiplies, std::uint64_t cycles_per_tile
 // The latency.mxu_matmul that makes the C++ MXU charge what an n x n array
 // fed one row per cycle takes: the last of a multiply's 8 rows enters 7
 // cycles after its first, and is popped result_latency(n) = 2n + 1 later.
-std::uint64_t proposed_latency(std::uint32_t n) {
+std::uint64_t rtl_matmul_latency(std::uint32_t n) {
   return 2ULL * n + vpu::kSublanes;
 }
 
@@ -138,7 +138,7 @@ Comparison compare(RtlMxu& rtl, const Tile& tile, Reached& reached) {
   const std::size_t rows = tile.lhs.size() / n;
   CHECK(run.cycles == mxu::rtl::tile_cycles(n, rows));
   if (rows % vpu::kSublanes == 0) {
-    CHECK(run.cycles == cpp_charge(rows / vpu::kSublanes, vpu::kSublanes, proposed_latency(n)));
+    CHECK(run.cycles == cpp_charge(rows / vpu::kSublanes, vpu::kSublanes, rtl_matmul_latency(n)));
   }
   CHECK(run.weight_cycles == n);
   Comparison cmp;
@@ -388,21 +388,26 @@ TEST_CASE("rtl mxu: one array per process and only of a built size", "[rtl]") {
   CHECK_THROWS_AS(rtl.run_tile(std::vector<std::uint16_t>(64), std::vector<std::uint16_t>(12)), std::invalid_argument);
 }
 
-TEST_CASE("rtl mxu timing: tile_cycles against the C++ MXU's charge", "[rtl][timing]") {
-  // v5e feeds one LHS row per cycle, the RTL's rate.
-  const ChipConfig v5e = test::preset("v5e");
-  REQUIRE(v5e.mxu.size == 128);
-  CHECK(v5e.mxu.cycles_per_tile == vpu::kSublanes);
-  const std::uint64_t preset_latency = v5e.latency(LatencyClass::kMxuMatmul).value();
-  for (std::uint64_t multiplies = 1; multiplies <= 64; ++multiplies) {
-    const std::uint64_t rows = multiplies * vpu::kSublanes;
-    INFO(multiplies << " multiplies");
-    // With the latency this test proposes the C++ MXU charges exactly what the RTL takes ...
-    CHECK(mxu::rtl::tile_cycles(128, rows) == cpp_charge(multiplies, v5e.mxu.cycles_per_tile, proposed_latency(128)));
-    // ... while today's preset (2 x 128, the first row's fill) has every result ready 8 cycles early.
-    CHECK(mxu::rtl::tile_cycles(128, rows) ==
-          cpp_charge(multiplies, v5e.mxu.cycles_per_tile, preset_latency) + vpu::kSublanes);
+TEST_CASE("rtl mxu timing: every preset's MXU charges what an RTL array of its size takes", "[rtl][timing]") {
+  // Each preset feeds one LHS row per cycle, the RTL's rate, and its
+  // latency.mxu_matmul is the RTL's 2 x size + 8, so the C++ MXU's charge for
+  // back-to-back multiplies equals tile_cycles for every count.
+  for (const char* name : {"edu", "v4p", "v5e", "v5p", "v6e"}) {
+    const ChipConfig chip = test::preset(name);
+    INFO(name);
+    CHECK(chip.mxu.cycles_per_tile == vpu::kSublanes);
+    CHECK(chip.latency(LatencyClass::kMxuMatmul).value() == rtl_matmul_latency(static_cast<std::uint32_t>(chip.mxu.size)));
+    for (std::uint64_t multiplies = 1; multiplies <= 64; ++multiplies) {
+      const std::uint64_t rows = multiplies * vpu::kSublanes;
+      INFO(multiplies << " multiplies");
+      CHECK(mxu::rtl::tile_cycles(static_cast<std::uint32_t>(chip.mxu.size), rows) ==
+            cpp_charge(multiplies, chip.mxu.cycles_per_tile, chip.latency(LatencyClass::kMxuMatmul).value()));
+    }
   }
+  // edu's weight path and latch wave are the RTL's (the in-chip co-simulation checks them cycle by cycle).
+  const ChipConfig edu = test::preset("edu");
+  CHECK(edu.latency(LatencyClass::kMxuPush).value() == vpu::kSublanes);
+  CHECK(edu.mxu.latch_wave_cycles == mxu::rtl::latch_wave_cycles(8) + 1);
   CHECK(mxu::rtl::tile_cycles(8, 1) == 17);
   CHECK(mxu::rtl::tile_cycles(16, 20) == 52);
 }

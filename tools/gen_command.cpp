@@ -4,7 +4,9 @@
 
 #include <fstream>
 
+#include "common/npy.hpp"
 #include "programs/generators.hpp"
+#include "programs/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
 
@@ -17,15 +19,18 @@ int gen_command(const std::vector<std::string>& args) {
                                                                            "matmul: rows of A and C")(
       "k", po::value<std::uint64_t>(), "matmul: columns of A, rows of B")("n", po::value<std::uint64_t>(),
                                                                           "matmul: columns of B and C; add: elements")(
-      "dtype", po::value<std::string>()->default_value("bf16"), "matmul: input dtype, bf16 or f32 (C is f32)")(
+      "dtype", po::value<std::string>()->default_value("bf16"), "matmul: input dtype, bf16 or f32 (C is f32); f32 only (and the default) on MXUs narrower than 128")(
       "no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")(
       "chunk", po::value<std::uint64_t>()->default_value(1 << 20), "add: bytes per DMA chunk")(
+      "inputs", po::value<std::string>(),
+      "matmul: also write PREFIX.a.npy and PREFIX.b.npy (pseudo-random bf16 values in [-1, 1), seeds 7 and 8, as "
+      "float32) and PREFIX.expected.npy (C as the program computes it, bit for bit; check it with run --expect)")(
       "output,o", po::value<std::string>()->default_value("-"), "output file (default: stdout)");
   po::positional_options_description positional;
   positional.add("kind", 1);
   bool help = false;
   const auto vm =
-      parse_options("gen", "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [-o F] | add --n N [-o F]",
+      parse_options("gen", "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [--inputs PREFIX] [-o F] | add --n N [-o F]",
                     args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   const std::string kind = vm->count("kind") != 0U ? (*vm)["kind"].as<std::string>() : "";
@@ -42,8 +47,19 @@ int gen_command(const std::vector<std::string>& args) {
       spec.k = need("k");
       spec.n = need("n");
       spec.dtype = (*vm)["dtype"].as<std::string>();
+      // Narrow MXUs (edu) take f32 inputs only: that is their default.
+      if (chip.mxu.size < 128 && (*vm)["dtype"].defaulted()) spec.dtype = "f32";
       spec.double_buffer = vm->count("no-double-buffer") == 0U;
       text = programs::generate_matmul(spec, chip);
+      if (vm->count("inputs") != 0U) {
+        const std::string prefix = (*vm)["inputs"].as<std::string>();
+        const auto a = programs::random_bf16_values(spec.m * spec.k, 7);
+        const auto b = programs::random_bf16_values(spec.k * spec.n, 8);
+        const auto c = programs::matmul_reference(a, b, spec.m, spec.k, spec.n, std::min<std::uint64_t>(128, chip.mxu.size));
+        write_npy(prefix + ".a.npy", make_npy(NpyDtype::kFloat32, {spec.m, spec.k}, a.data()));
+        write_npy(prefix + ".b.npy", make_npy(NpyDtype::kFloat32, {spec.k, spec.n}, b.data()));
+        write_npy(prefix + ".expected.npy", make_npy(NpyDtype::kFloat32, {spec.m, spec.n}, c.data()));
+      }
     } else if (kind == "add") {
       programs::AddSpec spec;
       spec.n = need("n");
@@ -58,6 +74,9 @@ int gen_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "tpuemu gen: {}\n", e.what());
+    return kExitBadInput;
+  } catch (const NpyError& e) {
+    fmt::print(stderr, "tpuemu gen: --inputs: {}\n", e.what());
     return kExitBadInput;
   }
   const std::string out = (*vm)["output"].as<std::string>();

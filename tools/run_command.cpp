@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,7 @@
 #include "tools/program_loader.hpp"
 #include "tools/roofline.hpp"
 #include "tools/run_report.hpp"
+#include "tools/mxu_options.hpp"
 #include "tools/trace_options.hpp"
 
 namespace tpuemu::cli {
@@ -46,6 +48,33 @@ std::string per_chip_path(const std::string& pattern, std::uint32_t chip) {
 }
 
 // `tpuemu run --topology SHAPE`: the program runs SPMD on every core of every chip.
+// "bit-exact (N elements)", or what differs: shape, dtype, or the count of
+// elements whose bits differ and the first of them.
+std::string compare_bits(const NpyArray& got, const NpyArray& expected) {
+  if (got.shape != expected.shape) {
+    return fmt::format("shape [{}] differs from the expected [{}]", fmt::join(got.shape, ","),
+                       fmt::join(expected.shape, ","));
+  }
+  if (got.dtype != expected.dtype || got.data.size() != expected.data.size()) {
+    return "dtype differs from the expected file's";
+  }
+  const std::size_t width = got.data.size() / std::max<std::uint64_t>(1, got.element_count());
+  std::uint64_t differing = 0;
+  std::uint64_t first = 0;
+  for (std::uint64_t i = 0; i < got.element_count(); ++i) {
+    if (std::memcmp(&got.data[i * width], &expected.data[i * width], width) != 0) {
+      if (differing++ == 0) first = i;
+    }
+  }
+  if (differing == 0) return fmt::format("bit-exact ({} elements)", got.element_count());
+  std::string detail;
+  if (got.dtype == NpyDtype::kFloat32) {
+    detail = fmt::format(": got {} where {} was expected", got.as_f32()[first], expected.as_f32()[first]);
+  }
+  return fmt::format("{} of {} elements differ, the first at flat index {}{}", differing, got.element_count(), first,
+                     detail);
+}
+
 int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
   chip::PodRequest request;
   isa::Program program;
@@ -161,6 +190,7 @@ int run_command(const std::vector<std::string>& args) {
   add_trace_options(options);
   add_waveform_options(options);
   add_profile_options(options);
+  add_mxu_options(options);
   options.add_options()("topology", po::value<std::string>(),
                         "run SPMD on a pod of this shape (8x16, 4x4x4, ...); --in/--out paths may contain {chip}")(
       "program", po::value<std::string>(),
@@ -169,6 +199,8 @@ int run_command(const std::vector<std::string>& args) {
       "out", po::value<std::vector<std::string>>()->composing(),
       "IDX=FILE.npy: write output operand IDX (bf16/f8 as float32; as raw bits if FILE ends in .bits.npy)")(
       "report", po::value<std::string>(), "write the run report as JSON")(
+      "expect", po::value<std::vector<std::string>>()->composing(),
+      "IDX=FILE.npy: compare output operand IDX with FILE bit for bit (exit 1 if any element differs)")(
       "strict", "treat stalls on register hazards as errors (checks a compiler's schedule)")(
       "no-data", "timing only: skip MXU arithmetic and bulk data movement (same cycle counts)")(
       "quantum", po::value<std::uint64_t>()->default_value(1000), "cycles a core may run ahead of SystemC time");
@@ -184,16 +216,26 @@ int run_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   const std::string program_path = (*vm)["program"].as<std::string>();
-  if (vm->count("topology") != 0U) return run_on_pod(*vm, program_path);
+  if (vm->count("topology") != 0U) {
+    if ((*vm)["mxu"].as<std::string>() != "cpp" || vm->count("rtl-vcd") != 0U) {
+      fmt::print(stderr, "tpuemu run: --mxu rtl runs on one chip; pods (--topology) use the C++ MXU\n");
+      return kExitBadInput;
+    }
+    return run_on_pod(*vm, program_path);
+  }
 
   // 1. Everything that can be wrong with the input is checked before the run.
   chip::RunRequest request;
   isa::Program program;
   std::vector<std::pair<std::uint32_t, std::string>> outputs;
+  std::vector<std::pair<std::uint32_t, std::string>> expects;
   TraceOutput trace;
   ProfileOutput profile;
+  MxuModels mxu_choice;
   try {
     request.chip = load_chip(chip_request(*vm));
+    mxu_choice = mxu_models(*vm, request.chip);
+    mxu_choice.configure(request, request.chip.clock_hz);
     trace = trace_output(*vm, request.chip.clock_hz);
     request.tracer = trace.tracer.get();
     request.vcd = waveform_path(*vm);
@@ -218,6 +260,14 @@ int run_command(const std::vector<std::string>& args) {
         const auto b = parse_binding(text);
         if (!b) throw std::invalid_argument(fmt::format("--out {}: expected IDX=FILE.npy", text));
         outputs.push_back(*b);
+      }
+    }
+    if (vm->count("expect") != 0U) {
+      for (const auto& text : (*vm)["expect"].as<std::vector<std::string>>()) {
+        const auto b = parse_binding(text);
+        if (!b) throw std::invalid_argument(fmt::format("--expect {}: expected IDX=FILE.npy", text));
+        read_npy(b->second);  // readable before the run
+        expects.push_back(*b);
       }
     }
   } catch (const ConfigError& e) {
@@ -250,12 +300,15 @@ int run_command(const std::vector<std::string>& args) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
   }
-  for (const auto& [index, path] : outputs) {
-    bool found = false;
-    for (const auto& b : summary.result.bindings) found = found || (b.index == index && b.is_output);
-    if (!found) {
-      fmt::print(stderr, "tpuemu run: --out {}: operand {} is not an output of the program\n", index, index);
-      return kExitBadInput;
+  for (const auto& list : {outputs, expects}) {
+    for (const auto& [index, path] : list) {
+      bool found = false;
+      for (const auto& b : summary.result.bindings) found = found || (b.index == index && b.is_output);
+      if (!found) {
+        fmt::print(stderr, "tpuemu run: {} {}: operand {} is not an output of the program\n",
+                   &list == &outputs ? "--out" : "--expect", index, index);
+        return kExitBadInput;
+      }
     }
   }
   if (const auto error = finish_observers(trace, profile, request.chip.clock_hz)) {
@@ -267,6 +320,7 @@ int run_command(const std::vector<std::string>& args) {
     fmt::print(stderr, "tpuemu run: program fault: {}\n", *summary.result.fault);
   } else {
     print_summary(summary);
+    if (mxu_choice.rtl) fmt::print("{}\n", mxu_choice.summary_line());
   }
   std::fflush(stdout);
 
@@ -284,16 +338,31 @@ int run_command(const std::vector<std::string>& args) {
       }
     }
   }
+  bool expectations_met = true;
+  if (!summary.result.fault) {
+    for (const auto& [index, path] : expects) {
+      for (const auto& b : summary.result.bindings) {
+        if (b.index != index) continue;
+        const NpyArray got = chip::from_device(b, summary.result.output_bytes.at(index), false);
+        const std::string verdict = compare_bits(got, read_npy(path));
+        fmt::print("check     operand {} vs {}: {}\n", index, path, verdict);
+        expectations_met = expectations_met && verdict.starts_with("bit-exact");
+      }
+    }
+  }
   if (vm->count("report") != 0U) {
     const std::string path = (*vm)["report"].as<std::string>();
     std::ofstream out(path);
-    out << report_json(summary).dump(2) << "\n";
+    nlohmann::json report = report_json(summary);
+    report["mxu"] = mxu_choice.report();
+    out << report.dump(2) << "\n";
     if (!out) {
       fmt::print(stderr, "tpuemu run: cannot write report '{}'\n", path);
       return kExitBadInput;
     }
   }
-  return summary.result.fault ? kExitProgramFault : kExitOk;
+  if (summary.result.fault) return kExitProgramFault;
+  return expectations_met ? kExitOk : kExitFailure;
 }
 
 }  // namespace tpuemu::cli
