@@ -27,4 +27,14 @@ grep -q "^1$link\$" pod.vcd || fail "no ICI link busy pulse in pod.vcd"
 "$tpuemu" systolic --n 8 --rows 8 --vcd systolic.vcd > systolic.txt
 vcd2fst systolic.vcd systolic.fst || fail "vcd2fst rejected systolic.vcd"
 grep -q 'psum_q' systolic.vcd || fail "systolic.vcd has no PE partial sums"
+# The RTL array inside a chip run (--mxu rtl on edu): the chip's VCD and the
+# array's own (every PE register) on one time axis.
+"$tpuemu" gen matmul --chip edu --m 16 --k 16 --n 16 --inputs edu -o edu.llo
+"$tpuemu" run edu.llo --chip edu --mxu rtl --in 0=edu.a.npy --in 1=edu.b.npy --expect 2=edu.expected.npy \
+  --vcd edu_chip.vcd --rtl-vcd edu_rtl.vcd > edu.txt || fail "edu --mxu rtl run failed: $(cat edu.txt)"
+vcd2fst edu_chip.vcd edu_chip.fst || fail "vcd2fst rejected edu_chip.vcd"
+vcd2fst edu_rtl.vcd edu_rtl.fst || fail "vcd2fst rejected edu_rtl.vcd"
+grep -q 'psum_q' edu_rtl.vcd || fail "edu_rtl.vcd has no PE partial sums"
+grep -q 'lhs_valid' edu_rtl.vcd || fail "edu_rtl.vcd has no LHS handshake"
+[ "$(grep -c '^#' edu_rtl.vcd)" -gt 100 ] || fail "edu_rtl.vcd has too few time steps"
 echo PASS
