@@ -67,8 +67,8 @@ void ChipModule::attach_profile(MemoryProfile& profile, const std::vector<NamedR
         std::string name = fmt::format("#allocation{}{}", a.id, a.spill ? "_spill" : "");
         if (!a.tag.empty()) name += fmt::format(" '{}'", a.tag);
         if (programs_.size() > 1) name = p->program->name + " " + name;
-        profile.add_buffer(id, core->core_index, vmem ? MemoryProfile::Space::kVmem : MemoryProfile::Space::kSmem,
-                           name, a.offset.value_or(0), a.size, vmem ? chip_.vmem.size_bytes : chip_.smem.size_bytes);
+        profile.add_buffer(id, core->core_index, vmem ? MemoryProfile::Space::kVmem : MemoryProfile::Space::kSmem, name,
+                           a.offset.value_or(0), a.size, vmem ? chip_.vmem.size_bytes : chip_.smem.size_bytes);
       }
     }
     core->profile = &profile;

@@ -104,11 +104,13 @@ void Core::trace_dma_landed(const PendingDma& dma) {
   if (dma.lane < 0) return;
   const auto lane = static_cast<std::size_t>(dma.lane);
   dma_lane_used_[lane] = false;
-  if (lane >= tracks_.dma.size()) tracks_.dma.push_back(tracer_->track(shared.chip_id, fmt::format("core{} dma{}", core_index, lane)));
+  if (lane >= tracks_.dma.size())
+    tracks_.dma.push_back(tracer_->track(shared.chip_id, fmt::format("core{} dma{}", core_index, lane)));
   static constexpr std::array kKinds{"hbm->vmem", "vmem->hbm", "hbm->smem", "smem->hbm", "hbm->hbm"};
   tracer_->span(shared.chip_id, tracks_.dma[lane],
                 fmt::format("{} {} B", kKinds[static_cast<std::size_t>(dma.kind)], dma.block_bytes * dma.blocks),
-                static_cast<double>(dma.issue_cycle), static_cast<double>(std::max(dma.complete_cycle, dma.issue_cycle + 1)));
+                static_cast<double>(dma.issue_cycle),
+                static_cast<double>(std::max(dma.complete_cycle, dma.issue_cycle + 1)));
 }
 
 void Core::trace_marker(std::uint32_t value) {

@@ -26,7 +26,8 @@ void check_fits(const isa::Program& program, const ChipConfig& chip) {
   const isa::CheckResult check = isa::check_program(program, chip);
   if (check.violations.empty()) return;
   std::string message = isa::format_diagnostic(check.violations.front());
-  if (check.violations.size() > 1) message += fmt::format("\n({} more; see `tpuemu check`)", check.violations.size() - 1);
+  if (check.violations.size() > 1)
+    message += fmt::format("\n({} more; see `tpuemu check`)", check.violations.size() - 1);
   throw LoadError(message);
 }
 
@@ -160,7 +161,8 @@ ChainResult run_chain(const ChainRequest& request) {
     // The host's inputs are live from the start.
     for (const auto& [name, bytes] : device_data) {
       const auto& address = buffers.at(name).address;
-      if (address.count("hbm") != 0U) request.profile->write(0, 0, MemoryProfile::Space::kHbm, address.at("hbm"), bytes.size(), 0);
+      if (address.count("hbm") != 0U)
+        request.profile->write(0, 0, MemoryProfile::Space::kHbm, address.at("hbm"), bytes.size(), 0);
     }
   }
   std::unique_ptr<Waveform> waves;

@@ -17,15 +17,17 @@ using vpu::kSublanes;
 Mxu::Mxu(std::uint32_t size, std::uint32_t fifo_depth, MxuTiming timing)
     : size_(size), fifo_depth_(fifo_depth), timing_(timing), weights_(static_cast<std::size_t>(kLanes) * kLanes) {
   if (size == 0 || size > kLanes) {
-    throw std::invalid_argument(fmt::format("MXU size {} is outside 1..{} (the vreg lanes it is wired to)", size, kLanes));
+    throw std::invalid_argument(
+        fmt::format("MXU size {} is outside 1..{} (the vreg lanes it is wired to)", size, kLanes));
   }
 }
 
 std::optional<MxuFault> Mxu::push_weights(const vpu::Vreg& rows, bool transposed, std::uint64_t cycle) {
   if (backend_ != nullptr && transposed) {
-    return MxuFault{fmt::format("{} loads weights by rows: transposed pushes (vmatpush.xpose) run only on the C++ "
-                                "MXU (--mxu cpp)",
-                                backend_->name())};
+    return MxuFault{
+        fmt::format("{} loads weights by rows: transposed pushes (vmatpush.xpose) run only on the C++ "
+                    "MXU (--mxu cpp)",
+                    backend_->name())};
   }
   if (!staged_.empty() && staged_.front().transposed != transposed) {
     return MxuFault{"transposed and plain weight pushes mixed in one tile"};
@@ -79,9 +81,10 @@ void Mxu::latch() {
 std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch_first,
                                     std::uint64_t cycle) {
   if (backend_ != nullptr && k_mask != nullptr) {
-    return MxuFault{fmt::format("{} has no K mask: masked multiplies (vmatmul.msk) run only on the C++ MXU "
-                                "(--mxu cpp)",
-                                backend_->name())};
+    return MxuFault{
+        fmt::format("{} has no K mask: masked multiplies (vmatmul.msk) run only on the C++ MXU "
+                    "(--mxu cpp)",
+                    backend_->name())};
   }
   if (latch_first) latch();
   if (!has_active_) return MxuFault{"multiply with no weights latched (vmatpush, then a .vlgmr multiply)"};

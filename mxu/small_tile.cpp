@@ -19,7 +19,8 @@ std::vector<std::uint32_t> small_tile_reference(std::uint32_t n, std::span<const
     vpu::Vreg v{};
     for (std::size_t sub = 0; sub < kRows; ++sub) {
       const std::size_t k = (pushes - 1 - p) * kRows + sub;
-      for (std::size_t c = 0; k < n && c < n; ++c) v.set_f32(sub * vpu::kLanes + c, bf16_bits_to_f32(weights[k * n + c]));
+      for (std::size_t c = 0; k < n && c < n; ++c)
+        v.set_f32(sub * vpu::kLanes + c, bf16_bits_to_f32(weights[k * n + c]));
     }
     if (const auto fault = unit.push_weights(v, false, 0)) throw std::logic_error(fault->message);
   }

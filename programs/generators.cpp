@@ -469,7 +469,8 @@ class MatmulGen {
         b[0].push_back("%v1 = vld [vmem:[%s6 + $0x8] sm:$0xff]");
       }
       b[0].push_back(fmt::format("%s6 = sadd.s32 %s6, {}", pair_rows));
-      const std::string mnemonic = fmt::format("vmatmul{}.f32{}.gmra", masked ? ".msk" : "", latch ? ".vlgmr.msra" : "");
+      const std::string mnemonic =
+          fmt::format("vmatmul{}.f32{}.gmra", masked ? ".msk" : "", latch ? ".vlgmr.msra" : "");
       const std::string mask_operand = masked ? "%vm0, " : "";
       for (std::uint64_t m = 0; m < w; ++m) {
         b[2].push_back(fmt::format("%{} = {}.mxu{} {}%v0", next_token(), mnemonic, m, mask_operand));
@@ -496,7 +497,8 @@ class MatmulGen {
         const std::uint64_t row = base + m * 8;
         const std::string addr = row == 0 ? "%s7" : fmt::format("%s7 + $0x{:x}", row);
         const int mi = static_cast<int>(m);
-        b[load_bundle + (m < 3 ? 0 : 1)].push_back(fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + mi, addr));
+        b[load_bundle + (m < 3 ? 0 : 1)].push_back(
+            fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + mi, addr));
         b[add_bundle].push_back(fmt::format("%v{} = vadd.f32 (%p1) %v{}, %v{}", sum + mi, acc + mi, pop + mi));
         b[store_bundle + mi].push_back(
             fmt::format("%{} = vst (%p1) [vmem:[{}] sm:$0xff] /*vst_source=*/%v{}", next_token(), addr, sum + mi));
@@ -513,8 +515,9 @@ class MatmulGen {
     if (!drain) b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_));
     b[15].push_back("%s7 = scalar_select /*predicate=*/%p7, /*on_true=*/%s17, /*on_false=*/%s33");
     for (std::size_t i = 0; i < b.size(); ++i) {
-      w_.bundle(b[i], i == 0 ? (drain ? "drain: results still in flight" : latch ? "row pair 0: latch the weights"
-                                                                               : "row pair t")
+      w_.bundle(b[i], i == 0 ? (drain   ? "drain: results still in flight"
+                                : latch ? "row pair 0: latch the weights"
+                                        : "row pair t")
                              : "");
     }
   }

@@ -27,8 +27,8 @@ class SmallMatmulGen {
           fmt::format("matmul: the generator handles MXUs of 8, 16, 32, 64 or 128 columns, not {}", n_));
     }
     if (s_.dtype != "f32") {
-      throw std::invalid_argument(fmt::format(
-          "matmul on {0}x{0} MXUs: --dtype f32 only (the MXU rounds its inputs to bf16 either way)", n_));
+      throw std::invalid_argument(
+          fmt::format("matmul on {0}x{0} MXUs: --dtype f32 only (the MXU rounds its inputs to bf16 either way)", n_));
     }
     mt_ = ceil_div(s_.m, 8);
     kt_ = ceil_div(s_.k, 128);
@@ -39,8 +39,8 @@ class SmallMatmulGen {
     group_ = std::min<std::uint64_t>(chip.mxu.result_fifo_depth, 8);
     const std::uint64_t vmem = (mt_ * kt_ + kr_ * nt_ + mt_ * nt_) * 4096;
     if (vmem > chip.vmem.size_bytes) {
-      throw std::invalid_argument(fmt::format("matmul: A, B and C need {} bytes of VMEM, {} has {}", vmem, chip.name,
-                                              chip.vmem.size_bytes));
+      throw std::invalid_argument(
+          fmt::format("matmul: A, B and C need {} bytes of VMEM, {} has {}", vmem, chip.name, chip.vmem.size_bytes));
     }
   }
 
@@ -77,7 +77,8 @@ class SmallMatmulGen {
                        nt_ * 128, kr_ * nt_ * 4096));
     w_.raw(fmt::format("#allocation{} [shape = 'f32[{},{}]{{1,0}}', space=vmem, size = 0x{:x}, tag = 'C accumulator']",
                        kC, mt_ * 8, nt_ * 128, mt_ * nt_ * 4096));
-    w_.raw(fmt::format("#allocation{} [shape = 's32[2]{{0}}', space=sflag, size = 0x8, tag = 'inputs, output']", kFlags));
+    w_.raw(
+        fmt::format("#allocation{} [shape = 's32[2]{{0}}', space=sflag, size = 0x8, tag = 'inputs, output']", kFlags));
     w_.bundle(
         {fmt::format("%s0 = inlined_call_operand.hbm [shape: f32[{},{}], index: 0, kind: input, shape index: {{}}]",
                      s_.m, s_.k),
@@ -103,15 +104,17 @@ class SmallMatmulGen {
     w_.flush();
     const std::uint64_t a_granules = mt_ * kt_ * 128;
     const std::uint64_t b_granules = kr_ * nt_ * 128;
-    w_.bundle({fmt::format("%{} = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s3, /*size_in_granules=*/{}, /*vmem=*/%s4, "
-                           "/*dst_syncflagno=*/[#allocation{}]",
-                           token(), a_granules, kFlags)});
-    w_.bundle({fmt::format("%{} = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s5, /*size_in_granules=*/{}, /*vmem=*/%s6, "
-                           "/*dst_syncflagno=*/[#allocation{}]",
-                           token(), b_granules, kFlags)});
+    w_.bundle(
+        {fmt::format("%{} = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s3, /*size_in_granules=*/{}, /*vmem=*/%s4, "
+                     "/*dst_syncflagno=*/[#allocation{}]",
+                     token(), a_granules, kFlags)});
+    w_.bundle(
+        {fmt::format("%{} = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s5, /*size_in_granules=*/{}, /*vmem=*/%s6, "
+                     "/*dst_syncflagno=*/[#allocation{}]",
+                     token(), b_granules, kFlags)});
     w_.bundle({fmt::format("%{} = dma.done.wait [#allocation{}], {}", token(), kFlags, a_granules + b_granules)});
-    w_.bundle({fmt::format("%{} = vsyncadd [#allocation{}], {}", token(), kFlags,
-                           (1ULL << 32) - (a_granules + b_granules))});
+    w_.bundle(
+        {fmt::format("%{} = vsyncadd [#allocation{}], {}", token(), kFlags, (1ULL << 32) - (a_granules + b_granules))});
   }
 
   void zero_accumulator() {
@@ -137,9 +140,10 @@ class SmallMatmulGen {
         w_.op(S::kMxu, fmt::format("%{} = vmatpush.msra.mxu0 %v0", token()), {"v0", "mxu"}, {"mxu"});
         continue;
       }
-      w_.op(S::kLoad,
-            fmt::format("%{} = vld [vmem:[#allocation{} + $0x{:x}] sm:$0xff]", v, kB, (row_tile * nt_ + column_tile) * 8),
-            {}, {v});
+      w_.op(
+          S::kLoad,
+          fmt::format("%{} = vld [vmem:[#allocation{} + $0x{:x}] sm:$0xff]", v, kB, (row_tile * nt_ + column_tile) * 8),
+          {}, {v});
       const std::string under = rotate(v, (128 - lane_offset) % 128, kWeightRegs);
       w_.op(S::kMxu, fmt::format("%{} = vmatpush.msra.mxu0 %{}", token(), under), {under, "mxu"}, {"mxu"});
     }
@@ -156,12 +160,11 @@ class SmallMatmulGen {
       for (std::uint64_t g = first; g < end; ++g) {
         const std::string a = next_v(kLhsRegs);
         w_.op(S::kLoad,
-              fmt::format("%{} = vld [vmem:[#allocation{} + $0x{:x}] sm:$0xff]", a, kA, (g * kt_ + a_lane_tile) * 8), {},
-              {a});
+              fmt::format("%{} = vld [vmem:[#allocation{} + $0x{:x}] sm:$0xff]", a, kA, (g * kt_ + a_lane_tile) * 8),
+              {}, {a});
         const std::string lhs = rotate(a, (128 - a_offset) % 128, kLhsRegs);
         const bool latch = g == 0;
-        w_.op(S::kMxu,
-              fmt::format("%{} = vmatmul.f32{}.gmra.mxu0 %{}", token(), latch ? ".vlgmr.msra" : "", lhs),
+        w_.op(S::kMxu, fmt::format("%{} = vmatmul.f32{}.gmra.mxu0 %{}", token(), latch ? ".vlgmr.msra" : "", lhs),
               {lhs, "mxu"}, {"mxu"});
         // The next chunk's weights go into the staging registers while this one multiplies.
         if (latch && !last) {
@@ -175,11 +178,10 @@ class SmallMatmulGen {
         const std::string placed = rotate(r, c_offset, kResultRegs);
         const std::uint64_t t = g * nt_ + c_tile;
         const std::string acc = next_v(kAccRegs);
-        w_.op(S::kLoad, fmt::format("%{} = vld [vmem:[#allocation{} + $0x{:x}] sm:$0xff]", acc, kC, t * 8),
-              {mem_c(t)}, {acc});
+        w_.op(S::kLoad, fmt::format("%{} = vld [vmem:[#allocation{} + $0x{:x}] sm:$0xff]", acc, kC, t * 8), {mem_c(t)},
+              {acc});
         const std::string sum = next_v(kAccRegs);
-        w_.op(S::kValu, fmt::format("%{} = vadd.f32 %{}, %{}", sum, acc, placed), {acc, placed},
-              {sum});
+        w_.op(S::kValu, fmt::format("%{} = vadd.f32 %{}, %{}", sum, acc, placed), {acc, placed}, {sum});
         w_.op(S::kStore,
               fmt::format("%{} = vst [vmem:[#allocation{} + $0x{:x}] sm:$0xff] /*vst_source=*/%{}", token(), kC, t * 8,
                           sum),
@@ -196,9 +198,10 @@ class SmallMatmulGen {
     w_.op(S::kSalu, "%s7 = sshll.u32 %s7, 4", {"s7"}, {"s7"});
     w_.flush();
     const std::uint64_t c_granules = mt_ * nt_ * 128;
-    w_.bundle({fmt::format("%{} = dma.vmem_to_hbm [thread:$0] /*vmem=*/%s7, /*size_in_granules=*/{}, /*hbm=*/%s8, "
-                           "/*dst_syncflagno=*/[#allocation{} + $0x1]",
-                           token(), c_granules, kFlags)});
+    w_.bundle(
+        {fmt::format("%{} = dma.vmem_to_hbm [thread:$0] /*vmem=*/%s7, /*size_in_granules=*/{}, /*hbm=*/%s8, "
+                     "/*dst_syncflagno=*/[#allocation{} + $0x1]",
+                     token(), c_granules, kFlags)});
     w_.bundle({fmt::format("%{} = dma.done.wait [#allocation{} + $0x1], {}", token(), kFlags, c_granules)});
     w_.bundle({fmt::format("%{} = vsyncadd [#allocation{} + $0x1], {}", token(), kFlags, (1ULL << 32) - c_granules)});
   }

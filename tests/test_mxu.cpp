@@ -2,7 +2,6 @@
 // the MxuTiming model at its edges (a cycle early / on time), and what an
 // ArrayBackend gets and refuses.
 #include <catch2/catch.hpp>
-
 #include <cstdint>
 #include <optional>
 #include <string>

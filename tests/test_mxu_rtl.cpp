@@ -3,10 +3,9 @@
 // contract leaves payloads open) and the documented cycle relation. SystemC
 // elaborates once per process, so each TEST_CASE builds at most one RtlMxu
 // (CTest runs each in its own process).
-#include <catch2/catch.hpp>
-
 #include <array>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <fstream>
 #include <random>
@@ -17,8 +16,8 @@
 #include "common/machine_classes.hpp"
 #include "common/numerics.hpp"
 #include "mxu/mxu.hpp"
-#include "mxu/small_tile.hpp"
 #include "mxu/rtl/rtl_mxu.hpp"
+#include "mxu/small_tile.hpp"
 #include "tests/test_support.hpp"
 
 using namespace tpuemu;
@@ -225,7 +224,10 @@ TEST_CASE("rtl mxu 8x8: edge values give the IEEE results the C++ MXU gives", "[
       {"1 + 2^-24 ties to even (1), - 1 = +0", {0x3f80, 0x3380, 0xbf80, 0}, {0x3f80, 0x3f80, 0x3f80, 0}, 0x0000'0000},
       {"1 - 1 + 2^-24 keeps 2^-24", {0x3f80, 0xbf80, 0x3380, 0}, {0x3f80, 0x3f80, 0x3f80, 0}, 0x3380'0000},
       {"(1 + 3 x 2^-24) rounds up to 1 + 2^-22", {0x3f80, 0x3440, 0, 0}, {0x3f80, 0x3f80, 0, 0}, 0x3f80'0002},
-      {"1.5 x 2^127 - max finite: huge operands, finite result", {0x7f00, 0xff7f, 0, 0}, {0x3fc0, 0x3f80, 0, 0}, 0xfe7c'0000},
+      {"1.5 x 2^127 - max finite: huge operands, finite result",
+       {0x7f00, 0xff7f, 0, 0},
+       {0x3fc0, 0x3f80, 0, 0},
+       0xfe7c'0000},
   };
   // Every weight column is equal, so all n results must agree.
   Tile tile;
@@ -368,8 +370,8 @@ TEST_CASE("rtl mxu 8x8: the VCD holds the skew and PE and FIFO registers", "[rtl
   std::stringstream text;
   text << in.rdbuf();
   const std::string vcd = text.str();
-  for (const char* needle : {"$enddefinitions", "$scope module skew", "$scope module row", "$scope module pe",
-                             " a_q ", " psum_q ", " w_shadow_q ", " w_active_q ", " lhs_row ", " res_row ", " busy "}) {
+  for (const char* needle : {"$enddefinitions", "$scope module skew", "$scope module row", "$scope module pe", " a_q ",
+                             " psum_q ", " w_shadow_q ", " w_active_q ", " lhs_row ", " res_row ", " busy "}) {
     INFO(needle);
     CHECK(vcd.find(needle) != std::string::npos);
   }
@@ -396,7 +398,8 @@ TEST_CASE("rtl mxu timing: every preset's MXU charges what an RTL array of its s
     const ChipConfig chip = test::preset(name);
     INFO(name);
     CHECK(chip.mxu.cycles_per_tile == vpu::kSublanes);
-    CHECK(chip.latency(LatencyClass::kMxuMatmul).value() == rtl_matmul_latency(static_cast<std::uint32_t>(chip.mxu.size)));
+    CHECK(chip.latency(LatencyClass::kMxuMatmul).value() ==
+          rtl_matmul_latency(static_cast<std::uint32_t>(chip.mxu.size)));
     for (std::uint64_t multiplies = 1; multiplies <= 64; ++multiplies) {
       const std::uint64_t rows = multiplies * vpu::kSublanes;
       INFO(multiplies << " multiplies");

@@ -19,7 +19,8 @@ int gen_command(const std::vector<std::string>& args) {
                                                                            "matmul: rows of A and C")(
       "k", po::value<std::uint64_t>(), "matmul: columns of A, rows of B")("n", po::value<std::uint64_t>(),
                                                                           "matmul: columns of B and C; add: elements")(
-      "dtype", po::value<std::string>()->default_value("bf16"), "matmul: input dtype, bf16 or f32 (C is f32); f32 only (and the default) on MXUs narrower than 128")(
+      "dtype", po::value<std::string>()->default_value("bf16"),
+      "matmul: input dtype, bf16 or f32 (C is f32); f32 only (and the default) on MXUs narrower than 128")(
       "no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")(
       "chunk", po::value<std::uint64_t>()->default_value(1 << 20), "add: bytes per DMA chunk")(
       "inputs", po::value<std::string>(),
@@ -29,9 +30,10 @@ int gen_command(const std::vector<std::string>& args) {
   po::positional_options_description positional;
   positional.add("kind", 1);
   bool help = false;
-  const auto vm =
-      parse_options("gen", "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [--inputs PREFIX] [-o F] | add --n N [-o F]",
-                    args, options, positional, help);
+  const auto vm = parse_options(
+      "gen",
+      "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [--inputs PREFIX] [-o F] | add --n N [-o F]",
+      args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   const std::string kind = vm->count("kind") != 0U ? (*vm)["kind"].as<std::string>() : "";
   std::string text;
@@ -55,7 +57,8 @@ int gen_command(const std::vector<std::string>& args) {
         const std::string prefix = (*vm)["inputs"].as<std::string>();
         const auto a = programs::random_bf16_values(spec.m * spec.k, 7);
         const auto b = programs::random_bf16_values(spec.k * spec.n, 8);
-        const auto c = programs::matmul_reference(a, b, spec.m, spec.k, spec.n, std::min<std::uint64_t>(128, chip.mxu.size));
+        const auto c =
+            programs::matmul_reference(a, b, spec.m, spec.k, spec.n, std::min<std::uint64_t>(128, chip.mxu.size));
         write_npy(prefix + ".a.npy", make_npy(NpyDtype::kFloat32, {spec.m, spec.k}, a.data()));
         write_npy(prefix + ".b.npy", make_npy(NpyDtype::kFloat32, {spec.k, spec.n}, b.data()));
         write_npy(prefix + ".expected.npy", make_npy(NpyDtype::kFloat32, {spec.m, spec.n}, c.data()));

@@ -47,16 +47,15 @@ void MxuModels::configure(chip::RunRequest& request, double clock_hz) {
   const bool trace = !rtl_vcd.empty();
   const auto n = static_cast<std::uint32_t>(request.chip.mxu.size);
   request.mxu_backends = [this, n, clock_hz, trace](std::uint32_t core, std::uint32_t m) -> mxu::ArrayBackend* {
-    arrays.push_back(std::make_unique<mxu::rtl::RtlArrayBackend>(fmt::format("core{}_mxu{}_rtl", core, m), n,
-                                                                 clock_hz, trace));
+    arrays.push_back(
+        std::make_unique<mxu::rtl::RtlArrayBackend>(fmt::format("core{}_mxu{}_rtl", core, m), n, clock_hz, trace));
     return arrays.back().get();
   };
   if (trace) {
     request.elaborated = [this] {
       // One VCD for the first array (edu has one); others get FILE.mxuK.vcd.
       for (std::size_t i = 0; i < arrays.size(); ++i) {
-        arrays[i]->open_trace(i == 0 ? rtl_vcd
-                                     : fmt::format("{}.mxu{}.vcd", rtl_vcd.substr(0, rtl_vcd.size() - 4), i));
+        arrays[i]->open_trace(i == 0 ? rtl_vcd : fmt::format("{}.mxu{}.vcd", rtl_vcd.substr(0, rtl_vcd.size() - 4), i));
       }
     };
   }
@@ -70,9 +69,10 @@ std::string MxuModels::summary_line() const {
     edges += a->edges();
     off += a->rows_off_prediction();
   }
-  return fmt::format("mxu       RTL {0}x{0} array{1}: {2} clock edges; rows entering at another cycle than the C++ "
-                     "timing model predicts: {3}",
-                     arrays.empty() ? 0 : arrays.front()->size(), arrays.size() == 1 ? "" : "s", edges, off);
+  return fmt::format(
+      "mxu       RTL {0}x{0} array{1}: {2} clock edges; rows entering at another cycle than the C++ "
+      "timing model predicts: {3}",
+      arrays.empty() ? 0 : arrays.front()->size(), arrays.size() == 1 ? "" : "s", edges, off);
 }
 
 nlohmann::json MxuModels::report() const {

@@ -15,12 +15,12 @@
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
 #include "tools/cli.hpp"
+#include "tools/mxu_options.hpp"
 #include "tools/options.hpp"
 #include "tools/pod_report.hpp"
 #include "tools/program_loader.hpp"
 #include "tools/roofline.hpp"
 #include "tools/run_report.hpp"
-#include "tools/mxu_options.hpp"
 #include "tools/trace_options.hpp"
 
 namespace tpuemu::cli {
@@ -108,8 +108,8 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
           inputs[b->first] = b->second;
         } else {
           if (topology.chip_count() > 1 && b->second.find("{chip}") == std::string::npos) {
-            throw std::invalid_argument(
-                fmt::format("--out {}: a pod has {} chips; put {{chip}} in the file name", text, topology.chip_count()));
+            throw std::invalid_argument(fmt::format("--out {}: a pod has {} chips; put {{chip}} in the file name", text,
+                                                    topology.chip_count()));
           }
           outputs.push_back(*b);
         }
@@ -193,8 +193,7 @@ int run_command(const std::vector<std::string>& args) {
   add_mxu_options(options);
   options.add_options()("topology", po::value<std::string>(),
                         "run SPMD on a pod of this shape (8x16, 4x4x4, ...); --in/--out paths may contain {chip}")(
-      "program", po::value<std::string>(),
-                        "LLO program (.llo, a dump's *-final_bundles.txt) or image (.tpub)")(
+      "program", po::value<std::string>(), "LLO program (.llo, a dump's *-final_bundles.txt) or image (.tpub)")(
       "in", po::value<std::vector<std::string>>()->composing(), "IDX=FILE.npy: input operand IDX (repeatable)")(
       "out", po::value<std::vector<std::string>>()->composing(),
       "IDX=FILE.npy: write output operand IDX (bf16/f8 as float32; as raw bits if FILE ends in .bits.npy)")(

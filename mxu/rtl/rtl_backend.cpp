@@ -200,8 +200,9 @@ std::unique_ptr<RtlArrayBackend::Impl> make_array(const std::string& name, std::
     TPUEMU_MXU_RTL_FOR_EACH_SIZE(TPUEMU_SIZE)
 #undef TPUEMU_SIZE
     default:
-      throw std::invalid_argument(fmt::format("--mxu rtl: no {0}x{0} RTL array in this build (TPUEMU_MXU_RTL_SIZES: {1})",
-                                              n, fmt::join(built_sizes(), ", ")));
+      throw std::invalid_argument(
+          fmt::format("--mxu rtl: no {0}x{0} RTL array in this build (TPUEMU_MXU_RTL_SIZES: {1})", n,
+                      fmt::join(built_sizes(), ", ")));
   }
 }
 
