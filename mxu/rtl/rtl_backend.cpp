@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <bit>
 #include <cmath>
 #include <deque>
 #include <stdexcept>
