@@ -132,6 +132,18 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
     return kExitBadInput;
   }
 
+  if (const auto error = trace_dry_run(trace, [&request](chip::Tracer& tracer) {
+        request.options.compute_numerics = false;
+        request.tracer = &tracer;
+        request.vcd.clear();
+        request.profile = nullptr;
+        chip::run_pod(request);
+        return tracer.overflowed();
+      })) {
+    fmt::print(stderr, "tpuemu run: {}\n", *error);
+    return kExitBadInput;
+  }
+
   PodSummary summary;
   summary.program = program_path;
   summary.chip = &request.chip;
@@ -283,6 +295,21 @@ int run_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
+    return kExitBadInput;
+  }
+
+  // A trace too big for its limit is refused before the run.
+  if (const auto error = trace_dry_run(trace, [&request](chip::Tracer& tracer) {
+        request.options.compute_numerics = false;
+        request.tracer = &tracer;
+        request.vcd.clear();
+        request.profile = nullptr;
+        request.mxu_backends = nullptr;
+        request.elaborated = nullptr;
+        chip::run_program(request);
+        return tracer.overflowed();
+      })) {
+    fmt::print(stderr, "tpuemu run: {}\n", *error);
     return kExitBadInput;
   }
 
