@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "common/numerics.hpp"
+#include "common/types.hpp"
 
 namespace tpuemu::chip {
 namespace {
@@ -47,10 +48,6 @@ Layout layout_of(const OperandBinding& b) {
         fmt::format("operand {}: rank-{} arrays are not supported (1-D and 2-D are)", b.index, b.shape.size()));
   }
   return l;
-}
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
-  return (a + b - 1) / b;
 }
 
 std::uint64_t tile_bytes(Element e) {

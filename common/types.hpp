@@ -9,6 +9,11 @@
 
 namespace tpuemu {
 
+// a / b rounded up (b > 0): tiles, chunks, granules.
+constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  return (a + b - 1) / b;
+}
+
 // Contract: a StrongInt supports only the operations that make sense for every
 // quantity it is used for: comparison, +/- with its own kind, scaling by a
 // plain integer. Anything else goes through value().

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "common/types.hpp"
 #include "programs/llo_writer.hpp"
 
 namespace tpuemu::programs {
@@ -19,10 +20,6 @@ constexpr std::uint64_t kRowBytes = 512;
 constexpr std::uint64_t kGroupBytes = 16384;  // one add-loop iteration: 4 vregs
 constexpr std::uint64_t kGroupRows = kGroupBytes / kRowBytes;
 constexpr std::size_t kMaxStreams = 6;
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
-  return (a + b - 1) / b;
-}
 
 // A 32-bit immediate as LLO prints it (negative values in unsigned form).
 std::string imm(std::int64_t v) {

@@ -5,16 +5,13 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/types.hpp"
 #include "programs/llo_writer.hpp"
 
 namespace tpuemu::programs {
 namespace {
 
 using S = SlotClass;
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
-  return (a + b - 1) / b;
-}
 
 // 32-bit two's complement of -v, as LLO prints negative immediates.
 std::uint64_t negated(std::uint64_t v) {

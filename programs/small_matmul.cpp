@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "common/types.hpp"
 #include "programs/generators.hpp"
 #include "programs/llo_writer.hpp"
 
@@ -12,10 +13,6 @@ namespace tpuemu::programs {
 namespace {
 
 using S = SlotClass;
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
-  return (a + b - 1) / b;
-}
 
 class SmallMatmulGen {
  public:

@@ -61,33 +61,32 @@ void MxuModels::configure(chip::RunRequest& request, double clock_hz) {
   }
 }
 
+MxuModels::Totals MxuModels::totals() const {
+  Totals t;
+  for (const auto& a : arrays) {
+    t.edges += a->edges();
+    t.rows_off_prediction += a->rows_off_prediction();
+  }
+  return t;
+}
+
 std::string MxuModels::summary_line() const {
   if (!rtl) return {};
-  std::uint64_t edges = 0;
-  std::uint64_t off = 0;
-  for (const auto& a : arrays) {
-    edges += a->edges();
-    off += a->rows_off_prediction();
-  }
+  const Totals t = totals();
   return fmt::format(
       "mxu       RTL {0}x{0} array{1}: {2} clock edges; rows entering at another cycle than the C++ "
       "timing model predicts: {3}",
-      arrays.empty() ? 0 : arrays.front()->size(), arrays.size() == 1 ? "" : "s", edges, off);
+      arrays.empty() ? 0 : arrays.front()->size(), arrays.size() == 1 ? "" : "s", t.edges, t.rows_off_prediction);
 }
 
 nlohmann::json MxuModels::report() const {
   nlohmann::json j;
   j["model"] = rtl ? "rtl" : "cpp";
   if (rtl) {
-    std::uint64_t edges = 0;
-    std::uint64_t off = 0;
-    for (const auto& a : arrays) {
-      edges += a->edges();
-      off += a->rows_off_prediction();
-    }
+    const Totals t = totals();
     j["rtl_arrays"] = arrays.size();
-    j["rtl_clock_edges"] = edges;
-    j["rtl_rows_off_prediction"] = off;
+    j["rtl_clock_edges"] = t.edges;
+    j["rtl_rows_off_prediction"] = t.rows_off_prediction;
   }
   return j;
 }

@@ -25,6 +25,12 @@ struct MxuModels {
   std::vector<std::unique_ptr<mxu::rtl::RtlArrayBackend>> arrays;
   // Fills request.mxu_backends / request.elaborated for --mxu rtl.
   void configure(chip::RunRequest& request, double clock_hz);
+  // Clock edges and rows off the C++ timing model, over all arrays.
+  struct Totals {
+    std::uint64_t edges = 0;
+    std::uint64_t rows_off_prediction = 0;
+  };
+  [[nodiscard]] Totals totals() const;
   // One line for the summary, and the report's "mxu" object.
   [[nodiscard]] std::string summary_line() const;
   [[nodiscard]] nlohmann::json report() const;
