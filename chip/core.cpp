@@ -126,7 +126,12 @@ void Core::write_pred(const ExecOp& op, bool value) {
 }
 
 vpu::Vreg& Core::stage_vreg(const ExecOp& op) {
-  if (!options.compute_numerics) return discarded_vreg_;
+  if (!options.compute_numerics) {
+    // Vector results of timing-only runs go to one sink that nothing reads
+    // (per thread, so host threads never share it).
+    thread_local vpu::Vreg discarded;
+    return discarded;
+  }
   if (staged_vreg_count_ == staged_vregs_.size()) staged_vregs_.emplace_back();
   auto& slot = staged_vregs_[staged_vreg_count_++];
   slot.first = op.dest->index;
@@ -186,9 +191,19 @@ void Core::remote_credit(std::uint32_t flag, std::int32_t value, double cycle) {
   if (waves_ != nullptr) wave_sync(static_cast<std::uint64_t>(std::ceil(cycle)));
 }
 
-std::uint64_t Core::block(std::string reason) {
-  block_reason_ = std::move(reason);
+std::uint64_t Core::block(BlockReason reason) {
+  block_reason_ = reason;
   return kBlockedCycle;
+}
+
+std::string Core::blocked_on() const {
+  if (blocked_op_ == nullptr) return {};
+  const BlockReason& r = block_reason_;
+  const std::string what =
+      r.kind == BlockReason::Kind::kSyncFlag
+          ? fmt::format("waits for sync flag {} to reach {}; it holds {}", r.flag, r.want, flags[r.flag])
+          : fmt::format("waits for a DMA queue slot: {} remote DMAs in flight (dma.max_in_flight)", dmas_in_flight());
+  return fmt::format("{}: {}", where(*blocked_op_), what);
 }
 
 void Core::wake() {
@@ -196,7 +211,7 @@ void Core::wake() {
     stats_.stall_cycles[static_cast<std::size_t>(blocked_cause_)] += last_delivery_cycle_ - now_;
     now_ = last_delivery_cycle_;
   }
-  blocked_where_.clear();
+  blocked_op_ = nullptr;
 }
 
 void Core::branch_to(std::uint32_t bundle_index) {
@@ -207,9 +222,17 @@ void Core::branch_to(std::uint32_t bundle_index) {
 
 void Core::resolve(PendingDma& d) {
   if (d.resolved) return;
+  // The ports forget a transfer once its completion is read: their tables
+  // hold only what is in flight.
   double done = 0;
-  if (d.hbm_transfer) done = std::max(done, shared.hbm_port.completion(*d.hbm_transfer));
-  if (d.vmem_transfer) done = std::max(done, vmem_port.completion(*d.vmem_transfer));
+  if (d.hbm_transfer) {
+    done = std::max(done, shared.hbm_port.completion(*d.hbm_transfer));
+    shared.hbm_port.forget(*d.hbm_transfer);
+  }
+  if (d.vmem_transfer) {
+    done = std::max(done, vmem_port.completion(*d.vmem_transfer));
+    vmem_port.forget(*d.vmem_transfer);
+  }
   d.complete_cycle = static_cast<std::uint64_t>(std::ceil(done));
   d.resolved = true;
 }
@@ -323,10 +346,12 @@ void Core::apply_dmas_until(std::uint64_t cycle) {
   vmem_port.advance_to(static_cast<double>(cycle));
   std::vector<PendingDma> landed;
   for (auto it = pending_dmas_.begin(); it != pending_dmas_.end();) {
-    const auto hbm = it->hbm_transfer ? shared.hbm_port.completed_at(*it->hbm_transfer) : std::optional<double>(0.0);
-    const auto vmem = it->vmem_transfer ? vmem_port.completed_at(*it->vmem_transfer) : std::optional<double>(0.0);
-    if (hbm && vmem && std::ceil(std::max(*hbm, *vmem)) <= static_cast<double>(cycle)) {
-      resolve(*it);
+    if (!it->resolved) {
+      const bool hbm = !it->hbm_transfer || shared.hbm_port.completed_at(*it->hbm_transfer);
+      const bool vmem = !it->vmem_transfer || vmem_port.completed_at(*it->vmem_transfer);
+      if (hbm && vmem) resolve(*it);  // both known: reading them serves nothing more
+    }
+    if (it->resolved && it->complete_cycle <= cycle) {
       landed.push_back(*it);
       it = pending_dmas_.erase(it);
     } else {
@@ -434,7 +459,7 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
           const std::uint64_t t = op.ready(*this, op);
           if (t == kBlockedCycle) {
             blocked_cause_ = ready_cause_;
-            blocked_where_ = fmt::format("{}: {}", where(op), block_reason_);
+            blocked_op_ = &op;
             return Status::kBlocked;
           }
           if (t > issue) {

@@ -28,6 +28,7 @@
 #include "memory/dma_port.hpp"
 #include "memory/sparse_memory.hpp"
 #include "mxu/mxu.hpp"
+#include "vpu/register_file.hpp"
 #include "vpu/vreg.hpp"
 #include "vpu/xlu.hpp"
 
@@ -139,7 +140,7 @@ class Core {
   // value & 0x0FFFFFFF; any other value closes the innermost open region.
   void trace_marker(std::uint32_t value);
   // What the blocked core waits for, with its location (deadlock reports).
-  [[nodiscard]] const std::string& blocked_on() const { return blocked_where_; }
+  [[nodiscard]] std::string blocked_on() const;
   // Lets all outstanding DMAs land (after the last bundle).
   void drain();
 
@@ -161,8 +162,8 @@ class Core {
 
   std::vector<std::uint32_t> sregs;
   std::vector<std::uint8_t> preds;
-  std::vector<vpu::Vreg> vregs;
-  std::vector<vpu::Vmask> masks;
+  vpu::RegisterFile<vpu::Vreg> vregs;  // allocated on first use
+  vpu::RegisterFile<vpu::Vmask> masks;
   memory::DenseMemory vmem;
   memory::DenseMemory smem;
   std::vector<std::int32_t> flags;
@@ -229,7 +230,13 @@ class Core {
   // Readiness functions return this when only another chip can make the op
   // ready; `reason` says what it waits for.
   static constexpr std::uint64_t kBlockedCycle = UINT64_MAX;
-  std::uint64_t block(std::string reason);
+  // What a blocked op waits for; formatted only for a deadlock report.
+  struct BlockReason {
+    enum class Kind : std::uint8_t { kSyncFlag, kDmaQueue } kind = Kind::kSyncFlag;
+    std::uint32_t flag = 0;  // kSyncFlag: the flag and the value it must reach
+    std::int32_t want = 0;
+  };
+  std::uint64_t block(BlockReason reason);
   [[nodiscard]] std::uint64_t earliest_dma_completion();
   // Starts a DMA issued now on the ports; its completion is known once the
   // ports have served it (resolve). Returns its issue sequence number.
@@ -286,7 +293,6 @@ class Core {
   std::vector<StagedScalar> staged_scalars_;
   std::vector<std::pair<std::uint16_t, vpu::Vreg>> staged_vregs_;
   std::size_t staged_vreg_count_ = 0;
-  vpu::Vreg discarded_vreg_;  // vector results of timing-only runs (never read)
   std::vector<std::pair<std::uint16_t, vpu::Vmask>> staged_masks_;
   std::size_t staged_mask_count_ = 0;
   struct StagedStore {
@@ -316,8 +322,8 @@ class Core {
   std::vector<bool> dma_lane_used_;
   std::vector<std::pair<std::uint32_t, std::uint64_t>> open_regions_;  // (id, begin cycle)
   std::uint64_t last_delivery_cycle_ = 0;
-  std::string block_reason_;
-  std::string blocked_where_;
+  BlockReason block_reason_;
+  const ExecOp* blocked_op_ = nullptr;  // set while blocked
   StallCause blocked_cause_ = StallCause::kSyncFlag;
 };
 

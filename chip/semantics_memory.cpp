@@ -323,7 +323,7 @@ std::uint64_t ready_dma_done_wait(Core& c, const ExecOp& op) {
   c.set_stall_cause(StallCause::kSyncFlag);
   const auto at = c.flag_satisfied_at(f, want);
   if (!at && c.shared.fabric != nullptr) {
-    return c.block(fmt::format("waits for sync flag {} to reach {}; it holds {}", f, want, c.flags[f]));
+    return c.block({Core::BlockReason::Kind::kSyncFlag, f, want});
   }
   if (!at) {
     throw ProgramFault(
@@ -338,8 +338,7 @@ std::uint64_t ready_dma_issue(Core& c, const ExecOp&) {
   if (c.dmas_in_flight() < c.chip.dma.max_in_flight) return c.now();
   // Full: a local DMA's completion is known; a remote one's only when the network sends it.
   if (c.local_dmas_in_flight() > 0) return c.earliest_dma_completion();
-  return c.block(fmt::format("waits for a DMA queue slot: {} remote DMAs in flight (dma.max_in_flight)",
-                             c.dmas_in_flight()));
+  return c.block({Core::BlockReason::Kind::kDmaQueue, 0, 0});
 }
 
 }  // namespace tpuemu::chip

@@ -38,14 +38,15 @@ std::uint64_t Network::packet_size(const Transfer& t, std::uint32_t packet) cons
 
 Network::TransferId Network::send(ChipId from, ChipId to, std::uint64_t bytes, double start) {
   if (bytes == 0) throw std::invalid_argument("an ICI transfer of 0 bytes");
-  if (!topology_.contains(from) || !topology_.contains(to)) throw std::out_of_range("ICI transfer to or from a chip outside the pod");
+  if (!topology_.contains(from) || !topology_.contains(to))
+    throw std::out_of_range("ICI transfer to or from a chip outside the pod");
   start = std::max(start, now_);
   const TransferId id = next_id_++;
   Transfer t;
-  t.route = route(from, to);
+  t.route = &route(from, to);
   t.bytes = bytes;
   t.packets = static_cast<std::uint32_t>((bytes + config_.packet_bytes - 1) / config_.packet_bytes);
-  if (t.route.empty()) {
+  if (t.route->empty()) {
     const double done = start + static_cast<double>(bytes) / config_.bytes_per_cycle;
     push(done, id, 0, 0, true);
     t.packets = 1;
@@ -53,7 +54,8 @@ Network::TransferId Network::send(ChipId from, ChipId to, std::uint64_t bytes, d
   } else {
     push(start, id, 0, 0, false);
   }
-  transfers_.emplace(id, std::move(t));
+  transfers_.emplace_back(t);
+  ++in_flight_;
   return id;
 }
 
@@ -67,20 +69,25 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
     const Event e = events_.top();
     events_.pop();
     now_ = e.time;
-    auto it = transfers_.find(e.transfer);
-    Transfer& t = it->second;
+    std::optional<Transfer>& slot = transfers_[e.transfer - first_id_];
+    Transfer& t = *slot;
     if (e.sent) {
       completions.push_back({e.transfer, EventKind::kSent, e.time});
       continue;
     }
-    if (e.hop == t.route.size()) {  // the packet reached its destination chip
+    if (e.hop == t.route->size()) {  // the packet reached its destination chip
       if (++t.arrived == t.packets) {
         completions.push_back({e.transfer, EventKind::kArrived, e.time});
-        transfers_.erase(it);
+        slot.reset();
+        --in_flight_;
+        while (!transfers_.empty() && !transfers_.front()) {
+          transfers_.pop_front();
+          ++first_id_;
+        }
       }
       continue;
     }
-    const std::uint32_t link_id = t.route[e.hop];
+    const std::uint32_t link_id = (*t.route)[e.hop];
     LinkState& link = links_[link_id];
     const std::uint64_t size = packet_size(t, e.packet);
     const double start = std::max(e.time, link.busy_until);
@@ -90,8 +97,8 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
     link.bytes += size;
     link.packets += 1;
     if (on_packet) {
-      on_packet(ChipId(link_id / 6), static_cast<std::uint8_t>(link_id % 6 / 2), link_id % 2 == 1 ? 1 : -1, start,
-                left, size);
+      on_packet(ChipId(link_id / 6), static_cast<std::uint8_t>(link_id % 6 / 2), link_id % 2 == 1 ? 1 : -1, start, left,
+                size);
     }
     if (e.hop == 0) {  // the source paces its packets onto the first link
       if (e.packet + 1 < t.packets) {

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <queue>
@@ -65,7 +66,7 @@ class Network {
   // Processes every event at or before `time` and appends the sends and
   // arrivals that happened, in time order.
   void advance_to(double time, std::vector<Completion>& completions);
-  [[nodiscard]] std::size_t transfers_in_flight() const { return transfers_.size(); }
+  [[nodiscard]] std::size_t transfers_in_flight() const { return in_flight_; }
   [[nodiscard]] double now() const { return now_; }
 
   // Links that carried at least one packet, ordered by (from, axis, direction).
@@ -77,7 +78,7 @@ class Network {
 
  private:
   struct Transfer {
-    std::vector<std::uint32_t> route;  // link indices
+    const std::vector<std::uint32_t>* route = nullptr;  // link indices, in routes_ (stable)
     std::uint64_t bytes = 0;
     std::uint32_t packets = 0;
     std::uint32_t arrived = 0;
@@ -112,7 +113,11 @@ class Network {
   Config config_;
   std::vector<LinkState> links_;  // chip * 6 + axis * 2 + (direction > 0)
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> routes_;
-  std::unordered_map<TransferId, Transfer> transfers_;
+  // Transfers in flight by id - first_id_ (ids are handed out in order and
+  // retire roughly in order; retired ones at the front are dropped).
+  std::deque<std::optional<Transfer>> transfers_;
+  TransferId first_id_ = 0;
+  std::size_t in_flight_ = 0;
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   std::uint64_t order_ = 0;
   TransferId next_id_ = 0;
