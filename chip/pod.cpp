@@ -156,8 +156,9 @@ class PodModule : public sc_core::sc_module, public Fabric {
       while (lane < lanes.size() && lanes[lane] > start) ++lane;
       if (lane == lanes.size()) lanes.push_back(0);
       lanes[lane] = c.time;
-      const std::uint32_t track = lane == 0 ? src.trace_tracks().remote
-                                            : tracer.track(m.src_chip, fmt::format("core{} remote dma{}", m.src_core, lane));
+      const std::uint32_t track = lane == 0
+                                      ? src.trace_tracks().remote
+                                      : tracer.track(m.src_chip, fmt::format("core{} remote dma{}", m.src_core, lane));
       tracer.span(m.src_chip, track, fmt::format("to chip {}: {} B", m.dst_chip, m.bytes), start, c.time);
       flow_tracks_[m.trace_id] = track;
       return;
@@ -194,8 +195,9 @@ class PodModule : public sc_core::sc_module, public Fabric {
       }
     }
     if (dst.profile != nullptr && m.dst_space != RemoteSend::Space::kFlagOnly) {
-      dst.profile_access(m.dst_space == RemoteSend::Space::kHbm ? MemoryProfile::Space::kHbm : MemoryProfile::Space::kVmem,
-                         m.dst_address, m.bytes, static_cast<std::uint64_t>(std::ceil(c.time)), true);
+      dst.profile_access(
+          m.dst_space == RemoteSend::Space::kHbm ? MemoryProfile::Space::kHbm : MemoryProfile::Space::kVmem,
+          m.dst_address, m.bytes, static_cast<std::uint64_t>(std::ceil(c.time)), true);
     }
     dst.remote_credit(m.dst_flag, m.dst_credit, c.time);
     dst_chip.wake_core(m.dst_core);
@@ -255,8 +257,8 @@ PodResult run_pod(const PodRequest& request) {
         throw LoadError(fmt::format("step {}: operand {} is bound to no buffer", s, b.index));
       }
       if (b.space != "hbm") {
-        throw LoadError(fmt::format("step {}: operand {} is in {}: pod runs place operands in HBM only", s, b.index,
-                                    b.space));
+        throw LoadError(
+            fmt::format("step {}: operand {} is in {}: pod runs place operands in HBM only", s, b.index, b.space));
       }
       auto [it, fresh] = buffers.try_emplace(name->second);
       Buffer& buf = it->second;
@@ -284,7 +286,8 @@ PodResult run_pod(const PodRequest& request) {
   PodModule pod("pod", request, programs, operand_values);
   if (request.profile != nullptr) {
     std::vector<ChipModule::NamedRange> hbm;
-    for (const auto& name : order) hbm.push_back({name, buffers.at(name).address, device_bytes(buffers.at(name).binding)});
+    for (const auto& name : order)
+      hbm.push_back({name, buffers.at(name).address, device_bytes(buffers.at(name).binding)});
     for (auto& chip : pod.chips) chip->attach_profile(*request.profile, hbm);
   }
   if (request.input && request.options.compute_numerics) {
@@ -295,13 +298,14 @@ PodResult run_pod(const PodRequest& request) {
         const std::vector<std::uint8_t> bytes = request.input(id, name, buf.binding);
         if (bytes.empty()) continue;
         if (bytes.size() != device_bytes(buf.binding)) {
-          throw std::invalid_argument(fmt::format("chip {} buffer '{}': {} bytes of input for a {}[{}] operand of {} "
-                                                  "bytes",
-                                                  id, name, bytes.size(), buf.binding.dtype,
-                                                  fmt::join(buf.binding.shape, ","), device_bytes(buf.binding)));
+          throw std::invalid_argument(fmt::format(
+              "chip {} buffer '{}': {} bytes of input for a {}[{}] operand of {} "
+              "bytes",
+              id, name, bytes.size(), buf.binding.dtype, fmt::join(buf.binding.shape, ","), device_bytes(buf.binding)));
         }
         pod.chips[id]->shared.hbm.write(buf.address, bytes);
-        if (request.profile != nullptr) request.profile->write(id, 0, MemoryProfile::Space::kHbm, buf.address, bytes.size(), 0);
+        if (request.profile != nullptr)
+          request.profile->write(id, 0, MemoryProfile::Space::kHbm, buf.address, bytes.size(), 0);
       }
     }
   }
@@ -321,6 +325,7 @@ PodResult run_pod(const PodRequest& request) {
       r.cycles = std::max(r.cycles, core.cycle());
       r.cores.push_back(core.stats());
       result.ici_bytes += core.stats().ici_bytes;
+      result.bundles += core.stats().bundles;
       if (chip.blocked[k]) waiting.push_back(core.blocked_on());
       for (std::size_t s = 0; s < chip.step_ends[k].size(); ++s) {
         result.step_end_cycles[s] = std::max(result.step_end_cycles[s], chip.step_ends[k][s].cycle);
@@ -344,6 +349,7 @@ PodResult run_pod(const PodRequest& request) {
   result.cycles = std::max(result.cycles, static_cast<std::uint64_t>(std::ceil(pod.last_delivery)));
   result.seconds = static_cast<double>(result.cycles) / request.chip.clock_hz;
   result.links = pod.network().used_links();
+  result.network_events = pod.network().events_processed();
   if (!waiting.empty() && !result.fault) {
     result.fault = fmt::format("deadlock: {} core(s) wait for something no core or DMA in flight will do:\n  {}",
                                waiting.size(), fmt::join(waiting, "\n  "));

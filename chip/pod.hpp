@@ -74,8 +74,11 @@ struct PodResult {
   std::vector<PodChipResult> chips;
   std::vector<ici::Network::LinkStats> links;
   std::map<std::string, OperandBinding> buffers;  // the binding that lays each buffer out
-  std::vector<std::uint64_t> step_end_cycles;      // per step: when its last core ended it
+  std::vector<std::uint64_t> step_end_cycles;     // per step: when its last core ended it
   std::uint64_t ici_bytes = 0;
+  // Host-cost statistics: bundles issued by all cores, network events processed.
+  std::uint64_t bundles = 0;
+  std::uint64_t network_events = 0;
   // The first program fault, or a deadlock report naming every waiting core.
   std::optional<std::string> fault;
 };

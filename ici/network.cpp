@@ -68,6 +68,7 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
   while (!events_.empty() && events_.top().time <= time) {
     const Event e = events_.top();
     events_.pop();
+    ++events_processed_;
     now_ = e.time;
     std::optional<Transfer>& slot = transfers_[e.transfer - first_id_];
     Transfer& t = *slot;

@@ -68,6 +68,8 @@ class Network {
   void advance_to(double time, std::vector<Completion>& completions);
   [[nodiscard]] std::size_t transfers_in_flight() const { return in_flight_; }
   [[nodiscard]] double now() const { return now_; }
+  // Events processed so far (packets entering a link or a chip, sent markers): host-cost statistics.
+  [[nodiscard]] std::uint64_t events_processed() const { return events_processed_; }
 
   // Links that carried at least one packet, ordered by (from, axis, direction).
   [[nodiscard]] std::vector<LinkStats> used_links() const;
@@ -121,6 +123,7 @@ class Network {
   std::priority_queue<Event, std::vector<Event>, Later> events_;
   std::uint64_t order_ = 0;
   TransferId next_id_ = 0;
+  std::uint64_t events_processed_ = 0;
   double now_ = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "tools/collective_command.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -105,6 +106,10 @@ struct Row {
   std::uint64_t cycles = 0;
   double seconds = 0;
   double host_seconds = 0;
+  // Host cost: bundles issued, network events, the measuring process's peak RSS.
+  std::uint64_t bundles = 0;
+  std::uint64_t network_events = 0;
+  std::uint64_t peak_rss_bytes = 0;
   std::string check = "skipped (--no-data)";
   std::string fault;
   bool ok = true;
@@ -116,8 +121,8 @@ Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology,
   Row row;
   row.bytes = spec.bytes;
   const auto started = std::chrono::steady_clock::now();
-  const isa::Program program = isa::assemble(programs::generate_collective(spec, topology, chip),
-                                             fmt::format("{}-{}.llo", spec.op, spec.bytes));
+  const isa::Program program =
+      isa::assemble(programs::generate_collective(spec, topology, chip), fmt::format("{}-{}.llo", spec.op, spec.bytes));
   const programs::CollectiveShapes shapes = programs::collective_shapes(spec, topology);
   const bool bf16 = spec.dtype == "bf16";
   chip::PodRequest request;
@@ -134,6 +139,8 @@ Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology,
   const chip::PodResult result = chip::run_pod(request);
   row.cycles = result.cycles;
   row.seconds = result.seconds;
+  row.bundles = result.bundles;
+  row.network_events = result.network_events;
   if (result.fault) {
     row.ok = false;
     row.fault = *result.fault;
@@ -141,7 +148,8 @@ Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology,
   }
   if (data) {
     std::vector<std::vector<std::uint8_t>> inputs;
-    for (std::uint32_t id = 0; id < topology.chip_count(); ++id) inputs.push_back(chip_input(shapes.input_bytes, bf16, id));
+    for (std::uint32_t id = 0; id < topology.chip_count(); ++id)
+      inputs.push_back(chip_input(shapes.input_bytes, bf16, id));
     const auto expected = programs::collective_reference(spec, topology, inputs);
     std::uint64_t wrong_chips = 0;
     for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
@@ -170,11 +178,21 @@ Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& 
     nlohmann::json j;
     try {
       const Row r = measure(spec, topology, chip, data, routing);
-      j = {{"bytes", r.bytes}, {"cycles", r.cycles},     {"seconds", r.seconds}, {"host_seconds", r.host_seconds},
-           {"check", r.check}, {"fault", r.fault},       {"ok", r.ok}};
+      rusage usage{};
+      getrusage(RUSAGE_SELF, &usage);
+      j = {{"bytes", r.bytes},
+           {"cycles", r.cycles},
+           {"seconds", r.seconds},
+           {"host_seconds", r.host_seconds},
+           {"bundles", r.bundles},
+           {"network_events", r.network_events},
+           {"peak_rss_bytes", static_cast<std::uint64_t>(usage.ru_maxrss) * 1024},
+           {"check", r.check},
+           {"fault", r.fault},
+           {"ok", r.ok}};
     } catch (const std::exception& e) {
-      j = {{"bytes", spec.bytes}, {"fault", e.what()}, {"ok", false}, {"cycles", 0}, {"seconds", 0.0},
-           {"host_seconds", 0.0}, {"check", "not run"}};
+      j = {{"bytes", spec.bytes}, {"fault", e.what()},   {"ok", false},       {"cycles", 0},
+           {"seconds", 0.0},      {"host_seconds", 0.0}, {"check", "not run"}};
     }
     const std::string text = j.dump();
     std::size_t written = 0;
@@ -205,6 +223,9 @@ Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& 
   row.cycles = j.at("cycles").get<std::uint64_t>();
   row.seconds = j.at("seconds").get<double>();
   row.host_seconds = j.at("host_seconds").get<double>();
+  row.bundles = j.value("bundles", std::uint64_t{0});
+  row.network_events = j.value("network_events", std::uint64_t{0});
+  row.peak_rss_bytes = j.value("peak_rss_bytes", std::uint64_t{0});
   row.check = j.at("check").get<std::string>();
   row.fault = j.at("fault").get<std::string>();
   row.ok = j.at("ok").get<bool>();
@@ -226,8 +247,8 @@ int collective_command(const std::vector<std::string>& args) {
       "sizes", po::value<std::string>()->default_value("64K:64M"),
       "V in bytes: LO:HI doubling, or a list (K, M, G = powers of 1024, as in nccl-tests)")(
       "piece", po::value<std::string>(), "pipelining piece size (default: the generator's choice)")(
-      "no-data", "timing only: no data moved or reduced, no check (identical times)")(
-      "json", po::value<std::string>(), "write the rows as JSON");
+      "no-data", "timing only: no data moved or reduced, no check (identical times)")("json", po::value<std::string>(),
+                                                                                      "write the rows as JSON");
   po::positional_options_description positional;
   bool help = false;
   const auto vm = parse_options(
@@ -292,13 +313,14 @@ int collective_command(const std::vector<std::string>& args) {
              data ? "" : " (--no-data: timing only)");
   fmt::print("# W = 2 x {} per axis; hop latency {}; busbw = algbw x {}; linkbw = busbw / {} links in use per chip\n",
              format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
-             format_quantity(chip.ici.hop_latency_s, Quantity::kTime),
-             spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N", links_in_use);
+             format_quantity(chip.ici.hop_latency_s, Quantity::kTime), spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N",
+             links_in_use);
   fmt::print("# {:>12} {:>12} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9}  {}\n", "bytes", "time(us)", "algbw(GB/s)",
              "busbw(GB/s)", "linkbw(GB/s)", "link%", "predicted(us)", "meas/pred", "check");
 
   nlohmann::json rows = nlohmann::json::array();
   std::string formula;
+  std::vector<std::string> host_lines;
   bool all_ok = true;
   for (const std::uint64_t v : sizes) {
     spec.bytes = v;
@@ -333,9 +355,18 @@ int collective_command(const std::vector<std::string>& args) {
                     {"predicted_latency_seconds", prediction.latency_seconds},
                     {"measured_over_predicted", row.seconds / prediction.seconds},
                     {"check", row.check},
-                    {"host_seconds", row.host_seconds}});
+                    {"host_seconds", row.host_seconds},
+                    {"host_bundles", row.bundles},
+                    {"host_network_events", row.network_events},
+                    {"host_peak_rss_bytes", row.peak_rss_bytes}});
+    host_lines.push_back(
+        fmt::format("# host: {} B: {:.2f} s, peak RSS {:.0f} MiB, {} bundles, {} network events ({:.3g} "
+                    "events/s)",
+                    v, row.host_seconds, static_cast<double>(row.peak_rss_bytes) / (1 << 20), row.bundles,
+                    row.network_events, static_cast<double>(row.bundles + row.network_events) / row.host_seconds));
   }
   fmt::print("# predicted: {}\n", formula);
+  for (const auto& line : host_lines) fmt::print("{}\n", line);
   if (vm->count("json") != 0U) {
     nlohmann::json j = {{"op", spec.op},
                         {"algorithm", spec.algorithm},
