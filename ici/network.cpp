@@ -28,7 +28,7 @@ const std::vector<std::uint32_t>& Network::route(ChipId from, ChipId to) {
 }
 
 void Network::push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop, bool sent) {
-  events_.push(Event{time, order_++, transfer, packet, hop, sent});
+  events_.push(time, Event{transfer, packet, hop, sent});
 }
 
 std::uint64_t Network::packet_size(const Transfer& t, std::uint32_t packet) const {
@@ -61,24 +61,25 @@ Network::TransferId Network::send(ChipId from, ChipId to, std::uint64_t bytes, d
 
 std::optional<double> Network::next_event_time() const {
   if (events_.empty()) return std::nullopt;
-  return events_.top().time;
+  return events_.top_time();
 }
 
 void Network::advance_to(double time, std::vector<Completion>& completions) {
-  while (!events_.empty() && events_.top().time <= time) {
+  while (!events_.empty() && events_.top_time() <= time) {
+    const double at = events_.top_time();
     const Event e = events_.top();
     events_.pop();
     ++events_processed_;
-    now_ = e.time;
+    now_ = at;
     std::optional<Transfer>& slot = transfers_[e.transfer - first_id_];
     Transfer& t = *slot;
     if (e.sent) {
-      completions.push_back({e.transfer, EventKind::kSent, e.time});
+      completions.push_back({e.transfer, EventKind::kSent, at});
       continue;
     }
     if (e.hop == t.route->size()) {  // the packet reached its destination chip
       if (++t.arrived == t.packets) {
-        completions.push_back({e.transfer, EventKind::kArrived, e.time});
+        completions.push_back({e.transfer, EventKind::kArrived, at});
         slot.reset();
         --in_flight_;
         while (!transfers_.empty() && !transfers_.front()) {
@@ -91,7 +92,7 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
     const std::uint32_t link_id = (*t.route)[e.hop];
     LinkState& link = links_[link_id];
     const std::uint64_t size = packet_size(t, e.packet);
-    const double start = std::max(e.time, link.busy_until);
+    const double start = std::max(at, link.busy_until);
     const double left = start + static_cast<double>(size) / config_.bytes_per_cycle;
     link.busy_until = left;
     link.busy += left - start;
@@ -110,7 +111,7 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
     }
     push(left + config_.hop_latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1), false);
   }
-  now_ = std::max(now_, std::min(time, events_.empty() ? time : events_.top().time));
+  now_ = std::max(now_, std::min(time, events_.empty() ? time : events_.top_time()));
 }
 
 std::vector<Network::LinkStats> Network::used_links() const {

@@ -24,10 +24,10 @@
 #include <deque>
 #include <functional>
 #include <optional>
-#include <queue>
 #include <unordered_map>
 #include <vector>
 
+#include "ici/event_queue.hpp"
 #include "ici/routing.hpp"
 #include "ici/topology.hpp"
 
@@ -86,17 +86,10 @@ class Network {
     std::uint32_t arrived = 0;
   };
   struct Event {
-    double time;
-    std::uint64_t order;
     TransferId transfer;
     std::uint32_t packet;
     std::uint16_t hop;  // packet reaches route[hop]; hop == route.size(): the destination
     bool sent;          // a kSent marker rather than a packet
-  };
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const {
-      return a.time != b.time ? a.time > b.time : a.order > b.order;
-    }
   };
   struct LinkState {
     double busy_until = 0;
@@ -120,8 +113,7 @@ class Network {
   std::deque<std::optional<Transfer>> transfers_;
   TransferId first_id_ = 0;
   std::size_t in_flight_ = 0;
-  std::priority_queue<Event, std::vector<Event>, Later> events_;
-  std::uint64_t order_ = 0;
+  EventQueue<Event> events_;  // by (time, creation order)
   TransferId next_id_ = 0;
   std::uint64_t events_processed_ = 0;
   double now_ = 0;

@@ -1,6 +1,7 @@
 #include "memory/dma_port.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace tpuemu::memory {
@@ -11,8 +12,9 @@ DmaPort::DmaPort(double bytes_per_cycle, double latency_cycles, std::uint64_t ch
 DmaPort::TransferId DmaPort::start(double ready, std::uint64_t bytes) {
   advance_to(ready);
   const TransferId id = next_id_++;
+  done_.push_back(std::numeric_limits<double>::quiet_NaN());
   if (bytes == 0) {
-    done_[id] = std::max(ready, time_) + latency_;
+    set_done(id, std::max(ready, time_) + latency_);
     return id;
   }
   active_.push_back({id, ready, bytes});
@@ -51,7 +53,7 @@ bool DmaPort::serve_one() {
   busy_ += duration;
   a.remaining -= n;
   if (a.remaining == 0) {
-    done_[a.id] = time_ + latency_;
+    set_done(a.id, time_ + latency_);
   } else {
     active_.push_back(a);  // back of the rotation
   }
@@ -75,15 +77,25 @@ void DmaPort::advance_to(double cycle) {
 
 double DmaPort::completion(TransferId id) {
   for (;;) {
-    if (const auto it = done_.find(id); it != done_.end()) return it->second;
+    if (const auto done = completed_at(id)) return *done;
     if (!serve_one()) return time_;  // unknown id: nothing to wait for
   }
 }
 
 std::optional<double> DmaPort::completed_at(TransferId id) const {
-  const auto it = done_.find(id);
-  if (it == done_.end()) return std::nullopt;
-  return it->second;
+  if (id < first_id_ || id - first_id_ >= done_.size()) return std::nullopt;
+  const double t = done_[id - first_id_];
+  if (std::isnan(t) || std::isinf(t)) return std::nullopt;
+  return t;
+}
+
+void DmaPort::forget(TransferId id) {
+  if (id < first_id_ || id - first_id_ >= done_.size()) return;
+  done_[id - first_id_] = -std::numeric_limits<double>::infinity();
+  while (!done_.empty() && std::isinf(done_.front())) {
+    done_.pop_front();
+    ++first_id_;
+  }
 }
 
 }  // namespace tpuemu::memory

@@ -11,7 +11,6 @@
 #include <deque>
 #include <functional>
 #include <optional>
-#include <unordered_map>
 
 namespace tpuemu::memory {
 
@@ -30,7 +29,8 @@ class DmaPort {
   double completion(TransferId id);
   // The completion time if already known.
   [[nodiscard]] std::optional<double> completed_at(TransferId id) const;
-  void forget(TransferId id) { done_.erase(id); }
+  // Drops what the port knows of a transfer (its completion was read).
+  void forget(TransferId id);
 
   [[nodiscard]] double busy_cycles() const { return busy_; }
   // Called for every chunk served (begin, end, bytes), e.g. by a trace's
@@ -52,7 +52,13 @@ class DmaPort {
   std::uint64_t chunk_;
   double time_ = 0;            // the port is busy until here
   std::deque<Active> active_;  // round-robin order
-  std::unordered_map<TransferId, double> done_;
+  // Completion time by id - first_id_: NaN while in service, -inf once forgotten
+  // (ids are handed out in order; forgotten ones at the front are dropped).
+  std::deque<double> done_;
+  TransferId first_id_ = 0;
+  void set_done(TransferId id, double time) {
+    if (id >= first_id_) done_[id - first_id_] = time;
+  }
   TransferId next_id_ = 0;
   double busy_ = 0;
   std::uint64_t bytes_ = 0;
