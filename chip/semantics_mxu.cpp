@@ -54,7 +54,7 @@ void exec_VmatmulMsk(Core& c, const ExecOp& op) {
   multiply(c, op, false, true);
 }
 void exec_VpopMrf(Core& c, const ExecOp& op) {
-  c.stage_vreg(op) = unit(c, op).pop();
+  unit(c, op).pop_into(c.stage_vreg(op));
 }
 
 std::uint64_t ready_mxu_matmul(Core& c, const ExecOp& op) {

@@ -4,21 +4,78 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
 #include "common/numerics.hpp"
+#include "mxu/host_pool.hpp"
 
 namespace tpuemu::mxu {
 
 using vpu::kLanes;
 using vpu::kSublanes;
 
+// How long a pop waits for a worker already computing its result before
+// computing it itself: well above a tile's time on either kernel.
+constexpr std::chrono::microseconds kPatience{200};
+
+// A multiply's result, and its inputs while it is queued on the host pool:
+// everything the arithmetic reads is the slot's own (the LHS and mask copied
+// at issue, the weights held), so the result is the same on any thread.
+struct Mxu::Slot : HostTask {
+  bool queued = false;
+  vpu::Vreg lhs;
+  vpu::Vmask mask;
+  bool masked = false;
+  std::shared_ptr<WeightTile> weights;  // copied and released on the issuing thread only
+  std::uint32_t used_k = 0;
+  std::uint32_t size = 0;
+  KernelKind kernel = KernelKind::kPortable;
+  vpu::Vreg out;
+
+  static void compute(HostTask& task) {
+    auto& s = static_cast<Slot&>(task);
+    const TileJob job{&s.lhs, s.masked ? &s.mask : nullptr, s.weights.get(), s.used_k, s.size};
+    multiply_tile(s.kernel, job, s.out);
+  }
+};
+
+void Mxu::SlotDeleter::operator()(Slot* slot) const {
+  delete slot;
+}
+
 Mxu::Mxu(std::uint32_t size, std::uint32_t fifo_depth, MxuTiming timing)
-    : size_(size), fifo_depth_(fifo_depth), timing_(timing), weights_(static_cast<std::size_t>(kLanes) * kLanes) {
+    : size_(size), fifo_depth_(fifo_depth), timing_(timing), kernel_(default_kernel()) {
   if (size == 0 || size > kLanes) {
     throw std::invalid_argument(
         fmt::format("MXU size {} is outside 1..{} (the vreg lanes it is wired to)", size, kLanes));
+  }
+}
+
+Mxu::Mxu(Mxu&&) noexcept = default;
+
+Mxu::~Mxu() {
+  wait_all();
+}
+
+void Mxu::wait_all() {
+  for (Result& r : results_) {
+    if (r.slot && r.slot->queued) wait_host_task(*r.slot, std::chrono::microseconds::max());
+  }
+  for (SlotPtr& s : draining_slots_) wait_host_task(*s, std::chrono::microseconds::max());
+}
+
+void Mxu::recycle_drained() {
+  for (std::size_t i = 0; i < draining_slots_.size();) {
+    if (draining_slots_[i]->done()) {
+      draining_slots_[i]->weights.reset();
+      spare_slots_.push_back(std::move(draining_slots_[i]));
+      draining_slots_[i] = std::move(draining_slots_.back());
+      draining_slots_.pop_back();
+    } else {
+      ++i;
+    }
   }
 }
 
@@ -44,7 +101,21 @@ void Mxu::latch() {
   const bool transposed = n > 0 && staged_.front().transposed;
   // Weights exist only where this unit computes (not timing-only, no backend).
   if (compute_numerics && backend_ == nullptr) {
-    std::fill(weights_.begin(), weights_.end(), 0.0F);
+    // A tile still held by a queued multiply is left to it.
+    if (!weights_ || weights_.use_count() > 1) {
+      if (weights_) spare_weights_.push_back(std::move(weights_));
+      for (auto& spare : spare_weights_) {
+        if (spare.use_count() == 1) {
+          weights_ = std::move(spare);
+          spare = std::move(spare_weights_.back());
+          spare_weights_.pop_back();
+          break;
+        }
+      }
+      if (!weights_) weights_ = std::make_shared<WeightTile>();
+    }
+    std::array<float, kLanes* kLanes>& w = weights_->values;
+    std::fill(w.begin(), w.end(), 0.0F);
     for (std::size_t i = 0; i < n; ++i) {
       const Staged& s = staged_[i];
       const std::size_t block = n - 1 - i;
@@ -60,10 +131,11 @@ void Mxu::latch() {
             k = block * kSublanes + sub;
             column = lane;
           }
-          if (k < size_ && column < size_) weights_[k * kLanes + column] = value;
+          if (k < size_ && column < size_) w[k * kLanes + column] = value;
         }
       }
     }
+    weights_->finish();
   }
   if (transposed) {
     active_k_ = size_;
@@ -107,33 +179,30 @@ std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_ma
   next_matmul_cycle = feed + timing_.cycles_per_tile;
   last_feed_cycle = feed;
   busy_cycles += timing_.cycles_per_tile;
-  Result r{feed + timing_.latency, vpu::Vreg{}};
+  Result r{feed + timing_.latency, nullptr};
   if (backend_ != nullptr) {
     backend_->multiply(lhs, latch_first, cycle, feed);
-  } else if (compute_numerics) {
-    // acc[row][col] = sum over k ascending of bf16(lhs[row][k]) * w[k][col], in f32.
-    // Loop order k -> row -> col keeps each weight row in cache for the 8 rows;
-    // the per-element order of additions (k ascending) is what the contract fixes.
-    // Columns beyond active_columns_ hold zero weights, so all 128 are summed (a
-    // constant trip count the compiler vectorises); lanes >= size_ stay +0.
-    std::array<std::array<float, kLanes>, kSublanes> acc{};
-    std::array<float, kSublanes> a{};
-    for (std::size_t k = 0; k < used_k; ++k) {
-      const float* w = &weights_[k * kLanes];
-      for (std::size_t row = 0; row < kSublanes; ++row) {
-        const bool enabled = k_mask == nullptr || k_mask->bits[row * kLanes + k] != 0;
-        a[row] = enabled ? bf16_round(lhs.f32(row * kLanes + k)) : 0.0F;
-      }
-      for (std::size_t row = 0; row < kSublanes; ++row) {
-        if (k_mask != nullptr && k_mask->bits[row * kLanes + k] == 0)
-          continue;  // masked lanes add nothing, not even +0
-        const float ar = a[row];
-        float* out = acc[row].data();
-        for (std::size_t col = 0; col < kLanes; ++col) out[col] += ar * w[col];
-      }
+  } else if (compute_numerics && weights_) {
+    if (spare_slots_.empty()) {
+      r.slot.reset(new Slot);
+      r.slot->run = &Slot::compute;
+    } else {
+      r.slot = std::move(spare_slots_.back());
+      spare_slots_.pop_back();
     }
-    for (std::size_t row = 0; row < kSublanes; ++row) {
-      for (std::size_t col = 0; col < kLanes; ++col) r.value.set_f32(row * kLanes + col, acc[row][col]);
+    Slot& s = *r.slot;
+    s.queued = host_threads() > 1;
+    if (s.queued) {
+      s.lhs = lhs;
+      s.masked = k_mask != nullptr;
+      if (k_mask != nullptr) s.mask = *k_mask;
+      s.weights = weights_;
+      s.used_k = used_k;
+      s.size = size_;
+      s.kernel = kernel_;
+      submit_host_task(s);
+    } else {
+      multiply_tile(kernel_, TileJob{&lhs, k_mask, weights_.get(), used_k, size_}, s.out);
     }
   }
   results_.push_back(std::move(r));
@@ -150,9 +219,34 @@ std::optional<std::uint64_t> Mxu::head_ready_cycle(std::uint64_t now) const {
   return results_.front().ready_cycle;
 }
 
-vpu::Vreg Mxu::pop() {
-  vpu::Vreg v = backend_ != nullptr ? backend_->take_oldest() : std::move(results_.front().value);
+void Mxu::pop_into(vpu::Vreg& out) {
+  Result& r = results_.front();
+  if (backend_ != nullptr) {
+    out = backend_->take_oldest();
+  } else if (!r.slot) {
+    out = vpu::Vreg{};
+  } else if (!r.slot->queued) {
+    out = r.slot->out;
+    spare_slots_.push_back(std::move(r.slot));
+  } else {
+    Slot& s = *r.slot;
+    if (!draining_slots_.empty()) recycle_drained();
+    if (wait_host_task(s, kPatience)) {
+      out = s.out;
+      s.weights.reset();
+      spare_slots_.push_back(std::move(r.slot));
+    } else {
+      // The worker computing it stalled: the same inputs give the same bits here.
+      multiply_tile(s.kernel, TileJob{&s.lhs, s.masked ? &s.mask : nullptr, s.weights.get(), s.used_k, s.size}, out);
+      draining_slots_.push_back(std::move(r.slot));
+    }
+  }
   results_.pop_front();
+}
+
+vpu::Vreg Mxu::pop() {
+  vpu::Vreg v;
+  pop_into(v);
   return v;
 }
 

@@ -19,7 +19,14 @@
 // to bf16 (nearest even); each product of two bf16 values is exact in f32; for
 // every output element the products are summed in f32 in increasing K order
 // starting from +0.0: acc = ((0 + a0*w0) + a1*w1) + ... . Vectorised across the
-// output columns, sequential in K.
+// output columns, sequential in K (mxu/matmul_kernel.hpp: a portable and an
+// AVX2+FMA kernel, the same bits).
+//
+// Host threads (mxu/host_pool.hpp): with host_threads() > 1 a multiply's
+// arithmetic is queued for a worker at issue, on a copy of its LHS and the
+// weights snapshotted at latch, and joined when the result is popped; every
+// result is a pure function of those inputs, so the thread count changes no
+// bit and no cycle. Timing-only units never queue work.
 //
 // Timing (MxuTiming; the RTL array in mxu/rtl has exactly this structure and
 // the in-chip co-simulation checks it cycle for cycle):
@@ -43,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "mxu/matmul_kernel.hpp"
 #include "vpu/vreg.hpp"
 
 namespace tpuemu::mxu {
@@ -87,6 +95,12 @@ class Mxu {
   // `size`: array dimension, 1..vpu::kLanes (128 on v5e); `fifo_depth`:
   // result FIFO entries.
   Mxu(std::uint32_t size, std::uint32_t fifo_depth, MxuTiming timing);
+  // Waits for the unit's queued multiplies.
+  ~Mxu();
+  Mxu(Mxu&&) noexcept;
+  Mxu& operator=(Mxu&&) = delete;
+  Mxu(const Mxu&) = delete;
+  Mxu& operator=(const Mxu&) = delete;
 
   // `cycle`: the issue cycle. Faults (returned) only with a backend that
   // cannot take the push.
@@ -102,6 +116,8 @@ class Mxu {
   // no multiply is queued.
   [[nodiscard]] std::optional<std::uint64_t> head_ready_cycle(std::uint64_t now) const;
   vpu::Vreg pop();
+  // pop() into `out` (saves a copy).
+  void pop_into(vpu::Vreg& out);
 
   [[nodiscard]] std::size_t queued() const { return results_.size(); }
   [[nodiscard]] bool fifo_full() const { return results_.size() >= fifo_depth_; }
@@ -110,6 +126,9 @@ class Mxu {
   [[nodiscard]] const MxuTiming& timing() const { return timing_; }
 
   void attach_backend(ArrayBackend* backend) { backend_ = backend; }
+  // The arithmetic kernel (default_kernel() unless set; the bits are the same).
+  void set_kernel(KernelKind kind) { kernel_ = kind; }
+  [[nodiscard]] KernelKind kernel() const { return kernel_; }
   [[nodiscard]] ArrayBackend* backend() const { return backend_; }
 
   // When this unit can accept its next multiply (issue interval).
@@ -128,21 +147,32 @@ class Mxu {
     vpu::Vreg rows;
     bool transposed;
   };
+  struct Slot;  // a computed multiply: its inputs while queued, its result (mxu.cpp)
+  struct SlotDeleter {
+    void operator()(Slot* slot) const;
+  };
+  using SlotPtr = std::unique_ptr<Slot, SlotDeleter>;
   struct Result {
     std::uint64_t ready_cycle;
-    vpu::Vreg value;
+    SlotPtr slot;  // null: timing-only (pops +0) or a backend's result
   };
   void latch();
+  void wait_all();
+  void recycle_drained();
 
   std::uint32_t size_;
   std::uint32_t fifo_depth_;
   MxuTiming timing_;
+  KernelKind kernel_;
   std::vector<Staged> staged_;
-  // Active weights as bf16-rounded f32, [k][column] with a row stride of
-  // vpu::kLanes (columns >= size_ stay +0), k < active_k_.
-  std::vector<float> weights_;
-  std::uint32_t active_k_ = 0;        // K rows covered by the active weights
-  std::uint32_t active_columns_ = 0;  // output columns covered
+  // Active weights, created at the first latch that computes; a latch writes
+  // a tile no queued multiply still holds.
+  std::shared_ptr<WeightTile> weights_;
+  std::vector<std::shared_ptr<WeightTile>> spare_weights_;
+  std::vector<SlotPtr> spare_slots_;     // popped slots, reused
+  std::vector<SlotPtr> draining_slots_;  // popped while a late worker still computes them
+  std::uint32_t active_k_ = 0;           // K rows covered by the active weights
+  std::uint32_t active_columns_ = 0;     // output columns covered
   bool has_active_ = false;
   std::deque<Result> results_;
   std::uint64_t weight_path_free_ = 0;  // first cycle the weight path is free

@@ -1,12 +1,21 @@
 // The Mxu front end (mxu/mxu.hpp), plain C++: arrays narrower than a vreg,
 // the MxuTiming model at its edges (a cycle early / on time), and what an
-// ArrayBackend gets and refuses.
+// ArrayBackend gets and refuses. The tile kernels (mxu/matmul_kernel.hpp):
+// portable and dispatched against a scalar reference, bit for bit; host
+// threads (mxu/host_pool.hpp) change no bit.
+#include <bit>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "common/numerics.hpp"
+#include "mxu/host_pool.hpp"
+#include "mxu/matmul_kernel.hpp"
 #include "mxu/mxu.hpp"
 
 using namespace tpuemu;
@@ -141,4 +150,322 @@ TEST_CASE("mxu backend: masked multiplies and transposed pushes are refused by n
   const auto multiply = m.matmul(filled(1.0F), &mask, true, 8);
   REQUIRE(multiply);
   CHECK(multiply->message.find("the fake array has no K mask") != std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// Tile kernels against the contract, written out as plainly as possible.
+
+namespace {
+
+using mxu::KernelKind;
+using mxu::TileJob;
+using mxu::WeightTile;
+
+// IEEE single precision as x86 computes it where NaNs meet: the first
+// operand's NaN wins (made quiet), an invalid operation gives the default NaN
+// 0xFFC00000. Written out so the reference does not depend on how the
+// compiler orders operands.
+float quiet(float x) {
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) | 0x0040'0000U);
+}
+constexpr std::uint32_t kDefaultNan = 0xFFC0'0000U;
+float x86_multiply(float first, float second) {
+  if (std::isnan(first)) return quiet(first);
+  if (std::isnan(second)) return quiet(second);
+  if ((std::isinf(first) && second == 0.0F) || (first == 0.0F && std::isinf(second)))
+    return std::bit_cast<float>(kDefaultNan);
+  const volatile float product = first * second;
+  return product;
+}
+float x86_add(float first, float second) {
+  if (std::isnan(first)) return quiet(first);
+  if (std::isnan(second)) return quiet(second);
+  if (std::isinf(first) && std::isinf(second) && std::signbit(first) != std::signbit(second))
+    return std::bit_cast<float>(kDefaultNan);
+  const volatile float sum = first + second;
+  return sum;
+}
+
+// The contract (mxu/matmul_kernel.hpp): out[row][col] = ((+0 + a*w) + a*w) +
+// ... over enabled k ascending, each product rounded before its add, as
+// product = w * a and sum = product + acc; lanes >= size +0.
+vpu::Vreg reference_tile(const TileJob& job) {
+  vpu::Vreg out{};
+  for (std::size_t row = 0; row < kSublanes; ++row) {
+    for (std::size_t col = 0; col < job.size; ++col) {
+      float acc = 0.0F;
+      for (std::size_t k = 0; k < job.used_k; ++k) {
+        if (job.k_mask != nullptr && job.k_mask->bits[row * kLanes + k] == 0) continue;
+        const float a = bf16_round(job.lhs->f32(row * kLanes + k));
+        acc = x86_add(x86_multiply(job.weights->values[k * kLanes + col], a), acc);
+      }
+      out.set_f32(row * kLanes + col, acc);
+    }
+  }
+  return out;
+}
+
+// Value classes for tiles: each draws bf16 bit patterns (as f32 bits).
+enum class Values { kUnit, kAllExponents, kDenormal, kTiny, kHuge, kEdge, kF32 };
+
+constexpr std::array<std::uint32_t, 16> kEdgeBits = {
+    0x0000'0000, 0x8000'0000, 0x0001'0000, 0x807F'0000, 0x0080'0000, 0x3F80'0000, 0xBF80'0000, 0x7F7F'0000,
+    0x7F80'0000, 0xFF80'0000, 0x7FC0'0000, 0xFFC1'0000, 0x7F81'0000, 0x4000'0000, 0x0040'0000, 0x3F00'0000};
+
+std::uint32_t draw(Values kind, std::mt19937& rng) {
+  std::uniform_int_distribution<std::uint32_t> bits16(0, 0xFFFF);
+  std::uniform_real_distribution<float> unit(-1.0F, 1.0F);
+  const std::uint32_t mantissa_sign = bits16(rng) & 0x807FU;  // sign and 7 fraction bits
+  switch (kind) {
+    case Values::kUnit:
+      return std::bit_cast<std::uint32_t>(bf16_round(unit(rng)));
+    case Values::kAllExponents:
+      return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(0, 254)(rng) << 7)) << 16;
+    case Values::kDenormal:
+      return mantissa_sign << 16;  // exponent field 0: +-0 or a bf16 denormal
+    case Values::kTiny:
+      return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(0, 40)(rng) << 7)) << 16;
+    case Values::kHuge:
+      return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(200, 254)(rng) << 7)) << 16;
+    case Values::kEdge:
+      return kEdgeBits[bits16(rng) % kEdgeBits.size()];
+    case Values::kF32:  // not bf16 values: the kernel rounds them
+      return std::bit_cast<std::uint32_t>(unit(rng) * std::ldexp(1.0F, static_cast<int>(bits16(rng) % 80) - 40));
+  }
+  return 0;
+}
+
+std::unique_ptr<WeightTile> random_weights(Values kind, std::uint32_t size, std::mt19937& rng) {
+  auto w = std::make_unique<WeightTile>();
+  for (std::size_t k = 0; k < size; ++k) {
+    for (std::size_t c = 0; c < size; ++c) {
+      w->values[k * kLanes + c] =
+          bf16_round(std::bit_cast<float>(draw(kind == Values::kF32 ? Values::kUnit : kind, rng)));
+    }
+  }
+  w->finish();
+  return w;
+}
+
+vpu::Vreg random_lhs(Values kind, std::mt19937& rng) {
+  vpu::Vreg v{};
+  for (auto& word : v.words) word = draw(kind, rng);
+  return v;
+}
+
+std::vector<KernelKind> kernels() {
+  std::vector<KernelKind> k{KernelKind::kPortable};
+  if (mxu::kernel_available(KernelKind::kAvx2Fma)) k.push_back(KernelKind::kAvx2Fma);
+  return k;
+}
+
+void check_tile(const TileJob& job, const std::string& what) {
+  const vpu::Vreg want = reference_tile(job);
+  for (const KernelKind kind : kernels()) {
+    vpu::Vreg got;
+    got.words.fill(0xDEAD'BEEF);
+    mxu::multiply_tile(kind, job, got);
+    std::size_t first = kSublanes * kLanes;
+    for (std::size_t i = kSublanes * kLanes; i-- > 0;) {
+      if (got.words[i] != want.words[i]) first = i;
+    }
+    INFO(what << ", kernel " << mxu::to_string(kind) << ", size " << job.size << ", used_k " << job.used_k);
+    if (first < kSublanes * kLanes) {
+      INFO("first difference at row " << first / kLanes << " lane " << first % kLanes << ": 0x" << std::hex
+                                      << got.words[first] << " where 0x" << want.words[first] << " was expected");
+      CHECK(false);
+    } else {
+      CHECK(true);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("mxu kernels: the AVX2 kernel is dispatched where the CPU has AVX2 and FMA", "[mxu][kernel]") {
+#if defined(__x86_64__)
+  const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  CHECK(mxu::kernel_available(KernelKind::kAvx2Fma) == cpu);
+  if (std::getenv("TPUEMU_MXU_KERNEL") == nullptr) {
+    CHECK(mxu::default_kernel() == (cpu ? KernelKind::kAvx2Fma : KernelKind::kPortable));
+  }
+#endif
+  CHECK(mxu::kernel_available(KernelKind::kPortable));
+}
+
+TEST_CASE("mxu kernels: products_exact holds exactly where every product is exact", "[mxu][kernel]") {
+  // For every pair of exponent fields, the smallest and largest significands:
+  // whenever products_exact says so, the f32 product equals the exact one.
+  for (std::uint32_t ea = 0; ea < 255; ++ea) {
+    for (std::uint32_t ew = 0; ew < 255; ++ew) {
+      mxu::ValueRange a;
+      mxu::ValueRange w;
+      a.add(ea << 23 | 0x0001'0000);
+      w.add(ew << 23 | 0x0001'0000);
+      if (!mxu::products_exact(a, w)) continue;
+      for (const std::uint32_t ma : {0x0001'0000U, 0x007F'0000U, 0x0055'0000U}) {
+        for (const std::uint32_t mw : {0x0001'0000U, 0x007F'0000U, 0x002B'0000U}) {
+          const float x = std::bit_cast<float>(ea << 23 | ma);
+          const float y = std::bit_cast<float>(ew << 23 | mw);
+          const volatile float product = x * y;
+          INFO("exponent fields " << ea << " and " << ew);
+          REQUIRE(static_cast<double>(product) == static_cast<double>(x) * static_cast<double>(y));
+        }
+      }
+    }
+  }
+  // And it refuses the first pairs that round or overflow.
+  mxu::ValueRange denormal;
+  denormal.add(0x0001'0000);
+  mxu::ValueRange small;
+  small.add(117U << 23);
+  CHECK_FALSE(mxu::products_exact(denormal, small));
+  mxu::ValueRange big;
+  big.add(254U << 23);
+  mxu::ValueRange two;
+  two.add(128U << 23);
+  CHECK_FALSE(mxu::products_exact(big, two));
+  mxu::ValueRange inf;
+  inf.add(0x7F80'0000);
+  CHECK_FALSE(mxu::products_exact(inf, two));
+}
+
+TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit for bit", "[mxu][kernel]") {
+  std::mt19937 rng(12);
+  const std::vector<std::pair<Values, Values>> classes = {
+      {Values::kUnit, Values::kUnit},         {Values::kAllExponents, Values::kAllExponents},
+      {Values::kDenormal, Values::kUnit},     {Values::kUnit, Values::kDenormal},
+      {Values::kDenormal, Values::kDenormal}, {Values::kTiny, Values::kTiny},
+      {Values::kHuge, Values::kHuge},         {Values::kEdge, Values::kUnit},
+      {Values::kUnit, Values::kEdge},         {Values::kEdge, Values::kEdge},
+      {Values::kF32, Values::kUnit},          {Values::kF32, Values::kAllExponents},
+  };
+  const char* names[] = {"unit x unit",         "all exponents", "denormal LHS", "denormal weights",
+                         "denormal x denormal", "tiny x tiny",   "huge x huge",  "edge LHS",
+                         "edge weights",        "edge x edge",   "f32 LHS",      "f32 LHS x all exponents"};
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    for (std::uint32_t size = 1; size <= kLanes; ++size) {
+      if (size > 16 && size % 8 != 0 && size % 8 != 1 && size % 8 != 7 && size != 127) continue;
+      const auto weights = random_weights(classes[c].second, size, rng);
+      const vpu::Vreg lhs = random_lhs(classes[c].first, rng);
+      check_tile(TileJob{&lhs, nullptr, weights.get(), size, size}, names[c]);
+    }
+  }
+}
+
+TEST_CASE("mxu kernels: masked K lanes add nothing, not even +0, on every kernel", "[mxu][kernel]") {
+  std::mt19937 rng(13);
+  for (const Values v : {Values::kUnit, Values::kEdge, Values::kDenormal}) {
+    for (const std::uint32_t size : {1U, 7U, 8U, 9U, 64U, 127U, 128U}) {
+      const auto weights = random_weights(v, size, rng);
+      // LHS -0 everywhere, mask random: an all-masked row stays +0, a row with
+      // an enabled -0 x +w stays +0 as well (+0 + -0), masked NaNs vanish.
+      vpu::Vreg lhs = random_lhs(v, rng);
+      vpu::Vmask mask{};
+      for (auto& b : mask.bits) b = static_cast<std::uint8_t>(rng() % 3 == 0);
+      for (std::size_t l = 0; l < kLanes; ++l) mask.bits[3 * kLanes + l] = 0;  // row 3 fully masked
+      for (const std::uint32_t used_k : {1U, size / 2 + 1, size}) {
+        check_tile(TileJob{&lhs, &mask, weights.get(), used_k, size}, "masked");
+      }
+    }
+  }
+  // A masked lane with an Inf in it adds nothing (no NaN from Inf x 0).
+  auto w = std::make_unique<WeightTile>();
+  w->values.fill(0.0F);
+  w->finish();
+  vpu::Vreg lhs{};
+  lhs.set_f32(0, std::bit_cast<float>(0x7F80'0000U));
+  vpu::Vmask mask{};
+  mask.bits[1] = 1;
+  for (const KernelKind kind : kernels()) {
+    vpu::Vreg out;
+    mxu::multiply_tile(kind, TileJob{&lhs, &mask, w.get(), 2, kLanes}, out);
+    CHECK(out.words[0] == 0);
+  }
+}
+
+TEST_CASE("mxu kernels: a narrow array's lanes >= size are +0 even when the LHS holds Inf", "[mxu][kernel]") {
+  Mxu m(8, 8, kEdu);
+  vpu::Vreg w = filled(1.0F);
+  REQUIRE_FALSE(m.push_weights(w, false, 0));
+  vpu::Vreg lhs = filled(std::bit_cast<float>(0x7F80'0000U));
+  for (const KernelKind kind : kernels()) {
+    m.set_kernel(kind);
+    REQUIRE_FALSE(m.matmul(lhs, nullptr, true, 0));
+    const vpu::Vreg out = m.pop();
+    for (std::size_t r = 0; r < kSublanes; ++r) {
+      for (std::size_t c = 0; c < kLanes; ++c) {
+        INFO("row " << r << " lane " << c);
+        CHECK(out.at(r, c) == (c < 8 ? 0x7F80'0000U : 0U));
+      }
+    }
+    REQUIRE_FALSE(m.push_weights(w, false, 0));
+  }
+}
+
+namespace {
+
+// A random run of one unit: pushes (plain and transposed), latching and plain
+// multiplies (some masked), pops; returns every popped word.
+std::vector<std::uint32_t> random_run(std::uint32_t size, KernelKind kind, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  Mxu m(size, 64, MxuTiming{8, 1, 0, 2 * size + 8});
+  m.set_kernel(kind);
+  std::vector<std::uint32_t> words;
+  const auto pop_all = [&](std::size_t keep) {
+    while (m.queued() > keep) {
+      const vpu::Vreg v = m.pop();
+      words.insert(words.end(), v.words.begin(), v.words.end());
+    }
+  };
+  const std::uint32_t pushes = (size + 7) / 8;
+  std::uint64_t cycle = 0;
+  for (int tile = 0; tile < 6; ++tile) {
+    const bool transposed = tile == 3;
+    const Values values = tile == 2 ? Values::kEdge : tile == 4 ? Values::kDenormal : Values::kUnit;
+    for (std::uint32_t p = 0; p < (transposed ? 16U : pushes); ++p) {
+      REQUIRE_FALSE(m.push_weights(random_lhs(values, rng), transposed, ++cycle));
+    }
+    for (int i = 0; i < 40; ++i) {
+      const bool masked = i % 7 == 3;
+      vpu::Vmask mask{};
+      for (std::size_t r = 0; r < kSublanes; ++r) {
+        for (std::size_t l = 0; l < size; ++l) mask.bits[r * kLanes + l] = static_cast<std::uint8_t>(rng() % 2);
+      }
+      cycle += 8;
+      REQUIRE_FALSE(
+          m.matmul(random_lhs(tile == 5 ? Values::kF32 : values, rng), masked ? &mask : nullptr, i == 0, cycle));
+      pop_all(30);  // results trail their multiplies, across the next latch
+    }
+  }
+  pop_all(0);
+  return words;
+}
+
+}  // namespace
+
+TEST_CASE("mxu host threads: 1 and N threads, portable and dispatched kernels give identical bits", "[mxu][threads]") {
+  for (const std::uint32_t size : {128U, 8U, 13U}) {
+    mxu::set_host_threads(1);
+    const auto one = random_run(size, KernelKind::kPortable, size);
+    for (const unsigned threads : {1U, 2U, 4U}) {
+      mxu::set_host_threads(threads);
+      for (const KernelKind kind : kernels()) {
+        INFO("size " << size << ", " << threads << " threads, kernel " << mxu::to_string(kind));
+        CHECK(random_run(size, kind, size) == one);
+      }
+    }
+  }
+  mxu::set_host_threads(0);
+}
+
+TEST_CASE("mxu host threads: a unit destroyed with queued multiplies waits for them", "[mxu][threads]") {
+  mxu::set_host_threads(3);
+  for (int round = 0; round < 20; ++round) {
+    Mxu m(128, 64, MxuTiming{8, 1, 0, 264});
+    for (int p = 0; p < 16; ++p) REQUIRE_FALSE(m.push_weights(filled(1.0F), false, 0));
+    for (int i = 0; i < 40; ++i) REQUIRE_FALSE(m.matmul(filled(1.0F), nullptr, i == 0, 0));
+    CHECK(m.pop().f32(5) == 128.0F);
+  }
+  mxu::set_host_threads(0);
 }

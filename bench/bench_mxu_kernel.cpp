@@ -1,0 +1,142 @@
+// MXU arithmetic speed (Google Benchmark): MACs per host second of the tile
+// kernels (mxu/matmul_kernel.hpp), portable and AVX2, on normal and denormal
+// inputs; and of four Mxu units fed like a generated matmul (results popped
+// 16 multiplies behind), with 1 and N host threads (mxu/host_pool.hpp).
+//   build/bin/bench_mxu_kernel [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <bit>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/numerics.hpp"
+#include "mxu/host_pool.hpp"
+#include "mxu/matmul_kernel.hpp"
+#include "mxu/mxu.hpp"
+
+namespace {
+
+using namespace tpuemu;
+using mxu::KernelKind;
+using vpu::kLanes;
+using vpu::kSublanes;
+
+constexpr double kTileMacs = static_cast<double>(kSublanes) * kLanes * kLanes;
+
+// Normal: bf16 values in [-1, 1). Denormal: the LHS scaled into bf16's
+// denormal range (exponent field 0), so products underflow and the AVX2
+// kernel cannot fuse them.
+float input(std::mt19937& rng, bool denormal) {
+  std::uniform_real_distribution<float> unit(-1.0F, 1.0F);
+  return bf16_round(denormal ? unit(rng) * 1.0e-39F : unit(rng));
+}
+
+std::vector<std::shared_ptr<mxu::WeightTile>> weight_tiles(std::mt19937& rng) {
+  std::vector<std::shared_ptr<mxu::WeightTile>> tiles;
+  for (int t = 0; t < 4; ++t) {
+    auto w = std::make_shared<mxu::WeightTile>();
+    for (auto& v : w->values) v = input(rng, false);
+    w->finish();
+    tiles.push_back(w);
+  }
+  return tiles;
+}
+
+std::vector<vpu::Vreg> lhs_tiles(std::mt19937& rng, bool denormal) {
+  std::vector<vpu::Vreg> lhs(64);
+  for (auto& v : lhs) {
+    for (std::size_t i = 0; i < v.words.size(); ++i) v.set_f32(i, input(rng, denormal));
+  }
+  return lhs;
+}
+
+void kernel(benchmark::State& state, KernelKind kind, bool denormal) {
+  if (!mxu::kernel_available(kind)) {
+    state.SkipWithError("kernel not available on this host");
+    return;
+  }
+  std::mt19937 rng(1);
+  const auto weights = weight_tiles(rng);
+  const auto lhs = lhs_tiles(rng, denormal);
+  vpu::Vreg out;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    mxu::multiply_tile(kind, mxu::TileJob{&lhs[i % lhs.size()], nullptr, weights[i % 4].get(), kLanes, kLanes}, out);
+    benchmark::DoNotOptimize(out);
+    ++i;
+  }
+  state.counters["macs_per_s"] = benchmark::Counter(kTileMacs, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Four 128x128 units: 16 pushes and a latch, then 256 multiplies per unit,
+// each result popped 16 multiplies after it was issued.
+void units(benchmark::State& state, bool denormal) {
+  const auto threads = static_cast<unsigned>(state.range(0));
+  mxu::set_host_threads(threads);
+  std::mt19937 rng(1);
+  const auto lhs = lhs_tiles(rng, denormal);
+  std::vector<vpu::Vreg> pushes(16);
+  for (auto& v : pushes) {
+    for (std::size_t i = 0; i < v.words.size(); ++i) v.set_f32(i, input(rng, false));
+  }
+  std::vector<mxu::Mxu> mxus;
+  mxus.reserve(4);
+  for (int u = 0; u < 4; ++u) mxus.emplace_back(kLanes, 64, mxu::MxuTiming{8, 1, 0, 264});
+  constexpr int kMultiplies = 256;
+  constexpr std::size_t kLag = 16;
+  vpu::Vreg out;
+  for (auto _ : state) {
+    for (auto& m : mxus) {
+      for (const auto& p : pushes) (void)m.push_weights(p, false, 0);
+    }
+    for (int i = 0; i < kMultiplies; ++i) {
+      for (auto& m : mxus) {
+        (void)m.matmul(lhs[static_cast<std::size_t>(i) % lhs.size()], nullptr, i == 0, 0);
+        if (m.queued() > kLag) m.pop_into(out);
+      }
+    }
+    for (auto& m : mxus) {
+      while (m.queued() > 0) m.pop_into(out);
+    }
+    benchmark::DoNotOptimize(out);
+  }
+  state.counters["macs_per_s"] =
+      benchmark::Counter(kTileMacs * 4 * kMultiplies, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["threads"] = static_cast<double>(mxu::host_threads());
+  mxu::set_host_threads(0);
+}
+
+void BM_kernel_portable(benchmark::State& s) {
+  kernel(s, KernelKind::kPortable, false);
+}
+void BM_kernel_portable_denormal(benchmark::State& s) {
+  kernel(s, KernelKind::kPortable, true);
+}
+void BM_kernel_avx2(benchmark::State& s) {
+  kernel(s, KernelKind::kAvx2Fma, false);
+}
+void BM_kernel_avx2_denormal(benchmark::State& s) {
+  kernel(s, KernelKind::kAvx2Fma, true);
+}
+void BM_units(benchmark::State& s) {
+  units(s, false);
+}
+void BM_units_denormal(benchmark::State& s) {
+  units(s, true);
+}
+
+const auto kHostThreads = static_cast<std::int64_t>(std::max(2U, std::thread::hardware_concurrency()));
+
+BENCHMARK(BM_kernel_portable)->UseRealTime();
+BENCHMARK(BM_kernel_portable_denormal)->UseRealTime();
+BENCHMARK(BM_kernel_avx2)->UseRealTime();
+BENCHMARK(BM_kernel_avx2_denormal)->UseRealTime();
+// Arg: host threads (1 = the calling thread only).
+BENCHMARK(BM_units)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_units_denormal)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

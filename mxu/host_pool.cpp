@@ -1,0 +1,173 @@
+#include "mxu/host_pool.hpp"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace tpuemu::mxu {
+namespace {
+
+// How long an idle worker polls the queue before it sleeps: longer than the
+// gap between two multiplies of a busy core, short enough not to burn a
+// shared host's core for long after a run.
+constexpr auto kSpin = std::chrono::microseconds(200);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+std::atomic<unsigned> g_override{0};
+std::atomic<bool> g_forked{false};
+
+unsigned environment_threads() {
+  static const unsigned threads = [] {
+    if (const char* env = std::getenv("TPUEMU_HOST_THREADS")) {
+      char* end = nullptr;
+      const unsigned long n = std::strtoul(env, &end, 10);
+      if (end != env && *end == '\0' && n >= 1) return static_cast<unsigned>(std::min<unsigned long>(n, 256));
+    }
+    return std::max(1U, std::thread::hardware_concurrency());
+  }();
+  return threads;
+}
+
+class Pool {
+ public:
+  // Workers exist for the process's lifetime (the pool is never destroyed,
+  // so no exit-time join can race a run still in progress).
+  static Pool& get() {
+    static Pool* pool = [] {
+      pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); });
+      return new Pool;
+    }();
+    return *pool;
+  }
+
+  void grow_to(unsigned workers) {
+    if (started_.load(std::memory_order_relaxed) >= workers) return;
+    std::lock_guard lock(mutex_);
+    for (unsigned n = started_.load(std::memory_order_relaxed); n < workers; ++n) {
+      std::thread([this] { work(); }).detach();
+      started_.store(n + 1, std::memory_order_relaxed);
+    }
+  }
+
+  void submit(HostTask& task) {
+    task.state.store(HostTask::kQueued, std::memory_order_relaxed);
+    bool wake = false;
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(&task);
+      queued_.store(queue_.size(), std::memory_order_relaxed);
+      wake = sleepers_ > 0;
+    }
+    if (wake) wake_.notify_one();
+  }
+
+  bool wait(HostTask& task, std::chrono::microseconds patience) {
+    std::chrono::steady_clock::time_point running_since{};
+    for (unsigned spins = 0;; ++spins) {
+      const HostTask::State state = task.state.load(std::memory_order_acquire);
+      if (state == HostTask::kDone) return true;
+      if (HostTask* other = try_pop()) {
+        execute(*other);
+        continue;
+      }
+      cpu_relax();
+      if (state != HostTask::kRunning || spins % 64 != 0) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (running_since == std::chrono::steady_clock::time_point{}) {
+        running_since = now;
+      } else if (now - running_since > patience) {
+        return false;
+      }
+    }
+  }
+
+ private:
+  static void execute(HostTask& task) {
+    task.state.store(HostTask::kRunning, std::memory_order_relaxed);
+    task.run(task);
+    task.state.store(HostTask::kDone, std::memory_order_release);
+  }
+
+  HostTask* pop_locked() {
+    HostTask* task = queue_.front();
+    queue_.pop_front();
+    queued_.store(queue_.size(), std::memory_order_relaxed);
+    return task;
+  }
+
+  HostTask* try_pop() {
+    if (queued_.load(std::memory_order_relaxed) == 0) return nullptr;
+    std::lock_guard lock(mutex_);
+    return queue_.empty() ? nullptr : pop_locked();
+  }
+
+  void work() {
+    for (;;) {
+      if (HostTask* task = try_pop()) {
+        execute(*task);
+        continue;
+      }
+      // 1. Poll for a while: multiplies arrive microseconds apart.
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      bool found = false;
+      while (!found && std::chrono::steady_clock::now() < until) {
+        for (int i = 0; i < 64 && !found; ++i) {
+          cpu_relax();
+          found = queued_.load(std::memory_order_relaxed) != 0;
+        }
+      }
+      if (found) continue;
+      // 2. Sleep until a task is queued.
+      HostTask* task = nullptr;
+      {
+        std::unique_lock lock(mutex_);
+        ++sleepers_;
+        wake_.wait(lock, [this] { return !queue_.empty(); });
+        --sleepers_;
+        task = pop_locked();
+      }
+      execute(*task);
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<HostTask*> queue_;  // guarded by mutex_
+  unsigned sleepers_ = 0;        // guarded by mutex_
+  std::atomic<std::size_t> queued_{0};
+  std::atomic<unsigned> started_{0};  // workers (detached threads); grown under mutex_
+};
+
+}  // namespace
+
+unsigned host_threads() {
+  if (g_forked.load(std::memory_order_relaxed)) return 1;
+  const unsigned o = g_override.load(std::memory_order_relaxed);
+  return o != 0 ? o : environment_threads();
+}
+
+void set_host_threads(unsigned threads) {
+  g_override.store(threads);
+}
+
+void submit_host_task(HostTask& task) {
+  Pool& pool = Pool::get();
+  pool.grow_to(host_threads() - 1);
+  pool.submit(task);
+}
+
+bool wait_host_task(HostTask& task, std::chrono::microseconds patience) {
+  return Pool::get().wait(task, patience);
+}
+
+}  // namespace tpuemu::mxu

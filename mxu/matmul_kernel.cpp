@@ -1,0 +1,89 @@
+#include "mxu/matmul_kernel.hpp"
+
+#include <bit>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/numerics.hpp"
+
+namespace tpuemu::mxu {
+
+using vpu::kLanes;
+using vpu::kSublanes;
+
+std::string_view to_string(KernelKind kind) {
+  return kind == KernelKind::kAvx2Fma ? "avx2" : "portable";
+}
+
+bool kernel_available(KernelKind kind) {
+  if (kind == KernelKind::kPortable) return true;
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return detail::avx2_compiled() && cpu;
+#else
+  return false;
+#endif
+}
+
+KernelKind default_kernel() {
+  static const KernelKind kind = [] {
+    const char* env = std::getenv("TPUEMU_MXU_KERNEL");
+    if (env != nullptr && std::string_view(env) == "portable") return KernelKind::kPortable;
+    return kernel_available(KernelKind::kAvx2Fma) ? KernelKind::kAvx2Fma : KernelKind::kPortable;
+  }();
+  return kind;
+}
+
+void WeightTile::finish() {
+  range = ValueRange{};
+  for (std::size_t k = 0; k < kLanes; ++k) {
+    for (std::size_t column = 0; column < kLanes; ++column) {
+      const float v = values[k * kLanes + column];
+      range.add(std::bit_cast<std::uint32_t>(v));
+      panels[(column / 8) * 8 * kLanes + k * 8 + column % 8] = v;
+    }
+  }
+}
+
+void multiply_tile(KernelKind kind, const TileJob& job, vpu::Vreg& out) {
+  if (kind == KernelKind::kAvx2Fma) {
+    detail::multiply_avx2(job, out);
+  } else {
+    detail::multiply_portable(job, out);
+  }
+}
+
+namespace detail {
+
+// The scalar kernel the MXU had before the AVX2 one (the anchor of
+// bench/README.md): loop order k -> row -> column, so each weight row is reused
+// for the 8 rows; the per-element order of additions (k ascending) is what the
+// contract fixes. All 128 columns are summed (a constant trip count the
+// compiler vectorises); lanes >= size are then set to +0.
+void multiply_portable(const TileJob& job, vpu::Vreg& out) {
+  const vpu::Vmask* k_mask = job.k_mask;
+  const float* weights = job.weights->values.data();
+  alignas(64) std::array<std::array<float, kLanes>, kSublanes> acc{};
+  std::array<float, kSublanes> a{};
+  for (std::size_t k = 0; k < job.used_k; ++k) {
+    const float* w = &weights[k * kLanes];
+    for (std::size_t row = 0; row < kSublanes; ++row) {
+      const bool enabled = k_mask == nullptr || k_mask->bits[row * kLanes + k] != 0;
+      a[row] = enabled ? bf16_round(job.lhs->f32(row * kLanes + k)) : 0.0F;
+    }
+    for (std::size_t row = 0; row < kSublanes; ++row) {
+      if (k_mask != nullptr && k_mask->bits[row * kLanes + k] == 0) continue;  // masked lanes add nothing, not even +0
+      const float ar = a[row];
+      float* o = acc[row].data();
+      for (std::size_t col = 0; col < kLanes; ++col) o[col] += ar * w[col];
+    }
+  }
+  for (std::size_t row = 0; row < kSublanes; ++row) {
+    std::memcpy(&out.words[row * kLanes], acc[row].data(), job.size * sizeof(float));
+    std::memset(&out.words[row * kLanes + job.size], 0, (kLanes - job.size) * sizeof(float));
+  }
+}
+
+}  // namespace detail
+}  // namespace tpuemu::mxu

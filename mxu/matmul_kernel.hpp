@@ -1,0 +1,97 @@
+// The MXU's arithmetic on one tile as a pure function: 8 LHS rows times the
+// latched weights, with a portable kernel and an AVX2+FMA kernel chosen at
+// run time. Both give the same bits as the contract in mxu/mxu.hpp.
+//
+// Contract (every kernel, bit for bit):
+//  * a = bf16_round(lhs[row][k]); w = the weight tile (already bf16 values);
+//  * out[row][col] = ((+0 + a[row][0]*w[0][col]) + a[row][1]*w[1][col]) + ...
+//    over k = 0..used_k-1 ascending, each product rounded to f32 and then
+//    added (round to nearest even, IEEE denormals, no FTZ/DAZ);
+//  * with a K mask, a masked (row, k) adds nothing, not even +0;
+//  * columns 0..size-1 are computed, lanes >= size are +0;
+//  * NaN payloads as the MXU has always computed them (x86 SSE, the
+//    portable kernel's code): product = w * a and sum = product + acc, where
+//    two NaNs meet the first operand's wins; Inf * 0 and Inf - Inf give the
+//    default NaN 0xFFC00000 (tests/test_mxu.cpp writes this rule out).
+// A fused multiply-add equals the product-then-add whenever the product is
+// exact in f32; the AVX2 kernel uses it only on tiles where ValueRange proves
+// every product exact, computes other finite tiles with separate multiplies
+// and adds (where at most one NaN, the default one, can arise), and leaves
+// tiles holding Inf or NaN, and masked multiplies, to the portable kernel.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "vpu/vreg.hpp"
+
+namespace tpuemu::mxu {
+
+// What a kernel must know about a set of bf16 values (f32 bit patterns with
+// the low 16 bits clear) to know whether their products are exact.
+struct ValueRange {
+  bool non_finite = false;           // an Inf or a NaN
+  std::uint32_t min_exponent = 255;  // smallest max(exponent field, 1) of a nonzero value
+  std::uint32_t max_exponent = 0;    // largest max(exponent field, 1) of a nonzero value (0: none)
+
+  void add(std::uint32_t bits) {
+    const std::uint32_t e = (bits >> 23) & 0xFFU;
+    if (e == 0xFFU) non_finite = true;
+    if ((bits & 0x7FFF'FFFFU) == 0) return;
+    min_exponent = std::min(min_exponent, std::max<std::uint32_t>(e, 1));
+    max_exponent = std::max(max_exponent, std::max<std::uint32_t>(e, 1));
+  }
+};
+
+// True when every product of a finite value of `a` and one of `w` is exact in
+// f32: the 16-bit significand product neither overflows (exponent fields sum
+// at most 127 + 126 + 127) nor loses bits below 2^-149 (the lowest bit of a
+// bf16 value with field e is 2^(e-134), so fields summing to at least 119
+// keep every bit). A side with no nonzero value gives only zero products.
+constexpr bool products_exact(const ValueRange& a, const ValueRange& w) {
+  if (a.non_finite || w.non_finite) return false;
+  if (a.max_exponent == 0 || w.max_exponent == 0) return true;
+  return a.min_exponent + w.min_exponent >= 119 && a.max_exponent + w.max_exponent <= 380;
+}
+
+// Latched weights: bf16-rounded f32 values, [k * kLanes + column], zeros
+// where nothing was pushed. finish() derives the rest from `values`.
+struct WeightTile {
+  alignas(64) std::array<float, vpu::kLanes * vpu::kLanes> values{};
+  // The same values by 8-column panels, [(column / 8) * 8 * kLanes + k * 8 + column % 8]:
+  // what the AVX2 kernel streams.
+  alignas(64) std::array<float, vpu::kLanes * vpu::kLanes> panels{};
+  ValueRange range;
+
+  void finish();
+};
+
+struct TileJob {
+  const vpu::Vreg* lhs = nullptr;      // raw f32 words, rounded to bf16 by the kernel
+  const vpu::Vmask* k_mask = nullptr;  // null: every (row, k) enabled
+  const WeightTile* weights = nullptr;
+  std::uint32_t used_k = 0;  // K lanes 0..used_k-1
+  std::uint32_t size = 0;    // array width: columns computed, 1..kLanes
+};
+
+enum class KernelKind : std::uint8_t { kPortable, kAvx2Fma };
+
+std::string_view to_string(KernelKind kind);
+// Whether this build and this CPU can run `kind`.
+bool kernel_available(KernelKind kind);
+// The kernel MXUs use: TPUEMU_MXU_KERNEL=portable|avx2 if set (and
+// available), else the fastest available. Read once.
+KernelKind default_kernel();
+
+void multiply_tile(KernelKind kind, const TileJob& job, vpu::Vreg& out);
+
+namespace detail {
+void multiply_portable(const TileJob& job, vpu::Vreg& out);
+// Only where kernel_available(kAvx2Fma).
+void multiply_avx2(const TileJob& job, vpu::Vreg& out);
+bool avx2_compiled();
+}  // namespace detail
+
+}  // namespace tpuemu::mxu

@@ -1,0 +1,216 @@
+// The AVX2+FMA tile kernel (mxu/matmul_kernel.hpp). Only the functions marked
+// TPUEMU_AVX2 use AVX2 instructions, and they have internal linkage, so the
+// rest of the build stays generic x86-64; multiply_tile calls them only where
+// the CPU has AVX2 and FMA.
+#include "mxu/matmul_kernel.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#include <cstring>
+
+#define TPUEMU_AVX2 __attribute__((target("avx2,fma")))
+
+namespace tpuemu::mxu::detail {
+namespace {
+
+using vpu::kLanes;
+using vpu::kSublanes;
+constexpr std::uint32_t kVector = 8;              // f32 lanes of a ymm register
+constexpr std::size_t kPanel = kVector * kLanes;  // floats per 8-column weight panel
+
+// bf16_round of 8 f32 bit patterns (common/numerics.hpp f32_to_bf16_bits:
+// nearest even; NaNs made quiet and truncated).
+TPUEMU_AVX2 inline __m256i round_to_bf16(__m256i bits) {
+  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFF'FFFF));
+  const __m256i is_nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F80'0000));
+  const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7FFF)), odd);
+  const __m256i quiet = _mm256_or_si256(bits, _mm256_set1_epi32(0x0040'0000));
+  return _mm256_and_si256(_mm256_blendv_epi8(rounded, quiet, is_nan),
+                          _mm256_set1_epi32(static_cast<int>(0xFFFF'0000U)));
+}
+
+// What one pass over lanes 0..used_k-1 of 8 rows (stride kLanes) finds.
+struct Scan {
+  std::uint32_t low_bits;       // OR of the low 16 bits: 0 when every value is a bf16 value
+  std::uint32_t max_magnitude;  // largest |x| as bits (>= 0x7F800000: an Inf or a NaN)
+  std::uint32_t min_nonzero;    // smallest nonzero |x| as bits, minus 1 (0xFFFFFFFF: none)
+
+  // The exponents of nonzero values order like their magnitudes.
+  [[nodiscard]] ValueRange range() const {
+    ValueRange r;
+    r.non_finite = max_magnitude >= 0x7F80'0000U;
+    if (max_magnitude != 0) {
+      r.min_exponent = std::max<std::uint32_t>((min_nonzero + 1) >> 23, 1);
+      r.max_exponent = std::max<std::uint32_t>(max_magnitude >> 23, 1);
+    }
+    return r;
+  }
+};
+
+enum class Reduce { kOr, kMax, kMin };
+
+template <Reduce kOp>
+TPUEMU_AVX2 inline std::uint32_t reduce(__m256i v) {
+  alignas(32) std::uint32_t lanes[kVector];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), v);
+  std::uint32_t r = lanes[0];
+  for (std::uint32_t i = 1; i < kVector; ++i) {
+    if constexpr (kOp == Reduce::kOr) r |= lanes[i];
+    if constexpr (kOp == Reduce::kMax) r = std::max(r, lanes[i]);
+    if constexpr (kOp == Reduce::kMin) r = std::min(r, lanes[i]);
+  }
+  return r;
+}
+
+// Lanes at or beyond used_k count as +0.
+TPUEMU_AVX2 Scan scan(const std::uint32_t* rows, std::uint32_t used_k) {
+  const __m256i magnitude_mask = _mm256_set1_epi32(0x7FFF'FFFF);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i low = _mm256_setzero_si256();
+  __m256i max_m = _mm256_setzero_si256();
+  __m256i min_m = _mm256_set1_epi32(-1);
+  const std::uint32_t full = used_k / kVector;
+  const std::uint32_t rest = used_k % kVector;
+  const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)), lane);
+  for (std::size_t row = 0; row < kSublanes; ++row) {
+    const std::uint32_t* r = rows + row * kLanes;
+    for (std::uint32_t v = 0; v <= full; ++v) {
+      if (v == full && rest == 0) break;
+      __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(r + v * kVector));
+      if (v == full) bits = _mm256_and_si256(bits, tail);
+      low = _mm256_or_si256(low, bits);
+      const __m256i m = _mm256_and_si256(bits, magnitude_mask);
+      max_m = _mm256_max_epu32(max_m, m);
+      min_m = _mm256_min_epu32(min_m, _mm256_sub_epi32(m, one));
+    }
+  }
+  return Scan{reduce<Reduce::kOr>(low) & 0xFFFFU, reduce<Reduce::kMax>(max_m), reduce<Reduce::kMin>(min_m)};
+}
+
+// bf16_round of lanes 0..used_k-1 of the 8 rows into `a` (row stride kLanes).
+TPUEMU_AVX2 void round_rows(const std::uint32_t* rows, std::uint32_t used_k, std::uint32_t* a) {
+  const std::uint32_t vectors = (used_k + kVector - 1) / kVector;
+  for (std::size_t row = 0; row < kSublanes; ++row) {
+    for (std::uint32_t v = 0; v < vectors; ++v) {
+      const std::size_t i = row * kLanes + v * kVector;
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + i));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(a + i), round_to_bf16(bits));
+    }
+  }
+}
+
+// out[r][c] for R rows and C ymm columns (`w`: the first of C weight panels): the accumulators stay in registers
+// for the whole K loop, K ascending. kFused: one vfmadd per product (exact
+// products only); otherwise a multiply then an add.
+template <int R, int C, bool kFused>
+TPUEMU_AVX2 inline void block(const float* a, const float* w, std::uint32_t k_count, float* out) {
+  __m256 acc[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  }
+  for (std::uint32_t k = 0; k < k_count; ++k) {
+    __m256 wv[C];
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) wv[c] = _mm256_loadu_ps(w + k * kVector + c * kPanel);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256 b = _mm256_broadcast_ss(a + r * kLanes + k);
+#pragma GCC unroll 8
+      for (int c = 0; c < C; ++c) {
+        if constexpr (kFused) {
+          acc[r][c] = _mm256_fmadd_ps(b, wv[c], acc[r][c]);
+        } else {
+          acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(b, wv[c]));
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + r * kLanes + c * kVector, acc[r][c]);
+  }
+}
+
+// All 8 rows over `vectors` ymm columns: strips of kStrip columns for rows
+// 0-3 and 4-7 (12 accumulators fused; 8 with a register for the product
+// otherwise), the rest in blocks that keep 8 independent sums.
+template <bool kFused>
+TPUEMU_AVX2 void all_blocks(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t vectors,
+                            float* out) {
+  constexpr int kStrip = kFused ? 3 : 2;
+  std::uint32_t v = 0;
+  for (; v + kStrip <= vectors; v += kStrip) {
+    const float* w = panels + v * kPanel;
+    float* o = out + v * kVector;
+    block<4, kStrip, kFused>(a, w, k_count, o);
+    block<4, kStrip, kFused>(a + 4 * kLanes, w, k_count, o + 4 * kLanes);
+  }
+  const float* w = panels + v * kPanel;
+  float* o = out + v * kVector;
+  if (vectors - v == 2) {
+    block<4, 2, kFused>(a, w, k_count, o);
+    block<4, 2, kFused>(a + 4 * kLanes, w, k_count, o + 4 * kLanes);
+  } else if (vectors - v == 1) {
+    block<8, 1, kFused>(a, w, k_count, o);
+  }
+}
+
+}  // namespace
+
+bool avx2_compiled() {
+  return true;
+}
+
+TPUEMU_AVX2 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
+  if (job.k_mask != nullptr || job.weights->range.non_finite) {
+    multiply_portable(job, out);
+    return;
+  }
+  // 1. The LHS as bf16 values: in place when it holds bf16 values already
+  //    (as unpacked bf16 data does), else rounded into `rounded`.
+  const std::uint32_t* lhs = job.lhs->words.data();
+  Scan found = scan(lhs, job.used_k);
+  alignas(32) std::uint32_t rounded[kSublanes * kLanes];
+  if (found.low_bits != 0) {
+    round_rows(lhs, job.used_k, rounded);
+    lhs = rounded;
+    found = scan(lhs, job.used_k);
+  }
+  const ValueRange range = found.range();
+  if (range.non_finite) {
+    multiply_portable(job, out);
+    return;
+  }
+  const auto* a = reinterpret_cast<const float*>(lhs);
+  auto* o = reinterpret_cast<float*>(out.words.data());
+  const std::uint32_t vectors = (job.size + kVector - 1) / kVector;
+  if (products_exact(range, job.weights->range)) {
+    all_blocks<true>(a, job.weights->panels.data(), job.used_k, vectors, o);
+  } else {
+    all_blocks<false>(a, job.weights->panels.data(), job.used_k, vectors, o);
+  }
+  for (std::size_t row = 0; row < kSublanes; ++row) {
+    std::memset(o + row * kLanes + job.size, 0, (kLanes - job.size) * sizeof(float));
+  }
+}
+
+}  // namespace tpuemu::mxu::detail
+
+#else
+
+namespace tpuemu::mxu::detail {
+bool avx2_compiled() {
+  return false;
+}
+void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
+  multiply_portable(job, out);
+}
+}  // namespace tpuemu::mxu::detail
+
+#endif
