@@ -125,6 +125,11 @@ void ChipModule::core_thread(std::size_t index) {
     if (!fault) fault = f.what();
     if (shared.fabric != nullptr) sc_core::sc_stop();  // a pod stops at its first fault
   }
+  // A finished core's thread never returns: SystemC removes a terminated
+  // process by a scan of its process table, which would make a pod's ends
+  // quadratic in its cores. Waiting on an event nobody notifies keeps no
+  // activity pending, so the simulation still ends when the last core does.
+  sc_core::wait(finished_);
 }
 
 }  // namespace tpuemu::chip

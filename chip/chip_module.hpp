@@ -74,6 +74,7 @@ class ChipModule : public sc_core::sc_module {
   std::vector<std::map<std::uint32_t, std::uint32_t>> operand_values_;
   std::uint64_t quantum_;
   std::deque<sc_core::sc_event> wake_events_;
+  sc_core::sc_event finished_;  // never notified (core_thread)
 };
 
 }  // namespace tpuemu::chip

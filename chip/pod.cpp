@@ -8,6 +8,7 @@
 
 #include "chip/chip_module.hpp"
 #include "chip/host_io.hpp"
+#include "chip/host_memory.hpp"
 #include "chip/run.hpp"
 
 namespace tpuemu::chip {
@@ -280,6 +281,24 @@ PodResult run_pod(const PodRequest& request) {
       operand_values[s][b.index] = static_cast<std::uint32_t>(buf.address / 512);
     }
   }
+
+  // 1. The pod must fit the host before anything is built.
+  std::uint64_t data_bytes = 0;
+  if (request.options.compute_numerics) {
+    for (const auto& [name, buf] : buffers) {
+      data_bytes += device_bytes(buf.binding) * (buf.produced && request.read_outputs ? 2 : 1);
+    }
+    std::uint64_t vmem_per_core = 0;
+    for (const auto& e : execs) {
+      for (const auto& a : e.program->allocations) {
+        if (a.space == MemorySpace::kVmem) vmem_per_core += a.size;
+      }
+    }
+    data_bytes += std::min(vmem_per_core, request.chip.vmem.size_bytes) * request.chip.tensorcores_per_chip;
+  }
+  check_host_memory(
+      estimate_pod_host_memory(request.topology.chip_count(), request.chip.tensorcores_per_chip, data_bytes),
+      fmt::format("the {} pod of {}", request.topology.shape(), request.chip.name));
 
   std::vector<const ExecProgram*> programs;
   for (const auto& e : execs) programs.push_back(&e);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "chip/host_memory.hpp"
 #include "chip/pod.hpp"
 #include "common/numerics.hpp"
 #include "common/units.hpp"
@@ -285,6 +286,10 @@ int collective_command(const std::vector<std::string>& args) {
       const auto shapes = programs::collective_shapes(s, topology);
       const double touched = static_cast<double>(topology.chip_count()) *
                              static_cast<double>(shapes.input_bytes * 2 + shapes.output_bytes + shapes.scratch_bytes);
+      chip::check_host_memory(
+          chip::estimate_pod_host_memory(topology.chip_count(), chip.tensorcores_per_chip,
+                                         data ? static_cast<std::uint64_t>(touched) / topology.chip_count() : 0),
+          fmt::format("size {}: the {} pod of {}", v, topology.shape(), chip.name));
       if (data && touched > 8.0 * (1ULL << 30)) {
         throw std::invalid_argument(fmt::format(
             "size {}: moving real data would touch {:.1f} GiB of host memory over {} chips; use --no-data for "

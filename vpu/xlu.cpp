@@ -50,10 +50,6 @@ Vreg permute_lanes(const Vreg& source, const Vreg& pattern) {
   return out;
 }
 
-Transposer::Transposer() {
-  chunks_.reserve(kMaxChunks);
-}
-
 void Transposer::check(const TransposeChunk& chunk) const {
   if (!is_transpose_op(chunk.op)) throw_unhandled_op("Transposer::feed", chunk.op, "a vxpose op");
   const auto fail = [&](const std::string& why) {

@@ -61,8 +61,7 @@ struct TransposeChunk {
 // first chunk's. An op that is not a vxpose throws std::invalid_argument.
 class Transposer {
  public:
-  Transposer();
-
+  // Holds nothing until the first chunk (a core's XLUs cost no memory while idle).
   // The pops, in vpop.trf order, when `chunk` completes the transpose (the
   // transposer is then empty again); an empty vector before that.
   std::vector<Vreg> feed(const TransposeChunk& chunk, const Vreg& data);

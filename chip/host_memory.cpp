@@ -1,0 +1,77 @@
+#include "chip/host_memory.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "chip/fault.hpp"
+
+namespace tpuemu::chip {
+namespace {
+
+std::string gib(std::uint64_t bytes) {
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ULL << 30));
+}
+
+// "12G", "512M", "1073741824": nullopt when malformed.
+std::optional<std::uint64_t> parse_bytes(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    if (text.front() == '-') return std::nullopt;
+    value = std::stoull(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  const std::string suffix = text.substr(used);
+  unsigned shift = 0;
+  if (suffix == "K") {
+    shift = 10;
+  } else if (suffix == "M") {
+    shift = 20;
+  } else if (suffix == "G") {
+    shift = 30;
+  } else if (suffix == "T") {
+    shift = 40;
+  } else if (!suffix.empty()) {
+    return std::nullopt;
+  }
+  if (shift > 0 && value > (UINT64_MAX >> shift)) return std::nullopt;
+  return static_cast<std::uint64_t>(value) << shift;
+}
+
+}  // namespace
+
+HostMemoryEstimate estimate_pod_host_memory(std::uint64_t chips, std::uint64_t cores_per_chip,
+                                            std::uint64_t data_bytes_per_chip) {
+  return {chips, kHostBytesPerChip + cores_per_chip * kHostBytesPerCore + data_bytes_per_chip};
+}
+
+std::optional<std::uint64_t> host_memory_limit() {
+  if (const char* env = std::getenv("TPUEMU_HOST_MEMORY_LIMIT")) {
+    if (const auto bytes = parse_bytes(env)) return bytes;
+    throw LoadError(fmt::format("TPUEMU_HOST_MEMORY_LIMIT='{}' is not a number of bytes like 8G", env));
+  }
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::uint64_t value = 0;
+  std::string unit;
+  while (meminfo >> key >> value >> unit) {
+    if (key == "MemAvailable:") return value * 1024;
+  }
+  return std::nullopt;
+}
+
+void check_host_memory(const HostMemoryEstimate& estimate, const std::string& what) {
+  const auto limit = host_memory_limit();
+  if (!limit || estimate.total() <= *limit) return;
+  throw LoadError(fmt::format(
+      "{} needs about {} of host memory ({} chips x {:.1f} KiB), more than the {} available (MemAvailable, or "
+      "TPUEMU_HOST_MEMORY_LIMIT); run timing only (--no-data), a smaller size or fewer chips",
+      what, gib(estimate.total()), estimate.chips, static_cast<double>(estimate.bytes_per_chip) / 1024, gib(*limit)));
+}
+
+}  // namespace tpuemu::chip
