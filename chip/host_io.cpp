@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <stdexcept>
@@ -53,9 +54,6 @@ Layout layout_of(const OperandBinding& b) {
 std::uint64_t tile_bytes(Element e) {
   return e == Element::k32Bit ? 4096 : e == Element::kBf16 ? 2048 : 1024;
 }
-std::uint64_t element_bytes(Element e) {
-  return e == Element::k32Bit ? 4 : e == Element::kBf16 ? 2 : 1;
-}
 
 // Byte offset of element (r, c) of the tiled 2-D view in the device layout.
 std::uint64_t device_offset(const Layout& l, std::uint64_t r, std::uint64_t c) {
@@ -74,9 +72,19 @@ std::uint64_t device_offset(const Layout& l, std::uint64_t r, std::uint64_t c) {
   return 0;
 }
 
-// Device byte offset of logical element i (row-major).
-std::uint64_t element_offset(const Layout& l, std::uint64_t i) {
-  return l.one_d ? device_offset(l, i / 128, i % 128) : device_offset(l, i / l.cols, i % l.cols);
+// Calls run(device_offset, host_index, n) for every run of n consecutive
+// elements of one row of the tiled 2-D view within one tile (n <= 128), in
+// row-major order; element j of a run is at device_offset + 4 * j in every
+// layout (one 32-bit word per column of a tile row).
+template <class Run>
+void for_each_run(const Layout& l, Run run) {
+  for (std::uint64_t r = 0; r < l.rows; ++r) {
+    const std::uint64_t row_length = l.one_d ? std::min<std::uint64_t>(128, l.count - r * 128) : l.cols;
+    const std::uint64_t first = l.one_d ? r * 128 : r * l.cols;
+    for (std::uint64_t c = 0; c < row_length; c += 128) {
+      run(device_offset(l, r, c), first + c, std::min<std::uint64_t>(128, row_length - c));
+    }
+  }
 }
 
 std::string shape_text(const std::vector<std::uint64_t>& shape) {
@@ -100,10 +108,8 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
                                             fmt::join(binding.shape, ",")));
   }
   std::vector<std::uint8_t> device(device_bytes(binding), 0);
-  const std::uint64_t n = l.count;
-  auto put = [&](std::uint64_t i, const void* bytes) {
-    std::memcpy(device.data() + element_offset(l, i), bytes, element_bytes(l.element));
-  };
+  std::uint8_t* const out = device.data();
+  const std::uint8_t* const in = host.data.data();
   const auto wrong = [&](std::string_view accepted) {
     return std::invalid_argument(fmt::format("{}: dtype {} does not fit operand {} ({}); expected {}", origin,
                                              to_string(host.dtype), binding.index, binding.dtype, accepted));
@@ -114,31 +120,37 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
                       (binding.dtype == "s32" && host.dtype == NpyDtype::kInt32) ||
                       (binding.dtype == "u32" && host.dtype == NpyDtype::kUint32);
       if (!ok) throw wrong(binding.dtype == "f32" ? "float32" : binding.dtype == "s32" ? "int32" : "uint32");
-      for (std::uint64_t i = 0; i < n; ++i) put(i, host.data.data() + i * 4);
+      for_each_run(
+          l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + at, in + i * 4, n * 4); });
       break;
     }
     case Element::kBf16:
       if (host.dtype == NpyDtype::kUint16) {
-        for (std::uint64_t i = 0; i < n; ++i) put(i, host.data.data() + i * 2);
+        for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+          for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + at + j * 4, in + (i + j) * 2, 2);
+        });
       } else if (host.dtype == NpyDtype::kFloat32) {
-        const auto values = host.as_f32();
-        for (std::uint64_t i = 0; i < n; ++i) {
-          const std::uint16_t bits = f32_to_bf16_bits(values[i]);
-          put(i, &bits);
-        }
+        const float* values = host.as_f32().data();
+        for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+          for (std::uint64_t j = 0; j < n; ++j) {
+            const std::uint16_t bits = f32_to_bf16_bits(values[i + j]);
+            std::memcpy(out + at + j * 4, &bits, 2);
+          }
+        });
       } else {
         throw wrong("uint16 (bf16 bits) or float32 (rounded to nearest even)");
       }
       break;
     case Element::kF8:
       if (host.dtype == NpyDtype::kUint8) {
-        for (std::uint64_t i = 0; i < n; ++i) put(i, host.data.data() + i);
+        for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+          for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = in[i + j];
+        });
       } else if (host.dtype == NpyDtype::kFloat32) {
-        const auto values = host.as_f32();
-        for (std::uint64_t i = 0; i < n; ++i) {
-          const std::uint8_t code = f32_to_f8e4m3fn(values[i]);
-          put(i, &code);
-        }
+        const float* values = host.as_f32().data();
+        for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+          for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = f32_to_f8e4m3fn(values[i + j]);
+        });
       } else {
         throw wrong("uint8 (float8_e4m3fn codes) or float32");
       }
@@ -149,50 +161,58 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
 
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits) {
   const Layout l = layout_of(binding);
-  const std::uint64_t n = l.count;
-  NpyArray out;
-  out.shape = binding.shape;
-  auto get = [&](std::uint64_t i, void* bytes) {
-    std::memcpy(bytes, device.data() + element_offset(l, i), element_bytes(l.element));
-  };
+  const std::uint64_t n_elements = l.count;
+  NpyArray result;
+  result.shape = binding.shape;
+  const std::uint8_t* const in = device.data();
   switch (l.element) {
-    case Element::k32Bit:
-      out.dtype = binding.dtype == "f32"   ? NpyDtype::kFloat32
-                  : binding.dtype == "s32" ? NpyDtype::kInt32
-                                           : NpyDtype::kUint32;
-      out.data.resize(n * 4);
-      for (std::uint64_t i = 0; i < n; ++i) get(i, out.data.data() + i * 4);
+    case Element::k32Bit: {
+      result.dtype = binding.dtype == "f32"   ? NpyDtype::kFloat32
+                     : binding.dtype == "s32" ? NpyDtype::kInt32
+                                              : NpyDtype::kUint32;
+      result.data.resize(n_elements * 4);
+      std::uint8_t* const out = result.data.data();
+      for_each_run(
+          l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + i * 4, in + at, n * 4); });
       break;
-    case Element::kBf16:
-      out.dtype = raw_bits ? NpyDtype::kUint16 : NpyDtype::kFloat32;
-      out.data.resize(n * (raw_bits ? 2 : 4));
-      for (std::uint64_t i = 0; i < n; ++i) {
-        std::uint16_t bits = 0;
-        get(i, &bits);
-        if (raw_bits) {
-          std::memcpy(out.data.data() + i * 2, &bits, 2);
-        } else {
-          const float v = bf16_bits_to_f32(bits);
-          std::memcpy(out.data.data() + i * 4, &v, 4);
+    }
+    case Element::kBf16: {
+      result.dtype = raw_bits ? NpyDtype::kUint16 : NpyDtype::kFloat32;
+      result.data.resize(n_elements * (raw_bits ? 2 : 4));
+      std::uint8_t* const out = result.data.data();
+      for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+        for (std::uint64_t j = 0; j < n; ++j) {
+          std::uint16_t bits = 0;
+          std::memcpy(&bits, in + at + j * 4, 2);
+          if (raw_bits) {
+            std::memcpy(out + (i + j) * 2, &bits, 2);
+          } else {
+            const float v = bf16_bits_to_f32(bits);
+            std::memcpy(out + (i + j) * 4, &v, 4);
+          }
         }
-      }
+      });
       break;
-    case Element::kF8:
-      out.dtype = raw_bits ? NpyDtype::kUint8 : NpyDtype::kFloat32;
-      out.data.resize(n * (raw_bits ? 1 : 4));
-      for (std::uint64_t i = 0; i < n; ++i) {
-        std::uint8_t code = 0;
-        get(i, &code);
-        if (raw_bits) {
-          out.data[i] = code;
-        } else {
-          const float v = f8e4m3fn_to_f32(code);
-          std::memcpy(out.data.data() + i * 4, &v, 4);
+    }
+    case Element::kF8: {
+      result.dtype = raw_bits ? NpyDtype::kUint8 : NpyDtype::kFloat32;
+      result.data.resize(n_elements * (raw_bits ? 1 : 4));
+      std::uint8_t* const out = result.data.data();
+      for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+        for (std::uint64_t j = 0; j < n; ++j) {
+          const std::uint8_t code = in[at + j * 4];
+          if (raw_bits) {
+            out[i + j] = code;
+          } else {
+            const float v = f8e4m3fn_to_f32(code);
+            std::memcpy(out + (i + j) * 4, &v, 4);
+          }
         }
-      }
+      });
       break;
+    }
   }
-  return out;
+  return result;
 }
 
 // A host array stored transposed (layout {0,1}): swap the two axes.

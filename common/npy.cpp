@@ -324,8 +324,9 @@ std::span<const T> typed_view(const NpyArray& array, NpyDtype expected) {
   return {reinterpret_cast<const T*>(array.data.data()), static_cast<std::size_t>(bytes / sizeof(T))};
 }
 
-std::vector<std::uint8_t> serialize(const NpyArray& array, std::string_view origin) {
-  const std::uint64_t data_bytes = checked_data_size(array, origin);
+// The preamble and header numpy would write for `array` (its data follows).
+std::vector<std::uint8_t> serialize_header(const NpyArray& array, std::string_view origin) {
+  checked_data_size(array, origin);
 
   // 1. The dict exactly as numpy.lib.format._write_array_header prints it.
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(array.dtype),
@@ -345,15 +346,95 @@ std::vector<std::uint8_t> serialize(const NpyArray& array, std::string_view orig
         fmt::format("{}: shape with {} dimensions does not fit a format 1.0 header", origin, array.shape.size()));
 
   std::vector<std::uint8_t> out;
-  out.reserve(kPreambleBytes + header_bytes + static_cast<std::size_t>(data_bytes));
+  out.reserve(kPreambleBytes + header_bytes);
   out.insert(out.end(), kMagic.begin(), kMagic.end());
   out.insert(out.end(),
              {1, 0, static_cast<std::uint8_t>(header_bytes & 0xFF), static_cast<std::uint8_t>(header_bytes >> 8)});
   out.insert(out.end(), dict.begin(), dict.end());
   out.insert(out.end(), padding, ' ');
   out.push_back('\n');
-  out.insert(out.end(), array.data.begin(), array.data.end());
   return out;
+}
+
+// Where a .npy file's data lies and what it holds.
+struct DataLayout {
+  ParsedDescr descr;
+  std::vector<std::uint64_t> shape;
+  std::size_t offset = 0;  // of the data in the file
+  std::size_t bytes = 0;
+};
+
+// The longest preamble (format 2.0 and 3.0): magic, version, 4 length bytes.
+constexpr std::size_t kMaxPreambleBytes = kMagic.size() + 2 + 4;
+
+// The bytes from the start of a .npy file through its header, as far as the
+// first kMaxPreambleBytes of it (`start`) tell; `start.size()` when they do not.
+std::size_t header_end(std::span<const std::uint8_t> start) {
+  if (start.size() < kMagic.size() + 2 || !std::equal(kMagic.begin(), kMagic.end(), start.begin())) return start.size();
+  const std::size_t length_bytes = start[kMagic.size()] == 1 ? 2 : 4;
+  const std::size_t preamble_bytes = kMagic.size() + 2 + length_bytes;
+  if (start.size() < preamble_bytes) return start.size();
+  return preamble_bytes + static_cast<std::size_t>(read_little_endian(start.subspan(kMagic.size() + 2, length_bytes)));
+}
+
+// Checks a .npy file of `total` bytes from its first bytes `prefix` (the whole
+// file, or at least through its header): the contract of parse_npy.
+DataLayout parse_layout(std::span<const std::uint8_t> prefix, std::uint64_t total, const std::string& origin) {
+  // 1. Magic string and version.
+  if (total < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), prefix.begin()))
+    throw NpyError(fmt::format("{}: not a .npy file (it does not start with the magic string \\x93NUMPY)", origin));
+  if (total < kMagic.size() + 2)
+    throw NpyError(fmt::format("{}: truncated header: the file ends inside the format version", origin));
+  const unsigned major = prefix[kMagic.size()];
+  const unsigned minor = prefix[kMagic.size() + 1];
+  if ((major != 1 && major != 2 && major != 3) || minor != 0)
+    throw NpyError(
+        fmt::format("{}: unsupported .npy format version {}.{} (supported: 1.0, 2.0, 3.0)", origin, major, minor));
+
+  // 2. Header length: 2 bytes in version 1.0, 4 bytes in 2.0 and 3.0.
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  const std::size_t preamble_bytes = kMagic.size() + 2 + length_bytes;
+  if (total < preamble_bytes)
+    throw NpyError(fmt::format("{}: truncated header: the file ends inside the header length", origin));
+  const std::uint64_t header_bytes = read_little_endian(prefix.subspan(kMagic.size() + 2, length_bytes));
+  const std::uint64_t after_preamble = total - preamble_bytes;
+  if (header_bytes > after_preamble)
+    throw NpyError(fmt::format("{}: truncated header: the header is {} bytes long, the file has {} after the preamble",
+                               origin, header_bytes, after_preamble));
+
+  // 3. The header dict.
+  const auto header_span = prefix.subspan(preamble_bytes, static_cast<std::size_t>(header_bytes));
+  const std::string_view header_text(reinterpret_cast<const char*>(header_span.data()), header_span.size());
+  const Header header = HeaderParser(header_text, origin).parse();
+  const std::optional<ParsedDescr> descr = parse_descr(header.descr);
+  if (!descr) {
+    const std::string name = numpy_name_of(header.descr);
+    throw NpyError(fmt::format("{}: unsupported dtype '{}'{} (supported: {}; big-endian '>' forms are converted)",
+                               origin, quoted(header.descr), name.empty() ? "" : fmt::format(" ({})", name),
+                               supported_dtypes()));
+  }
+  if (header.fortran_order)
+    throw NpyError(
+        fmt::format("{}: fortran_order True is not supported, store the array in C order "
+                    "(np.ascontiguousarray)",
+                    origin));
+
+  // 4. The data: exactly as many bytes as the shape needs.
+  const std::size_t element_bytes = element_size(descr->dtype);
+  const std::optional<std::uint64_t> data_bytes = checked_byte_size(header.shape, element_bytes);
+  if (!data_bytes)
+    throw NpyError(fmt::format("{}: shape {} of {} is too large, its size in bytes overflows 64 bits", origin,
+                               shape_repr(header.shape), to_string(descr->dtype)));
+  const std::uint64_t available = after_preamble - header_bytes;
+  if (*data_bytes > available)
+    throw NpyError(fmt::format("{}: truncated data: shape {} of {} expected {} bytes of data, file has {}", origin,
+                               shape_repr(header.shape), to_string(descr->dtype), *data_bytes, available));
+  if (*data_bytes < available)
+    throw NpyError(fmt::format("{}: {} trailing bytes: shape {} of {} expected {} bytes of data, file has {}", origin,
+                               available - *data_bytes, shape_repr(header.shape), to_string(descr->dtype), *data_bytes,
+                               available));
+  return DataLayout{*descr, header.shape, preamble_bytes + static_cast<std::size_t>(header_bytes),
+                    static_cast<std::size_t>(*data_bytes)};
 }
 
 }  // namespace
@@ -425,84 +506,54 @@ NpyArray make_npy(NpyDtype dtype, std::vector<std::uint64_t> shape, const void* 
 }
 
 NpyArray parse_npy(std::span<const std::uint8_t> bytes, const std::string& origin) {
-  // 1. Magic string and version.
-  if (bytes.size() < kMagic.size() || !std::equal(kMagic.begin(), kMagic.end(), bytes.begin()))
-    throw NpyError(fmt::format("{}: not a .npy file (it does not start with the magic string \\x93NUMPY)", origin));
-  if (bytes.size() < kMagic.size() + 2)
-    throw NpyError(fmt::format("{}: truncated header: the file ends inside the format version", origin));
-  const unsigned major = bytes[kMagic.size()];
-  const unsigned minor = bytes[kMagic.size() + 1];
-  if ((major != 1 && major != 2 && major != 3) || minor != 0)
-    throw NpyError(
-        fmt::format("{}: unsupported .npy format version {}.{} (supported: 1.0, 2.0, 3.0)", origin, major, minor));
-
-  // 2. Header length: 2 bytes in version 1.0, 4 bytes in 2.0 and 3.0.
-  const std::size_t length_bytes = major == 1 ? 2 : 4;
-  const std::size_t preamble_bytes = kMagic.size() + 2 + length_bytes;
-  if (bytes.size() < preamble_bytes)
-    throw NpyError(fmt::format("{}: truncated header: the file ends inside the header length", origin));
-  const std::uint64_t header_bytes = read_little_endian(bytes.subspan(kMagic.size() + 2, length_bytes));
-  const std::size_t after_preamble = bytes.size() - preamble_bytes;
-  if (header_bytes > after_preamble)
-    throw NpyError(fmt::format("{}: truncated header: the header is {} bytes long, the file has {} after the preamble",
-                               origin, header_bytes, after_preamble));
-
-  // 3. The header dict.
-  const auto header_span = bytes.subspan(preamble_bytes, static_cast<std::size_t>(header_bytes));
-  const std::string_view header_text(reinterpret_cast<const char*>(header_span.data()), header_span.size());
-  const Header header = HeaderParser(header_text, origin).parse();
-  const std::optional<ParsedDescr> descr = parse_descr(header.descr);
-  if (!descr) {
-    const std::string name = numpy_name_of(header.descr);
-    throw NpyError(fmt::format("{}: unsupported dtype '{}'{} (supported: {}; big-endian '>' forms are converted)",
-                               origin, quoted(header.descr), name.empty() ? "" : fmt::format(" ({})", name),
-                               supported_dtypes()));
-  }
-  if (header.fortran_order)
-    throw NpyError(
-        fmt::format("{}: fortran_order True is not supported, store the array in C order "
-                    "(np.ascontiguousarray)",
-                    origin));
-
-  // 4. The data: exactly as many bytes as the shape needs.
-  const std::size_t element_bytes = element_size(descr->dtype);
-  const std::optional<std::uint64_t> data_bytes = checked_byte_size(header.shape, element_bytes);
-  if (!data_bytes)
-    throw NpyError(fmt::format("{}: shape {} of {} is too large, its size in bytes overflows 64 bits", origin,
-                               shape_repr(header.shape), to_string(descr->dtype)));
-  const std::size_t available = after_preamble - static_cast<std::size_t>(header_bytes);
-  if (*data_bytes > available)
-    throw NpyError(fmt::format("{}: truncated data: shape {} of {} expected {} bytes of data, file has {}", origin,
-                               shape_repr(header.shape), to_string(descr->dtype), *data_bytes, available));
-  if (*data_bytes < available)
-    throw NpyError(fmt::format("{}: {} trailing bytes: shape {} of {} expected {} bytes of data, file has {}", origin,
-                               available - *data_bytes, shape_repr(header.shape), to_string(descr->dtype), *data_bytes,
-                               available));
-
-  NpyArray array{descr->dtype, header.shape, {}};
-  const auto data_span = bytes.subspan(preamble_bytes + static_cast<std::size_t>(header_bytes));
+  const DataLayout layout = parse_layout(bytes, bytes.size(), origin);
+  NpyArray array{layout.descr.dtype, layout.shape, {}};
+  const auto data_span = bytes.subspan(layout.offset);
   array.data.assign(data_span.begin(), data_span.end());
-  if (descr->big_endian) byte_swap_elements(array.data, element_bytes);
+  if (layout.descr.big_endian) byte_swap_elements(array.data, element_size(layout.descr.dtype));
   return array;
 }
 
 NpyArray read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  // The header first, then the data straight into the array (one pass over it).
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw NpyError(fmt::format("{}: cannot open file", path));
-  const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw NpyError(fmt::format("{}: read error", path));
-  return parse_npy(bytes, path);
+  const std::streamoff size = in.tellg();
+  if (size < 0) throw NpyError(fmt::format("{}: read error", path));
+  const auto total = static_cast<std::uint64_t>(size);
+  in.seekg(0);
+  const auto read = [&](std::uint8_t* to, std::size_t bytes) {
+    in.read(reinterpret_cast<char*>(to), static_cast<std::streamsize>(bytes));
+    if (static_cast<std::size_t>(in.gcount()) != bytes) throw NpyError(fmt::format("{}: read error", path));
+  };
+  std::vector<std::uint8_t> prefix(static_cast<std::size_t>(std::min<std::uint64_t>(total, kMaxPreambleBytes)));
+  read(prefix.data(), prefix.size());
+  const std::size_t end = header_end(prefix);
+  if (end > prefix.size() && end <= total) {
+    const std::size_t have = prefix.size();
+    prefix.resize(end);
+    read(prefix.data() + have, end - have);
+  }
+  const DataLayout layout = parse_layout(prefix, total, path);
+  NpyArray array{layout.descr.dtype, layout.shape, {}};
+  array.data.resize(layout.bytes);
+  read(array.data.data(), array.data.size());
+  if (layout.descr.big_endian) byte_swap_elements(array.data, element_size(layout.descr.dtype));
+  return array;
 }
 
 std::vector<std::uint8_t> serialize_npy(const NpyArray& array) {
-  return serialize(array, "npy array");
+  std::vector<std::uint8_t> out = serialize_header(array, "npy array");
+  out.insert(out.end(), array.data.begin(), array.data.end());
+  return out;
 }
 
 void write_npy(const std::string& path, const NpyArray& array) {
-  const std::vector<std::uint8_t> bytes = serialize(array, path);
+  const std::vector<std::uint8_t> header = serialize_header(array, path);
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw NpyError(fmt::format("{}: cannot open file for writing", path));
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(header.data()), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(array.data.data()), static_cast<std::streamsize>(array.data.size()));
   out.close();
   if (!out) throw NpyError(fmt::format("{}: write error", path));
 }

@@ -4,9 +4,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
+#include "chip/host_io.hpp"
+#include "common/npy.hpp"
 #include "common/numerics.hpp"
 
 using namespace tpuemu;
@@ -323,4 +328,98 @@ TEST_CASE("numerics: f8e4m3b11 is e4m3 with exponent bias 11, fnuz (0x80 NaN, 0x
     if (f32_to_f8e4m3b11(value) != f32_to_f8e4m3fn(value * 16)) ++mismatches;
   }
   CHECK(mismatches == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Host <-> device layouts (chip/host_io.hpp, with the numerics it converts by): every element at the offset the
+// layout documents, padding zero, and back again.
+
+namespace {
+
+// Byte offset of element (r, c) of the tiled 2-D view, written out from the
+// layout comment in chip/host_io.hpp.
+std::uint64_t documented_offset(const std::string& dtype, std::uint64_t cols, std::uint64_t r, std::uint64_t c) {
+  const std::uint64_t tile = (r / 8) * ((cols + 127) / 128) + c / 128;
+  const std::uint64_t tr = r % 8;
+  const std::uint64_t tc = c % 128;
+  if (dtype == "bf16") return tile * 2048 + ((tr / 2) * 128 + tc) * 4 + (tr % 2) * 2;
+  if (dtype == "f8e4m3fn") return tile * 1024 + ((tr / 4) * 128 + tc) * 4 + (tr % 4);
+  return tile * 4096 + (tr * 128 + tc) * 4;
+}
+
+}  // namespace
+
+TEST_CASE("host layouts: to_device puts every element where the layout says, from_device reads it back",
+          "[numerics][host_io]") {
+  std::mt19937 rng(5);
+  struct Case {
+    std::string dtype;
+    NpyDtype host;
+    std::size_t element;  // bytes on the device
+  };
+  const std::vector<Case> cases = {{"f32", NpyDtype::kFloat32, 4},     {"s32", NpyDtype::kInt32, 4},
+                                   {"u32", NpyDtype::kUint32, 4},      {"bf16", NpyDtype::kUint16, 2},
+                                   {"bf16", NpyDtype::kFloat32, 2},    {"f8e4m3fn", NpyDtype::kUint8, 1},
+                                   {"f8e4m3fn", NpyDtype::kFloat32, 1}};
+  const std::vector<std::vector<std::uint64_t>> shapes = {{8, 128}, {13, 300}, {1, 1}, {16, 256}, {9, 129},
+                                                          {1000},   {128},     {1},    {}};
+  for (const Case& k : cases) {
+    for (const auto& shape : shapes) {
+      chip::OperandBinding b;
+      b.dtype = k.dtype;
+      b.shape = shape;
+      const std::uint64_t count = element_count(shape);
+      const std::uint64_t cols = shape.size() == 2 ? shape[1] : 128;
+      NpyArray host{k.host, shape, std::vector<std::uint8_t>(count * element_size(k.host))};
+      for (std::uint64_t i = 0; i < count; ++i) {
+        if (k.host == NpyDtype::kFloat32) {
+          const float v = std::uniform_real_distribution<float>(-8.0F, 8.0F)(rng);
+          std::memcpy(&host.data[i * 4], &v, 4);
+        } else if (k.host == NpyDtype::kUint8) {
+          host.data[i] = static_cast<std::uint8_t>(rng() % 0x7F);  // finite codes
+        } else {
+          for (std::size_t byte = 0; byte < element_size(k.host); ++byte)
+            host.data[i * element_size(k.host) + byte] = static_cast<std::uint8_t>(rng());
+        }
+      }
+      INFO(k.dtype << " from " << to_string(k.host) << ", " << shape.size() << "-D, " << count << " elements");
+      const std::vector<std::uint8_t> device = chip::to_device(b, host, "x.npy");
+      REQUIRE(device.size() == chip::device_bytes(b));
+      std::vector<bool> covered(device.size(), false);
+      for (std::uint64_t i = 0; i < count; ++i) {
+        const std::uint64_t r = shape.size() == 2 ? i / cols : i / 128;
+        const std::uint64_t c = shape.size() == 2 ? i % cols : i % 128;
+        const std::uint64_t at = documented_offset(k.dtype, cols, r, c);
+        std::array<std::uint8_t, 4> want{};
+        if (k.host == NpyDtype::kFloat32 && k.dtype == "bf16") {
+          const std::uint16_t bits = f32_to_bf16_bits(host.as_f32()[i]);
+          std::memcpy(want.data(), &bits, 2);
+        } else if (k.host == NpyDtype::kFloat32 && k.dtype == "f8e4m3fn") {
+          want[0] = f32_to_f8e4m3fn(host.as_f32()[i]);
+        } else {
+          std::memcpy(want.data(), &host.data[i * k.element], k.element);
+        }
+        for (std::size_t byte = 0; byte < k.element; ++byte) {
+          REQUIRE(device[at + byte] == want[byte]);
+          covered[at + byte] = true;
+        }
+      }
+      for (std::size_t byte = 0; byte < device.size(); ++byte) {
+        if (!covered[byte]) REQUIRE(device[byte] == 0);
+      }
+      // Back: raw codes give the host array again, values the decoded ones.
+      const bool raw = k.host != NpyDtype::kFloat32 || k.dtype == "f32";
+      const NpyArray back = chip::from_device(b, device, raw);
+      if (raw) {
+        CHECK(back == host);
+      } else {
+        REQUIRE(back.dtype == NpyDtype::kFloat32);
+        for (std::uint64_t i = 0; i < count; ++i) {
+          const float v = host.as_f32()[i];
+          const float want = k.dtype == "bf16" ? bf16_round(v) : f8e4m3fn_to_f32(f32_to_f8e4m3fn(v));
+          REQUIRE(to_bits(back.as_f32()[i]) == to_bits(want));
+        }
+      }
+    }
+  }
 }

@@ -58,15 +58,17 @@ std::string compare_bits(const NpyArray& got, const NpyArray& expected) {
   if (got.dtype != expected.dtype || got.data.size() != expected.data.size()) {
     return "dtype differs from the expected file's";
   }
-  const std::size_t width = got.data.size() / std::max<std::uint64_t>(1, got.element_count());
+  const std::uint64_t count = got.element_count();
+  if (got.data == expected.data) return fmt::format("bit-exact ({} elements)", count);
+  const std::size_t width = got.data.size() / std::max<std::uint64_t>(1, count);
   std::uint64_t differing = 0;
   std::uint64_t first = 0;
-  for (std::uint64_t i = 0; i < got.element_count(); ++i) {
+  for (std::uint64_t i = 0; i < count; ++i) {
     if (std::memcmp(&got.data[i * width], &expected.data[i * width], width) != 0) {
       if (differing++ == 0) first = i;
     }
   }
-  if (differing == 0) return fmt::format("bit-exact ({} elements)", got.element_count());
+  if (differing == 0) return fmt::format("bit-exact ({} elements)", count);
   std::string detail;
   if (got.dtype == NpyDtype::kFloat32) {
     detail = fmt::format(": got {} where {} was expected", got.as_f32()[first], expected.as_f32()[first]);
