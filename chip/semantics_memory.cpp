@@ -10,6 +10,7 @@ namespace tpuemu::chip {
 namespace {
 
 constexpr std::uint64_t kRowBytes = vpu::kLanes * 4;
+constexpr std::uint64_t kVregBytes = vpu::kSublanes * kRowBytes;
 constexpr std::uint64_t kGranuleBytes = 32;
 
 struct VmemAccess {
@@ -58,6 +59,11 @@ void store(Core& core, const ExecOp& op, const vpu::Vmask* element_mask, std::si
     return;
   }
   const vpu::Vreg& v = core.vregs[op.op->operands[source_operand].reg.index];
+  if (element_mask == nullptr && a.stride == 1 && a.mask == 0xFF && core.vmem.in_range(a.row * kRowBytes, kVregBytes)) {
+    // Eight consecutive rows, all written: one staged write.
+    std::memcpy(core.stage_vmem_write(op, a.row * kRowBytes, kVregBytes), v.words.data(), kVregBytes);
+    return;
+  }
   for (std::size_t s = 0; s < vpu::kSublanes; ++s) {
     if ((a.mask >> s & 1U) == 0) continue;
     const std::uint64_t address = (a.row + s * a.stride) * kRowBytes;
@@ -161,6 +167,10 @@ void exec_Vld(Core& c, const ExecOp& op) {
     return;
   }
   vpu::Vreg& out = c.stage_vreg(op);
+  if (a.stride == 1 && a.mask == 0xFF && c.vmem.in_range(a.row * kRowBytes, kVregBytes)) {
+    std::memcpy(out.words.data(), c.vmem.data(a.row * kRowBytes), kVregBytes);  // eight consecutive rows
+    return;
+  }
   for (std::size_t s = 0; s < vpu::kSublanes; ++s) {
     if ((a.mask >> s & 1U) == 0) {
       std::memset(&out.words[s * vpu::kLanes], 0, kRowBytes);  // disabled sublanes read as zero (assumed)
@@ -257,10 +267,10 @@ void remote_dma(Core& core, const ExecOp& op, bool src_vmem, bool dst_vmem) {
   }
   const std::uint64_t dst_size = dst_vmem ? core.chip.vmem.size_bytes : core.chip.hbm.size_bytes;
   if (m.dst_address + m.bytes > dst_size) {
-    throw ProgramFault(fmt::format("remote DMA destination out of range: bytes [0x{:x}, 0x{:x}) of chip {}'s {}, which "
-                                   "holds 0x{:x} bytes",
-                                   m.dst_address, m.dst_address + m.bytes, m.dst_chip, dst_vmem ? "VMEM" : "HBM",
-                                   dst_size));
+    throw ProgramFault(
+        fmt::format("remote DMA destination out of range: bytes [0x{:x}, 0x{:x}) of chip {}'s {}, which "
+                    "holds 0x{:x} bytes",
+                    m.dst_address, m.dst_address + m.bytes, m.dst_chip, dst_vmem ? "VMEM" : "HBM", dst_size));
   }
   if (src_vmem) {
     core.check_range(core.vmem, "VMEM", src, m.bytes);

@@ -81,6 +81,7 @@ class Pool {
         continue;
       }
       cpu_relax();
+      if (spins % 1024 == 1023) std::this_thread::yield();  // the worker may share this core
       if (state != HostTask::kRunning || spins % 64 != 0) continue;
       const auto now = std::chrono::steady_clock::now();
       if (running_since == std::chrono::steady_clock::time_point{}) {
@@ -117,14 +118,17 @@ class Pool {
         execute(*task);
         continue;
       }
-      // 1. Poll for a while: multiplies arrive microseconds apart.
+      // 1. Poll for a while: multiplies arrive microseconds apart. Yielding
+      //    now and then leaves the core to other runnable threads (the
+      //    thread that queues the work, on a loaded host).
       const auto until = std::chrono::steady_clock::now() + kSpin;
       bool found = false;
       while (!found && std::chrono::steady_clock::now() < until) {
-        for (int i = 0; i < 64 && !found; ++i) {
+        for (int i = 0; i < 256 && !found; ++i) {
           cpu_relax();
           found = queued_.load(std::memory_order_relaxed) != 0;
         }
+        if (!found) std::this_thread::yield();
       }
       if (found) continue;
       // 2. Sleep until a task is queued.

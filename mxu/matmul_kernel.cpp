@@ -1,5 +1,6 @@
 #include "mxu/matmul_kernel.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +47,16 @@ void WeightTile::finish() {
   }
 }
 
+void build_weights(KernelKind kind, std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {
+  const bool any_transposed =
+      std::any_of(pushes.begin(), pushes.end(), [](const StagedPush& p) { return p.transposed; });
+  if (kind == KernelKind::kAvx2Fma && !any_transposed) {
+    detail::build_weights_avx2(pushes, size, tile);
+  } else {
+    detail::build_weights_portable(pushes, size, tile);
+  }
+}
+
 void multiply_tile(KernelKind kind, const TileJob& job, vpu::Vreg& out) {
   if (kind == KernelKind::kAvx2Fma) {
     detail::multiply_avx2(job, out);
@@ -83,6 +94,25 @@ void multiply_portable(const TileJob& job, vpu::Vreg& out) {
     std::memcpy(&out.words[row * kLanes], acc[row].data(), job.size * sizeof(float));
     std::memset(&out.words[row * kLanes + job.size], 0, (kLanes - job.size) * sizeof(float));
   }
+}
+
+void build_weights_portable(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {
+  std::array<float, kLanes* kLanes>& w = tile.values;
+  std::fill(w.begin(), w.end(), 0.0F);
+  const std::size_t n = pushes.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const StagedPush& s = pushes[i];
+    const std::size_t block = n - 1 - i;
+    for (std::size_t sub = 0; sub < kSublanes; ++sub) {
+      for (std::size_t lane = 0; lane < size; ++lane) {
+        const float value = bf16_round(s.rows.f32(sub * kLanes + lane));
+        const std::size_t k = s.transposed ? lane : block * kSublanes + sub;
+        const std::size_t column = s.transposed ? block * kSublanes + sub : lane;
+        if (k < size && column < size) w[k * kLanes + column] = value;
+      }
+    }
+  }
+  tile.finish();
 }
 
 }  // namespace detail

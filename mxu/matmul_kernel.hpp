@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "vpu/vreg.hpp"
@@ -68,6 +69,20 @@ struct WeightTile {
   void finish();
 };
 
+enum class KernelKind : std::uint8_t { kPortable, kAvx2Fma };
+
+// One weight push as the unit stages it.
+struct StagedPush {
+  vpu::Vreg rows;
+  bool transposed = false;
+};
+
+// The latched tile of an array of width `size` from its staged pushes (the
+// last one holds K rows 0..7, or columns 0..7 when transposed): values
+// bf16-rounded, +0 where no push reaches or beyond `size`, then finish().
+// Every kernel builds the same tile.
+void build_weights(KernelKind kind, std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
+
 struct TileJob {
   const vpu::Vreg* lhs = nullptr;      // raw f32 words, rounded to bf16 by the kernel
   const vpu::Vmask* k_mask = nullptr;  // null: every (row, k) enabled
@@ -75,8 +90,6 @@ struct TileJob {
   std::uint32_t used_k = 0;  // K lanes 0..used_k-1
   std::uint32_t size = 0;    // array width: columns computed, 1..kLanes
 };
-
-enum class KernelKind : std::uint8_t { kPortable, kAvx2Fma };
 
 std::string_view to_string(KernelKind kind);
 // Whether this build and this CPU can run `kind`.
@@ -91,6 +104,9 @@ namespace detail {
 void multiply_portable(const TileJob& job, vpu::Vreg& out);
 // Only where kernel_available(kAvx2Fma).
 void multiply_avx2(const TileJob& job, vpu::Vreg& out);
+void build_weights_portable(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
+// Only where kernel_available(kAvx2Fma); pushes that are not transposed.
+void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
 bool avx2_compiled();
 }  // namespace detail
 

@@ -167,6 +167,37 @@ bool avx2_compiled() {
   return true;
 }
 
+TPUEMU_AVX2 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {
+  // Every word of `values` and `panels` is written once: rows beyond the
+  // pushes or `size`, and lanes beyond `size`, as +0.
+  const std::size_t n = pushes.size();
+  const std::size_t rows = std::min<std::size_t>(size, n * kSublanes);
+  const __m256i magnitude_mask = _mm256_set1_epi32(0x7FFF'FFFF);
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i max_m = _mm256_setzero_si256();
+  __m256i min_m = _mm256_set1_epi32(-1);
+  auto* values = reinterpret_cast<std::uint32_t*>(tile.values.data());
+  auto* panels = reinterpret_cast<std::uint32_t*>(tile.panels.data());
+  for (std::size_t k = 0; k < kLanes; ++k) {
+    const std::uint32_t* src = k < rows ? &pushes[n - 1 - k / kSublanes].rows.words[(k % kSublanes) * kLanes] : nullptr;
+    for (std::uint32_t v = 0; v < kLanes / kVector; ++v) {
+      __m256i bits = _mm256_setzero_si256();
+      if (src != nullptr && v * kVector < size) {
+        const __m256i in_range = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(size - v * kVector)), lane);
+        bits = _mm256_and_si256(round_to_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + v * kVector))),
+                                in_range);
+        const __m256i m = _mm256_and_si256(bits, magnitude_mask);
+        max_m = _mm256_max_epu32(max_m, m);
+        min_m = _mm256_min_epu32(min_m, _mm256_sub_epi32(m, one));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + k * kLanes + v * kVector), bits);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(panels + v * kPanel + k * kVector), bits);
+    }
+  }
+  tile.range = Scan{0, reduce<Reduce::kMax>(max_m), reduce<Reduce::kMin>(min_m)}.range();
+}
+
 TPUEMU_AVX2 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
   if (job.k_mask != nullptr || job.weights->range.non_finite) {
     multiply_portable(job, out);
@@ -210,6 +241,9 @@ bool avx2_compiled() {
 }
 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
   multiply_portable(job, out);
+}
+void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {
+  build_weights_portable(pushes, size, tile);
 }
 }  // namespace tpuemu::mxu::detail
 

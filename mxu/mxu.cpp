@@ -88,7 +88,7 @@ std::optional<MxuFault> Mxu::push_weights(const vpu::Vreg& rows, bool transposed
   }
   const std::uint64_t start = std::max({cycle, weight_path_free_, latch_wave_end_});
   weight_path_free_ = start + timing_.push_cycles;
-  staged_.push_back(Staged{rows, transposed});
+  staged_.push_back(StagedPush{rows, transposed});
   if (backend_ != nullptr) backend_->push_weights(rows, cycle, start);
   return std::nullopt;
 }
@@ -114,28 +114,7 @@ void Mxu::latch() {
       }
       if (!weights_) weights_ = std::make_shared<WeightTile>();
     }
-    std::array<float, kLanes* kLanes>& w = weights_->values;
-    std::fill(w.begin(), w.end(), 0.0F);
-    for (std::size_t i = 0; i < n; ++i) {
-      const Staged& s = staged_[i];
-      const std::size_t block = n - 1 - i;
-      for (std::size_t sub = 0; sub < kSublanes; ++sub) {
-        for (std::size_t lane = 0; lane < size_; ++lane) {
-          const float value = bf16_round(s.rows.f32(sub * kLanes + lane));
-          std::size_t k = 0;
-          std::size_t column = 0;
-          if (s.transposed) {
-            k = lane;
-            column = block * kSublanes + sub;
-          } else {
-            k = block * kSublanes + sub;
-            column = lane;
-          }
-          if (k < size_ && column < size_) w[k * kLanes + column] = value;
-        }
-      }
-    }
-    weights_->finish();
+    build_weights(kernel_, staged_, size_, *weights_);
   }
   if (transposed) {
     active_k_ = size_;

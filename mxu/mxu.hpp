@@ -143,10 +143,6 @@ class Mxu {
   bool compute_numerics = true;
 
  private:
-  struct Staged {
-    vpu::Vreg rows;
-    bool transposed;
-  };
   struct Slot;  // a computed multiply: its inputs while queued, its result (mxu.cpp)
   struct SlotDeleter {
     void operator()(Slot* slot) const;
@@ -164,7 +160,7 @@ class Mxu {
   std::uint32_t fifo_depth_;
   MxuTiming timing_;
   KernelKind kernel_;
-  std::vector<Staged> staged_;
+  std::vector<StagedPush> staged_;
   // Active weights, created at the first latch that computes; a latch writes
   // a tile no queued multiply still holds.
   std::shared_ptr<WeightTile> weights_;

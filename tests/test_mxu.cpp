@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <random>
@@ -468,4 +469,35 @@ TEST_CASE("mxu host threads: a unit destroyed with queued multiplies waits for t
     CHECK(m.pop().f32(5) == 128.0F);
   }
   mxu::set_host_threads(0);
+}
+
+TEST_CASE("mxu kernels: every kernel latches the same weight tile", "[mxu][kernel]") {
+  std::mt19937 rng(14);
+  for (const Values v : {Values::kUnit, Values::kEdge, Values::kF32, Values::kDenormal, Values::kHuge}) {
+    for (const std::uint32_t size : {1U, 5U, 8U, 9U, 16U, 63U, 100U, 127U, 128U}) {
+      for (const std::uint32_t pushes : {1U, (size + 7) / 8, 16U}) {
+        for (const bool transposed : {false, true}) {
+          std::vector<mxu::StagedPush> staged;
+          for (std::uint32_t p = 0; p < pushes; ++p) staged.push_back({random_lhs(v, rng), transposed});
+          WeightTile portable;
+          portable.values.fill(7.0F);  // stale contents of a recycled tile
+          portable.panels.fill(7.0F);
+          mxu::detail::build_weights_portable(staged, size, portable);
+          for (const KernelKind kind : kernels()) {
+            WeightTile tile;
+            tile.values.fill(-3.0F);
+            tile.panels.fill(-3.0F);
+            mxu::build_weights(kind, staged, size, tile);
+            INFO("kernel " << mxu::to_string(kind) << ", size " << size << ", " << pushes << " pushes"
+                           << (transposed ? ", transposed" : ""));
+            CHECK(std::memcmp(tile.values.data(), portable.values.data(), sizeof tile.values) == 0);
+            CHECK(std::memcmp(tile.panels.data(), portable.panels.data(), sizeof tile.panels) == 0);
+            CHECK(tile.range.non_finite == portable.range.non_finite);
+            CHECK(tile.range.min_exponent == portable.range.min_exponent);
+            CHECK(tile.range.max_exponent == portable.range.max_exponent);
+          }
+        }
+      }
+    }
+  }
 }
