@@ -107,10 +107,12 @@ void ChipModule::core_thread(std::size_t index) {
           blocked[index] = true;
           sc_core::wait(wake_events_[index]);
           blocked[index] = false;
+          ++resumes;
           core.wake();
           continue;
         }
         // Synchronise: SystemC time catches up with this core's local time.
+        ++syncs;
         const sc_core::sc_time local = time_of_cycle(static_cast<double>(core.cycle()), chip_.clock_hz);
         if (local > sc_core::sc_time_stamp()) {
           sc_core::wait(local - sc_core::sc_time_stamp());

@@ -46,7 +46,14 @@ class ChipModule : public sc_core::sc_module {
   // Cores that wait for something only another chip can do (Core::kBlocked),
   // and the events that wake them (notified by the pod on every delivery).
   std::vector<bool> blocked;
-  void wake_core(std::size_t index) { wake_events_[index].notify(); }
+  // After a delivery to core `index`: wakes it if it is blocked on what the
+  // delivery may have made possible (a waiting core costs nothing until then).
+  void wake_core(std::size_t index) {
+    if (blocked[index] && cores[index]->may_proceed()) wake_events_[index].notify();
+  }
+  // Host-cost statistics: resumes of blocked cores, quantum synchronisations.
+  std::uint64_t resumes = 0;
+  std::uint64_t syncs = 0;
   // Sends every core's events and the HBM bandwidth counter to `tracer`, as
   // process shared.chip_id named `process_name`.
   void attach_tracer(Tracer& tracer, const std::string& process_name);

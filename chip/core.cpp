@@ -196,6 +196,19 @@ std::uint64_t Core::block(BlockReason reason) {
   return kBlockedCycle;
 }
 
+bool Core::may_proceed() const {
+  if (blocked_op_ == nullptr) return true;
+  const BlockReason& r = block_reason_;
+  if (r.kind == BlockReason::Kind::kDmaQueue) return dmas_in_flight() < chip.dma.max_in_flight;
+  // An upper bound of what flag_satisfied_at can find: the flag plus every
+  // positive credit of a local DMA in flight (a spurious wake only costs time).
+  std::int64_t reachable = flags[r.flag];
+  for (const auto& d : pending_dmas_) {
+    if (d.flag == r.flag && d.credit > 0) reachable += d.credit;
+  }
+  return reachable >= r.want;
+}
+
 std::string Core::blocked_on() const {
   if (blocked_op_ == nullptr) return {};
   const BlockReason& r = block_reason_;

@@ -141,6 +141,10 @@ class Core {
   void trace_marker(std::uint32_t value);
   // What the blocked core waits for, with its location (deadlock reports).
   [[nodiscard]] std::string blocked_on() const;
+  // Whether the op the core is blocked on may be ready now (its flag can
+  // reach the value with what has arrived and the local DMAs in flight, or a
+  // DMA queue slot is free); true when not blocked.
+  [[nodiscard]] bool may_proceed() const;
   // Lets all outstanding DMAs land (after the last bundle).
   void drain();
 

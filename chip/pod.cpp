@@ -338,6 +338,8 @@ PodResult run_pod(const PodRequest& request) {
   for (std::uint32_t id = 0; id < pod.chips.size(); ++id) {
     ChipModule& chip = *pod.chips[id];
     if (chip.fault && !result.fault) result.fault = chip.fault;
+    result.core_resumes += chip.resumes;
+    result.core_syncs += chip.syncs;
     PodChipResult r;
     for (std::size_t k = 0; k < chip.cores.size(); ++k) {
       const Core& core = *chip.cores[k];

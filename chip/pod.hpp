@@ -79,6 +79,8 @@ struct PodResult {
   // Host-cost statistics: bundles issued by all cores, network events processed.
   std::uint64_t bundles = 0;
   std::uint64_t network_events = 0;
+  std::uint64_t core_resumes = 0;  // blocked cores woken by a delivery
+  std::uint64_t core_syncs = 0;    // cores catching up with SystemC time (quantum ends)
   // The first program fault, or a deadlock report naming every waiting core.
   std::optional<std::string> fault;
 };

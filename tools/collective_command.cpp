@@ -110,6 +110,8 @@ struct Row {
   // Host cost: bundles issued, network events, the measuring process's peak RSS.
   std::uint64_t bundles = 0;
   std::uint64_t network_events = 0;
+  std::uint64_t core_resumes = 0;
+  std::uint64_t core_syncs = 0;
   std::uint64_t peak_rss_bytes = 0;
   std::string check = "skipped (--no-data)";
   std::string fault;
@@ -142,6 +144,8 @@ Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology,
   row.seconds = result.seconds;
   row.bundles = result.bundles;
   row.network_events = result.network_events;
+  row.core_resumes = result.core_resumes;
+  row.core_syncs = result.core_syncs;
   if (result.fault) {
     row.ok = false;
     row.fault = *result.fault;
@@ -187,6 +191,8 @@ Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& 
            {"host_seconds", r.host_seconds},
            {"bundles", r.bundles},
            {"network_events", r.network_events},
+           {"core_resumes", r.core_resumes},
+           {"core_syncs", r.core_syncs},
            {"peak_rss_bytes", static_cast<std::uint64_t>(usage.ru_maxrss) * 1024},
            {"check", r.check},
            {"fault", r.fault},
@@ -226,6 +232,8 @@ Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& 
   row.host_seconds = j.at("host_seconds").get<double>();
   row.bundles = j.value("bundles", std::uint64_t{0});
   row.network_events = j.value("network_events", std::uint64_t{0});
+  row.core_resumes = j.value("core_resumes", std::uint64_t{0});
+  row.core_syncs = j.value("core_syncs", std::uint64_t{0});
   row.peak_rss_bytes = j.value("peak_rss_bytes", std::uint64_t{0});
   row.check = j.at("check").get<std::string>();
   row.fault = j.at("fault").get<std::string>();
@@ -363,12 +371,14 @@ int collective_command(const std::vector<std::string>& args) {
                     {"host_seconds", row.host_seconds},
                     {"host_bundles", row.bundles},
                     {"host_network_events", row.network_events},
+                    {"host_core_resumes", row.core_resumes},
+                    {"host_core_syncs", row.core_syncs},
                     {"host_peak_rss_bytes", row.peak_rss_bytes}});
-    host_lines.push_back(
-        fmt::format("# host: {} B: {:.2f} s, peak RSS {:.0f} MiB, {} bundles, {} network events ({:.3g} "
-                    "events/s)",
-                    v, row.host_seconds, static_cast<double>(row.peak_rss_bytes) / (1 << 20), row.bundles,
-                    row.network_events, static_cast<double>(row.bundles + row.network_events) / row.host_seconds));
+    host_lines.push_back(fmt::format(
+        "# host: {} B: {:.2f} s, peak RSS {:.0f} MiB, {} bundles, {} network events, {} core resumes, {} core syncs "
+        "({:.3g} bundles + events/s)",
+        v, row.host_seconds, static_cast<double>(row.peak_rss_bytes) / (1 << 20), row.bundles, row.network_events,
+        row.core_resumes, row.core_syncs, static_cast<double>(row.bundles + row.network_events) / row.host_seconds));
   }
   fmt::print("# predicted: {}\n", formula);
   for (const auto& line : host_lines) fmt::print("{}\n", line);
