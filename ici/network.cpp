@@ -77,15 +77,13 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
       completions.push_back({e.transfer, EventKind::kSent, at});
       continue;
     }
-    if (e.hop == t.route->size()) {  // the packet reached its destination chip
-      if (++t.arrived == t.packets) {
-        completions.push_back({e.transfer, EventKind::kArrived, at});
-        slot.reset();
-        --in_flight_;
-        while (!transfers_.empty() && !transfers_.front()) {
-          transfers_.pop_front();
-          ++first_id_;
-        }
+    if (e.hop == t.route->size()) {  // the last packet reached the destination chip
+      completions.push_back({e.transfer, EventKind::kArrived, at});
+      slot.reset();
+      --in_flight_;
+      while (!transfers_.empty() && !transfers_.front()) {
+        transfers_.pop_front();
+        ++first_id_;
       }
       continue;
     }
@@ -109,7 +107,13 @@ void Network::advance_to(double time, std::vector<Completion>& completions) {
         push(left, e.transfer, e.packet, 0, true);
       }
     }
-    push(left + config_.hop_latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1), false);
+    // Packets of a transfer leave every link in order, so only the last one's
+    // arrival at the destination chip does anything: the others are not
+    // queued (dropping events without effects keeps every other event's order).
+    const bool to_destination = e.hop + 1U == t.route->size();
+    if (!to_destination || e.packet + 1 == t.packets) {
+      push(left + config_.hop_latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1), false);
+    }
   }
   now_ = std::max(now_, std::min(time, events_.empty() ? time : events_.top_time()));
 }

@@ -83,7 +83,6 @@ class Network {
     const std::vector<std::uint32_t>* route = nullptr;  // link indices, in routes_ (stable)
     std::uint64_t bytes = 0;
     std::uint32_t packets = 0;
-    std::uint32_t arrived = 0;
   };
   struct Event {
     TransferId transfer;
