@@ -1,6 +1,6 @@
 // Emulation speed (Google Benchmark): a generated bf16 matmul run on one v5e
 // TensorCore, without SystemC (the plain-C++ core is the hot path), with and
-// without numerics, with 1 and N host threads (mxu/host_pool.hpp; timing-only
+// without numerics, with 1 and N host threads (common/host_pool.hpp; timing-only
 // runs use none). Reports host wall time, emulated bundles per host second
 // and emulated MXU MACs per host second.
 //   build/bin/bench_matmul [--benchmark_filter=...]   (TPUEMU_BENCH_SIZE=N for N^3, default 2048)
@@ -13,10 +13,10 @@
 #include "chip/core.hpp"
 #include "chip/exec_program.hpp"
 #include "chip/host_io.hpp"
+#include "common/host_pool.hpp"
 #include "common/npy.hpp"
 #include "common/presets.hpp"
 #include "isa/assembler.hpp"
-#include "mxu/host_pool.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
 
@@ -31,7 +31,7 @@ std::uint64_t bench_size() {
 
 void run_matmul(benchmark::State& state, bool numerics) {
   const std::uint64_t n = bench_size();
-  if (numerics) mxu::set_host_threads(static_cast<unsigned>(state.range(0)));
+  if (numerics) set_host_threads(static_cast<unsigned>(state.range(0)));
   ChipRequest request;
   request.preset = "v5e";
   const ChipConfig chip = load_chip(request);
@@ -65,8 +65,8 @@ void run_matmul(benchmark::State& state, bool numerics) {
   state.counters["bundles_per_s"] =
       benchmark::Counter(static_cast<double>(bundles), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["mxu_macs_per_s"] = benchmark::Counter(macs, benchmark::Counter::kIsIterationInvariantRate);
-  if (numerics) state.counters["threads"] = static_cast<double>(mxu::host_threads());
-  mxu::set_host_threads(0);
+  if (numerics) state.counters["threads"] = static_cast<double>(host_threads());
+  set_host_threads(0);
 }
 
 void BM_matmul_bf16(benchmark::State& state) {

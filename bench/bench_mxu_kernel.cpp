@@ -1,7 +1,7 @@
 // MXU arithmetic speed (Google Benchmark): MACs per host second of the tile
 // kernels (mxu/matmul_kernel.hpp), portable and AVX2, on normal and denormal
 // inputs; and of four Mxu units fed like a generated matmul (results popped
-// 16 multiplies behind), with 1 and N host threads (mxu/host_pool.hpp).
+// 16 multiplies behind), with 1 and N host threads (common/host_pool.hpp).
 //   build/bin/bench_mxu_kernel [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/host_pool.hpp"
 #include "common/numerics.hpp"
-#include "mxu/host_pool.hpp"
 #include "mxu/matmul_kernel.hpp"
 #include "mxu/mxu.hpp"
 
@@ -74,7 +74,7 @@ void kernel(benchmark::State& state, KernelKind kind, bool denormal) {
 // each result popped 16 multiplies after it was issued.
 void units(benchmark::State& state, bool denormal) {
   const auto threads = static_cast<unsigned>(state.range(0));
-  mxu::set_host_threads(threads);
+  set_host_threads(threads);
   std::mt19937 rng(1);
   const auto lhs = lhs_tiles(rng, denormal);
   std::vector<vpu::Vreg> pushes(16);
@@ -104,8 +104,8 @@ void units(benchmark::State& state, bool denormal) {
   }
   state.counters["macs_per_s"] =
       benchmark::Counter(kTileMacs * 4 * kMultiplies, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["threads"] = static_cast<double>(mxu::host_threads());
-  mxu::set_host_threads(0);
+  state.counters["threads"] = static_cast<double>(host_threads());
+  set_host_threads(0);
 }
 
 void BM_kernel_portable(benchmark::State& s) {

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cstring>
 #include <stdexcept>
 
+#include "common/host_pool.hpp"
 #include "common/numerics.hpp"
 #include "common/types.hpp"
 
@@ -77,13 +79,67 @@ std::uint64_t device_offset(const Layout& l, std::uint64_t r, std::uint64_t c) {
 // row-major order; element j of a run is at device_offset + 4 * j in every
 // layout (one 32-bit word per column of a tile row).
 template <class Run>
-void for_each_run(const Layout& l, Run run) {
-  for (std::uint64_t r = 0; r < l.rows; ++r) {
+void for_each_run(const Layout& l, Run run, std::uint64_t first_row = 0, std::uint64_t end_row = UINT64_MAX) {
+  for (std::uint64_t r = first_row; r < std::min(end_row, l.rows); ++r) {
     const std::uint64_t row_length = l.one_d ? std::min<std::uint64_t>(128, l.count - r * 128) : l.cols;
     const std::uint64_t first = l.one_d ? r * 128 : r * l.cols;
     for (std::uint64_t c = 0; c < row_length; c += 128) {
       run(device_offset(l, r, c), first + c, std::min<std::uint64_t>(128, row_length - c));
     }
+  }
+}
+
+// bf16: calls pair(device_offset, even, even_n, odd, odd_n) for every run of
+// one row pair (r even, r + 1) of the tiled 2-D view within one tile: word j
+// at device_offset + 4 * j holds element j of the even run (host index
+// even + j, j < even_n) in its low half and of the odd run in its high half
+// (odd_n is 0 past the last row).
+template <class Pair>
+void for_each_row_pair(const Layout& l, Pair pair, std::uint64_t first_row = 0, std::uint64_t end_row = UINT64_MAX) {
+  const auto length = [&](std::uint64_t r) {
+    if (r >= l.rows) return std::uint64_t{0};
+    return l.one_d ? std::min<std::uint64_t>(128, l.count - r * 128) : l.cols;
+  };
+  const auto first = [&](std::uint64_t r) { return l.one_d ? r * 128 : r * l.cols; };
+  for (std::uint64_t r = first_row; r < std::min(end_row, l.rows); r += 2) {
+    const std::uint64_t even_length = length(r);
+    const std::uint64_t odd_length = length(r + 1);
+    for (std::uint64_t c = 0; c < even_length; c += 128) {
+      const std::uint64_t n = std::min<std::uint64_t>(128, even_length - c);
+      const std::uint64_t m = c < odd_length ? std::min<std::uint64_t>(128, odd_length - c) : 0;
+      pair(device_offset(l, r, c), first(r) + c, n, first(r + 1) + c, m);
+    }
+  }
+}
+
+// Calls rows(first_row, end_row) for ranges of whole 8-row tile rows that
+// cover the view, on the host threads (common/host_pool.hpp) when the array
+// is large: each range writes only its own bytes, so the result is the same.
+template <class Rows>
+void over_tile_rows(const Layout& l, Rows rows) {
+  constexpr std::uint64_t kParallelFrom = std::uint64_t{1} << 20;  // elements
+  const std::uint64_t tile_rows = ceil_div(l.rows, 8);
+  const std::uint64_t parts = l.count < kParallelFrom ? 1 : std::min<std::uint64_t>(tile_rows, 4 * host_threads());
+  parallel_for(parts, [&](std::size_t p) { rows(tile_rows * p / parts * 8, tile_rows * (p + 1) / parts * 8); });
+}
+
+// A full row pair of 128 columns as 128 device words (vectorisable).
+inline std::uint32_t bf16_bits_of(std::uint32_t f32_bits) {
+  // f32_to_bf16_bits without branches (common/numerics.hpp): nearest even,
+  // NaNs quiet and truncated.
+  const std::uint32_t rounded = (f32_bits + 0x7FFFU + ((f32_bits >> 16) & 1U)) >> 16;
+  const std::uint32_t quiet = (f32_bits | 0x0040'0000U) >> 16;
+  return static_cast<std::int32_t>(f32_bits & 0x7FFF'FFFFU) > 0x7F80'0000 ? quiet : rounded;
+}
+void pack_bf16_pair(const std::uint32_t* __restrict even, const std::uint32_t* __restrict odd,
+                    std::uint32_t* __restrict words) {
+  for (int j = 0; j < 128; ++j) words[j] = bf16_bits_of(even[j]) | (bf16_bits_of(odd[j]) << 16);
+}
+void unpack_bf16_pair(const std::uint32_t* __restrict words, std::uint32_t* __restrict even,
+                      std::uint32_t* __restrict odd) {
+  for (int j = 0; j < 128; ++j) {
+    even[j] = words[j] << 16;
+    odd[j] = words[j] & 0xFFFF'0000U;
   }
 }
 
@@ -126,16 +182,40 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
     }
     case Element::kBf16:
       if (host.dtype == NpyDtype::kUint16) {
-        for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-          for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + at + j * 4, in + (i + j) * 2, 2);
+        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
+          for_each_run(
+              l,
+              [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+                for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + at + j * 4, in + (i + j) * 2, 2);
+              },
+              r0, r1);
         });
       } else if (host.dtype == NpyDtype::kFloat32) {
         const float* values = host.as_f32().data();
-        for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-          for (std::uint64_t j = 0; j < n; ++j) {
-            const std::uint16_t bits = f32_to_bf16_bits(values[i + j]);
-            std::memcpy(out + at + j * 4, &bits, 2);
-          }
+        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
+          for_each_row_pair(
+              l,
+              [&](std::uint64_t at, std::uint64_t even, std::uint64_t n, std::uint64_t odd, std::uint64_t m) {
+                if (n == 128 && m == 128) {
+                  std::array<std::uint32_t, 128> e;
+                  std::array<std::uint32_t, 128> o;
+                  std::array<std::uint32_t, 128> words;
+                  std::memcpy(e.data(), values + even, sizeof e);
+                  std::memcpy(o.data(), values + odd, sizeof o);
+                  pack_bf16_pair(e.data(), o.data(), words.data());
+                  std::memcpy(out + at, words.data(), sizeof words);
+                  return;
+                }
+                for (std::uint64_t j = 0; j < n; ++j) {
+                  const std::uint16_t bits = f32_to_bf16_bits(values[even + j]);
+                  std::memcpy(out + at + j * 4, &bits, 2);
+                }
+                for (std::uint64_t j = 0; j < m; ++j) {
+                  const std::uint16_t bits = f32_to_bf16_bits(values[odd + j]);
+                  std::memcpy(out + at + j * 4 + 2, &bits, 2);
+                }
+              },
+              r0, r1);
         });
       } else {
         throw wrong("uint16 (bf16 bits) or float32 (rounded to nearest even)");
@@ -143,13 +223,23 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
       break;
     case Element::kF8:
       if (host.dtype == NpyDtype::kUint8) {
-        for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-          for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = in[i + j];
+        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
+          for_each_run(
+              l,
+              [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+                for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = in[i + j];
+              },
+              r0, r1);
         });
       } else if (host.dtype == NpyDtype::kFloat32) {
         const float* values = host.as_f32().data();
-        for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-          for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = f32_to_f8e4m3fn(values[i + j]);
+        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
+          for_each_run(
+              l,
+              [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+                for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = f32_to_f8e4m3fn(values[i + j]);
+              },
+              r0, r1);
         });
       } else {
         throw wrong("uint8 (float8_e4m3fn codes) or float32");
@@ -180,17 +270,40 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
       result.dtype = raw_bits ? NpyDtype::kUint16 : NpyDtype::kFloat32;
       result.data.resize(n_elements * (raw_bits ? 2 : 4));
       std::uint8_t* const out = result.data.data();
-      for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-        for (std::uint64_t j = 0; j < n; ++j) {
-          std::uint16_t bits = 0;
-          std::memcpy(&bits, in + at + j * 4, 2);
-          if (raw_bits) {
-            std::memcpy(out + (i + j) * 2, &bits, 2);
-          } else {
-            const float v = bf16_bits_to_f32(bits);
-            std::memcpy(out + (i + j) * 4, &v, 4);
-          }
-        }
+      if (!raw_bits) {
+        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
+          for_each_row_pair(
+              l,
+              [&](std::uint64_t at, std::uint64_t even, std::uint64_t n, std::uint64_t odd, std::uint64_t m) {
+                if (n == 128 && m == 128) {
+                  std::array<std::uint32_t, 128> words;
+                  std::array<std::uint32_t, 128> e;
+                  std::array<std::uint32_t, 128> o;
+                  std::memcpy(words.data(), in + at, sizeof words);
+                  unpack_bf16_pair(words.data(), e.data(), o.data());
+                  std::memcpy(out + even * 4, e.data(), sizeof e);
+                  std::memcpy(out + odd * 4, o.data(), sizeof o);
+                  return;
+                }
+                for (std::uint64_t j = 0; j < n + m; ++j) {
+                  const bool high = j >= n;
+                  std::uint16_t bits = 0;
+                  std::memcpy(&bits, in + at + (high ? j - n : j) * 4 + (high ? 2 : 0), 2);
+                  const float v = bf16_bits_to_f32(bits);
+                  std::memcpy(out + (high ? odd + j - n : even + j) * 4, &v, 4);
+                }
+              },
+              r0, r1);
+        });
+        break;
+      }
+      over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
+        for_each_run(
+            l,
+            [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+              for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + (i + j) * 2, in + at + j * 4, 2);
+            },
+            r0, r1);
       });
       break;
     }
@@ -198,16 +311,21 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
       result.dtype = raw_bits ? NpyDtype::kUint8 : NpyDtype::kFloat32;
       result.data.resize(n_elements * (raw_bits ? 1 : 4));
       std::uint8_t* const out = result.data.data();
-      for_each_run(l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-        for (std::uint64_t j = 0; j < n; ++j) {
-          const std::uint8_t code = in[at + j * 4];
-          if (raw_bits) {
-            out[i + j] = code;
-          } else {
-            const float v = f8e4m3fn_to_f32(code);
-            std::memcpy(out + (i + j) * 4, &v, 4);
-          }
-        }
+      over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
+        for_each_run(
+            l,
+            [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+              for (std::uint64_t j = 0; j < n; ++j) {
+                const std::uint8_t code = in[at + j * 4];
+                if (raw_bits) {
+                  out[i + j] = code;
+                } else {
+                  const float v = f8e4m3fn_to_f32(code);
+                  std::memcpy(out + (i + j) * 4, &v, 4);
+                }
+              }
+            },
+            r0, r1);
       });
       break;
     }

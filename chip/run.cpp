@@ -121,7 +121,8 @@ ChainResult run_chain(const ChainRequest& request) {
     }
     if (const auto in = request.inputs.find(name); in != request.inputs.end()) {
       const std::string origin = request.input_origins.count(name) != 0U ? request.input_origins.at(name) : name;
-      device_data[name] = to_device(layout, transposed ? transpose_2d(in->second) : in->second, origin);
+      device_data[name] = transposed ? to_device(layout, transpose_2d(in->second), origin)
+                                     : to_device(layout, in->second, origin);  // no copy of the array
     }
   }
 

@@ -1,4 +1,4 @@
-#include "mxu/host_pool.hpp"
+#include "common/host_pool.hpp"
 
 #include <pthread.h>
 
@@ -8,8 +8,9 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
-namespace tpuemu::mxu {
+namespace tpuemu {
 namespace {
 
 // How long an idle worker polls the queue before it sleeps: longer than the
@@ -86,7 +87,7 @@ class Pool {
       const auto now = std::chrono::steady_clock::now();
       if (running_since == std::chrono::steady_clock::time_point{}) {
         running_since = now;
-      } else if (now - running_since > patience) {
+      } else if (std::chrono::duration_cast<std::chrono::microseconds>(now - running_since) > patience) {
         return false;
       }
     }
@@ -174,4 +175,28 @@ bool wait_host_task(HostTask& task, std::chrono::microseconds patience) {
   return Pool::get().wait(task, patience);
 }
 
-}  // namespace tpuemu::mxu
+void parallel_for(std::size_t count, const std::function<void(std::size_t)>& body) {
+  if (count <= 1 || host_threads() <= 1) {
+    for (std::size_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+  struct Call : HostTask {
+    const std::function<void(std::size_t)>* body = nullptr;
+    std::size_t index = 0;
+  };
+  std::vector<Call> calls(count - 1);
+  for (std::size_t i = 1; i < count; ++i) {
+    Call& c = calls[i - 1];
+    c.run = [](HostTask& task) {
+      auto& call = static_cast<Call&>(task);
+      (*call.body)(call.index);
+    };
+    c.body = &body;
+    c.index = i;
+    submit_host_task(c);
+  }
+  body(0);
+  for (Call& c : calls) wait_host_task(c, std::chrono::microseconds::max());
+}
+
+}  // namespace tpuemu

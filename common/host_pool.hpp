@@ -1,5 +1,5 @@
 // A process-wide pool of host worker threads for work whose result is a pure
-// function of its inputs (the MXU's deferred multiplies).
+// function of its inputs: the MXU's deferred multiplies, host layout I/O.
 //
 // Contract: a submitted task runs exactly once, on a worker or on a thread
 // that waits for some task, and its state becomes kDone (release) after it
@@ -13,9 +13,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 
-namespace tpuemu::mxu {
+namespace tpuemu {
 
 struct HostTask {
   enum State : std::uint8_t { kQueued, kRunning, kDone };
@@ -42,4 +44,10 @@ void submit_host_task(HostTask& task);
 // until done().
 bool wait_host_task(HostTask& task, std::chrono::microseconds patience);
 
-}  // namespace tpuemu::mxu
+// Runs body(i) for i = 0..count-1, spread over host_threads() threads (this
+// one included), and returns when all have run. Contract: the calls touch
+// disjoint outputs, do not depend on each other or on the thread, and do not
+// throw.
+void parallel_for(std::size_t count, const std::function<void(std::size_t)>& body);
+
+}  // namespace tpuemu

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "common/host_pool.hpp"
 #include "common/numerics.hpp"
-#include "mxu/host_pool.hpp"
 
 namespace tpuemu::mxu {
 

@@ -22,7 +22,7 @@
 // output columns, sequential in K (mxu/matmul_kernel.hpp: a portable and an
 // AVX2+FMA kernel, the same bits).
 //
-// Host threads (mxu/host_pool.hpp): with host_threads() > 1 a multiply's
+// Host threads (common/host_pool.hpp): with host_threads() > 1 a multiply's
 // arithmetic is queued for a worker at issue, on a copy of its LHS and the
 // weights snapshotted at latch, and joined when the result is popped; every
 // result is a pure function of those inputs, so the thread count changes no

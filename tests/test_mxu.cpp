@@ -2,7 +2,7 @@
 // the MxuTiming model at its edges (a cycle early / on time), and what an
 // ArrayBackend gets and refuses. The tile kernels (mxu/matmul_kernel.hpp):
 // portable and dispatched against a scalar reference, bit for bit; host
-// threads (mxu/host_pool.hpp) change no bit.
+// threads (common/host_pool.hpp) change no bit.
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "common/host_pool.hpp"
 #include "common/numerics.hpp"
-#include "mxu/host_pool.hpp"
 #include "mxu/matmul_kernel.hpp"
 #include "mxu/mxu.hpp"
 
@@ -447,28 +447,28 @@ std::vector<std::uint32_t> random_run(std::uint32_t size, KernelKind kind, std::
 
 TEST_CASE("mxu host threads: 1 and N threads, portable and dispatched kernels give identical bits", "[mxu][threads]") {
   for (const std::uint32_t size : {128U, 8U, 13U}) {
-    mxu::set_host_threads(1);
+    set_host_threads(1);
     const auto one = random_run(size, KernelKind::kPortable, size);
     for (const unsigned threads : {1U, 2U, 4U}) {
-      mxu::set_host_threads(threads);
+      set_host_threads(threads);
       for (const KernelKind kind : kernels()) {
         INFO("size " << size << ", " << threads << " threads, kernel " << mxu::to_string(kind));
         CHECK(random_run(size, kind, size) == one);
       }
     }
   }
-  mxu::set_host_threads(0);
+  set_host_threads(0);
 }
 
 TEST_CASE("mxu host threads: a unit destroyed with queued multiplies waits for them", "[mxu][threads]") {
-  mxu::set_host_threads(3);
+  set_host_threads(3);
   for (int round = 0; round < 20; ++round) {
     Mxu m(128, 64, MxuTiming{8, 1, 0, 264});
     for (int p = 0; p < 16; ++p) REQUIRE_FALSE(m.push_weights(filled(1.0F), false, 0));
     for (int i = 0; i < 40; ++i) REQUIRE_FALSE(m.matmul(filled(1.0F), nullptr, i == 0, 0));
     CHECK(m.pop().f32(5) == 128.0F);
   }
-  mxu::set_host_threads(0);
+  set_host_threads(0);
 }
 
 TEST_CASE("mxu kernels: every kernel latches the same weight tile", "[mxu][kernel]") {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chip/host_io.hpp"
+#include "common/host_pool.hpp"
 #include "common/npy.hpp"
 #include "common/numerics.hpp"
 
@@ -373,7 +374,12 @@ TEST_CASE("host layouts: to_device puts every element where the layout says, fro
       NpyArray host{k.host, shape, std::vector<std::uint8_t>(count * element_size(k.host))};
       for (std::uint64_t i = 0; i < count; ++i) {
         if (k.host == NpyDtype::kFloat32) {
-          const float v = std::uniform_real_distribution<float>(-8.0F, 8.0F)(rng);
+          // Mostly ordinary values, some that round to Inf, NaNs (signalling, payloads), zeros, denormals.
+          constexpr std::array<std::uint32_t, 10> kSpecial = {0x7F80'0001, 0xFFC1'2345, 0x7F7F'FFFF, 0xFF7F'8000,
+                                                              0x7F80'0000, 0x8000'0000, 0x0000'8001, 0x3F80'8000,
+                                                              0x3F81'8000, 0x0001'7FFF};
+          float v = std::uniform_real_distribution<float>(-8.0F, 8.0F)(rng);
+          if (rng() % 8 == 0) v = from_bits(kSpecial[rng() % kSpecial.size()]);
           std::memcpy(&host.data[i * 4], &v, 4);
         } else if (k.host == NpyDtype::kUint8) {
           host.data[i] = static_cast<std::uint8_t>(rng() % 0x7F);  // finite codes
@@ -417,9 +423,37 @@ TEST_CASE("host layouts: to_device puts every element where the layout says, fro
         for (std::uint64_t i = 0; i < count; ++i) {
           const float v = host.as_f32()[i];
           const float want = k.dtype == "bf16" ? bf16_round(v) : f8e4m3fn_to_f32(f32_to_f8e4m3fn(v));
+          if (std::isnan(want) && k.dtype == "f8e4m3fn") {
+            REQUIRE(std::isnan(back.as_f32()[i]));
+            continue;
+          }
           REQUIRE(to_bits(back.as_f32()[i]) == to_bits(want));
         }
       }
     }
   }
+}
+
+TEST_CASE("host layouts: large arrays convert on host threads with the same bytes", "[numerics][host_io]") {
+  std::mt19937 rng(6);
+  for (const auto& [dtype, host_dtype] : std::vector<std::pair<std::string, NpyDtype>>{
+           {"bf16", NpyDtype::kFloat32}, {"f32", NpyDtype::kFloat32}, {"f8e4m3fn", NpyDtype::kUint8}}) {
+    for (const auto& shape : std::vector<std::vector<std::uint64_t>>{{1027, 1100}, {1200000}}) {
+      chip::OperandBinding b;
+      b.dtype = dtype;
+      b.shape = shape;
+      NpyArray host{host_dtype, shape, std::vector<std::uint8_t>(element_count(shape) * element_size(host_dtype))};
+      for (auto& byte : host.data) byte = static_cast<std::uint8_t>(rng());
+      set_host_threads(1);
+      const auto device = chip::to_device(b, host, "x.npy");
+      const NpyArray back = chip::from_device(b, device, false);
+      for (const unsigned threads : {2U, 3U, 8U}) {
+        set_host_threads(threads);
+        INFO(dtype << ", " << shape.size() << "-D, " << threads << " threads");
+        CHECK(chip::to_device(b, host, "x.npy") == device);
+        CHECK(chip::from_device(b, device, false) == back);
+      }
+    }
+  }
+  set_host_threads(0);
 }
