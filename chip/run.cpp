@@ -47,9 +47,21 @@ void collect_units(ChipModule& chip, RunResult& result) {
   result.hbm_bytes = chip.shared.hbm_port.bytes();
 }
 
+// run_chain with the host arrays of the input buffers given by `inputs`
+// (request.inputs is not read), so callers holding them need not copy them.
+ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, const NpyArray*>& inputs);
+
 }  // namespace
 
 ChainResult run_chain(const ChainRequest& request) {
+  std::map<std::string, const NpyArray*> inputs;
+  for (const auto& [name, array] : request.inputs) inputs[name] = &array;
+  return run_chain_on(request, inputs);
+}
+
+namespace {
+
+ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, const NpyArray*>& inputs) {
   if (request.steps.empty()) throw std::invalid_argument("nothing to run");
   std::vector<ExecProgram> execs;
   execs.reserve(request.steps.size());
@@ -82,7 +94,7 @@ ChainResult run_chain(const ChainRequest& request) {
         buf.scalar = true;
         continue;
       }
-      if (!b.is_output && !buf.produced && request.inputs.count(it->second) == 0U) {
+      if (!b.is_output && !buf.produced && inputs.count(it->second) == 0U) {
         throw std::invalid_argument(fmt::format(
             "kernel {} reads buffer '{}' ({}), which no earlier kernel produces and the host does not provide", s,
             it->second, b.space));
@@ -119,10 +131,10 @@ ChainResult run_chain(const ChainRequest& request) {
       if (next > limit)
         throw std::invalid_argument(fmt::format("buffer '{}' ({} bytes) does not fit in {}", name, size, space));
     }
-    if (const auto in = request.inputs.find(name); in != request.inputs.end()) {
+    if (const auto in = inputs.find(name); in != inputs.end()) {
       const std::string origin = request.input_origins.count(name) != 0U ? request.input_origins.at(name) : name;
-      device_data[name] = transposed ? to_device(layout, transpose_2d(in->second), origin)
-                                     : to_device(layout, in->second, origin);  // no copy of the array
+      device_data[name] = transposed ? to_device(layout, transpose_2d(*in->second), origin)
+                                     : to_device(layout, *in->second, origin);  // no copy of the array
     }
   }
 
@@ -227,6 +239,8 @@ ChainResult run_chain(const ChainRequest& request) {
   return result;
 }
 
+}  // namespace
+
 TlpResult run_tlp(const TlpRequest& request) {
   check_fits(*request.tlp, request.chip);
   for (const auto& [name, program] : request.kernels) check_fits(*program, request.chip);
@@ -295,6 +309,7 @@ RunResult run_program(const RunRequest& request) {
   chain.elaborated = request.elaborated;
   ChainStep step;
   step.program = request.program;
+  std::map<std::string, const NpyArray*> inputs;  // request's arrays, not copied
   const ExecProgram exec = decode_program(*request.program, request.chip);
   for (const auto& [index, array] : request.inputs) {
     bool bound = false;
@@ -319,12 +334,12 @@ RunResult run_program(const RunRequest& request) {
       std::memcpy(&v, bytes.data(), std::min<std::size_t>(4, bytes.size()));
       chain.scalars[name] = v;
     } else {
-      chain.inputs[name] = it->second;
+      inputs[name] = &it->second;
       if (request.input_origins.count(b.index) != 0U) chain.input_origins[name] = request.input_origins.at(b.index);
     }
   }
   chain.steps.push_back(step);
-  ChainResult chain_result = run_chain(chain);
+  ChainResult chain_result = run_chain_on(chain, inputs);
   RunResult result = std::move(chain_result.run);
   result.bindings = exec.bindings;
   for (const auto& b : exec.bindings) {

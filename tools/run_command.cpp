@@ -2,16 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
 #include "chip/pod.hpp"
 #include "chip/run.hpp"
+#include "common/host_pool.hpp"
 #include "common/npy.hpp"
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
@@ -46,6 +50,69 @@ std::string per_chip_path(const std::string& pattern, std::uint32_t chip) {
     out.replace(pos, 6, std::to_string(chip));
   }
   return out;
+}
+
+// The .npy files of --in and --expect, read on the host threads
+// (common/host_pool.hpp) while the options are checked in order: take()
+// returns a file's array, or throws its read error, at the point where the
+// checks read it, so messages and their order are those of reading in turn.
+class NpyPrefetch {
+ public:
+  explicit NpyPrefetch(const std::vector<std::string>& paths) {
+    if (host_threads() <= 1) return;
+    for (const std::string& path : paths) {
+      if (reads_.count(path) != 0U) continue;
+      auto read = std::make_unique<Read>();
+      read->path = path;
+      read->run = &Read::go;
+      submit_host_task(*read);
+      reads_.emplace(path, std::move(read));
+    }
+  }
+  NpyPrefetch(const NpyPrefetch&) = delete;
+  NpyPrefetch& operator=(const NpyPrefetch&) = delete;
+  ~NpyPrefetch() {
+    for (auto& [path, read] : reads_) wait_host_task(*read, std::chrono::microseconds::max());
+  }
+
+  NpyArray take(const std::string& path) {
+    const auto it = reads_.find(path);
+    if (it == reads_.end() || it->second->taken) return read_npy(path);
+    Read& read = *it->second;
+    wait_host_task(read, std::chrono::microseconds::max());
+    read.taken = true;
+    if (read.error) std::rethrow_exception(read.error);
+    return std::move(read.array);
+  }
+
+ private:
+  struct Read : HostTask {
+    std::string path;
+    NpyArray array;
+    std::exception_ptr error;
+    bool taken = false;
+    static void go(HostTask& task) {
+      auto& read = static_cast<Read&>(task);
+      try {
+        read.array = read_npy(read.path);
+      } catch (...) {
+        read.error = std::current_exception();
+      }
+    }
+  };
+  std::map<std::string, std::unique_ptr<Read>> reads_;
+};
+
+// The file names of --in and --expect options that parse, in order.
+std::vector<std::string> npy_files(const po::variables_map& vm) {
+  std::vector<std::string> paths;
+  for (const char* key : {"in", "expect"}) {
+    if (vm.count(key) == 0U) continue;
+    for (const auto& text : vm[key].as<std::vector<std::string>>()) {
+      if (const auto b = parse_binding(text)) paths.push_back(b->second);
+    }
+  }
+  return paths;
 }
 
 // `tpuemu run --topology SHAPE`: the program runs SPMD on every core of every chip.
@@ -262,11 +329,12 @@ int run_command(const std::vector<std::string>& args) {
     request.options.strict = vm->count("strict") != 0U;
     request.options.compute_numerics = vm->count("no-data") == 0U;
     request.quantum_cycles = std::max<std::uint64_t>(1, (*vm)["quantum"].as<std::uint64_t>());
+    NpyPrefetch files(npy_files(*vm));
     if (vm->count("in") != 0U) {
       for (const auto& text : (*vm)["in"].as<std::vector<std::string>>()) {
         const auto b = parse_binding(text);
         if (!b) throw std::invalid_argument(fmt::format("--in {}: expected IDX=FILE.npy", text));
-        request.inputs[b->first] = read_npy(b->second);
+        request.inputs[b->first] = files.take(b->second);
         request.input_origins[b->first] = b->second;
       }
     }
@@ -281,7 +349,7 @@ int run_command(const std::vector<std::string>& args) {
       for (const auto& text : (*vm)["expect"].as<std::vector<std::string>>()) {
         const auto b = parse_binding(text);
         if (!b) throw std::invalid_argument(fmt::format("--expect {}: expected IDX=FILE.npy", text));
-        expected_arrays[b->second] = read_npy(b->second);  // readable before the run
+        expected_arrays[b->second] = files.take(b->second);  // readable before the run
         expects.push_back(*b);
       }
     }
