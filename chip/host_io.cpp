@@ -116,10 +116,11 @@ void for_each_row_pair(const Layout& l, Pair pair, std::uint64_t first_row = 0, 
 // cover the view, on the host threads (common/host_pool.hpp) when the array
 // is large: each range writes only its own bytes, so the result is the same.
 template <class Rows>
-void over_tile_rows(const Layout& l, Rows rows) {
+void over_tile_rows(const Layout& l, Rows rows, bool parallel = true) {
   constexpr std::uint64_t kParallelFrom = std::uint64_t{1} << 20;  // elements
   const std::uint64_t tile_rows = ceil_div(l.rows, 8);
-  const std::uint64_t parts = l.count < kParallelFrom ? 1 : std::min<std::uint64_t>(tile_rows, 4 * host_threads());
+  const std::uint64_t parts =
+      !parallel || l.count < kParallelFrom ? 1 : std::min<std::uint64_t>(tile_rows, 4 * tpuemu::host_threads());
   parallel_for(parts, [&](std::size_t p) { rows(tile_rows * p / parts * 8, tile_rows * (p + 1) / parts * 8); });
 }
 
@@ -156,7 +157,8 @@ std::uint64_t device_bytes(const OperandBinding& binding) {
   return ceil_div(l.rows, 8) * ceil_div(l.cols, 128) * tile_bytes(l.element);
 }
 
-std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArray& host, const std::string& origin) {
+std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArray& host, const std::string& origin,
+                                    bool host_threads) {
   const Layout l = layout_of(binding);
   if (host.shape != binding.shape) {
     throw std::invalid_argument(fmt::format("{}: shape {} does not match operand {} ({}[{}])", origin,
@@ -182,65 +184,77 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
     }
     case Element::kBf16:
       if (host.dtype == NpyDtype::kUint16) {
-        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
-          for_each_run(
-              l,
-              [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-                for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + at + j * 4, in + (i + j) * 2, 2);
-              },
-              r0, r1);
-        });
+        over_tile_rows(
+            l,
+            [&](std::uint64_t r0, std::uint64_t r1) {
+              for_each_run(
+                  l,
+                  [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+                    for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + at + j * 4, in + (i + j) * 2, 2);
+                  },
+                  r0, r1);
+            },
+            host_threads);
       } else if (host.dtype == NpyDtype::kFloat32) {
         const float* values = host.as_f32().data();
-        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
-          for_each_row_pair(
-              l,
-              [&](std::uint64_t at, std::uint64_t even, std::uint64_t n, std::uint64_t odd, std::uint64_t m) {
-                if (n == 128 && m == 128) {
-                  std::array<std::uint32_t, 128> e;
-                  std::array<std::uint32_t, 128> o;
-                  std::array<std::uint32_t, 128> words;
-                  std::memcpy(e.data(), values + even, sizeof e);
-                  std::memcpy(o.data(), values + odd, sizeof o);
-                  pack_bf16_pair(e.data(), o.data(), words.data());
-                  std::memcpy(out + at, words.data(), sizeof words);
-                  return;
-                }
-                for (std::uint64_t j = 0; j < n; ++j) {
-                  const std::uint16_t bits = f32_to_bf16_bits(values[even + j]);
-                  std::memcpy(out + at + j * 4, &bits, 2);
-                }
-                for (std::uint64_t j = 0; j < m; ++j) {
-                  const std::uint16_t bits = f32_to_bf16_bits(values[odd + j]);
-                  std::memcpy(out + at + j * 4 + 2, &bits, 2);
-                }
-              },
-              r0, r1);
-        });
+        over_tile_rows(
+            l,
+            [&](std::uint64_t r0, std::uint64_t r1) {
+              for_each_row_pair(
+                  l,
+                  [&](std::uint64_t at, std::uint64_t even, std::uint64_t n, std::uint64_t odd, std::uint64_t m) {
+                    if (n == 128 && m == 128) {
+                      std::array<std::uint32_t, 128> e;
+                      std::array<std::uint32_t, 128> o;
+                      std::array<std::uint32_t, 128> words;
+                      std::memcpy(e.data(), values + even, sizeof e);
+                      std::memcpy(o.data(), values + odd, sizeof o);
+                      pack_bf16_pair(e.data(), o.data(), words.data());
+                      std::memcpy(out + at, words.data(), sizeof words);
+                      return;
+                    }
+                    for (std::uint64_t j = 0; j < n; ++j) {
+                      const std::uint16_t bits = f32_to_bf16_bits(values[even + j]);
+                      std::memcpy(out + at + j * 4, &bits, 2);
+                    }
+                    for (std::uint64_t j = 0; j < m; ++j) {
+                      const std::uint16_t bits = f32_to_bf16_bits(values[odd + j]);
+                      std::memcpy(out + at + j * 4 + 2, &bits, 2);
+                    }
+                  },
+                  r0, r1);
+            },
+            host_threads);
       } else {
         throw wrong("uint16 (bf16 bits) or float32 (rounded to nearest even)");
       }
       break;
     case Element::kF8:
       if (host.dtype == NpyDtype::kUint8) {
-        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
-          for_each_run(
-              l,
-              [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-                for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = in[i + j];
-              },
-              r0, r1);
-        });
+        over_tile_rows(
+            l,
+            [&](std::uint64_t r0, std::uint64_t r1) {
+              for_each_run(
+                  l,
+                  [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+                    for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = in[i + j];
+                  },
+                  r0, r1);
+            },
+            host_threads);
       } else if (host.dtype == NpyDtype::kFloat32) {
         const float* values = host.as_f32().data();
-        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
-          for_each_run(
-              l,
-              [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-                for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = f32_to_f8e4m3fn(values[i + j]);
-              },
-              r0, r1);
-        });
+        over_tile_rows(
+            l,
+            [&](std::uint64_t r0, std::uint64_t r1) {
+              for_each_run(
+                  l,
+                  [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+                    for (std::uint64_t j = 0; j < n; ++j) out[at + j * 4] = f32_to_f8e4m3fn(values[i + j]);
+                  },
+                  r0, r1);
+            },
+            host_threads);
       } else {
         throw wrong("uint8 (float8_e4m3fn codes) or float32");
       }
@@ -249,7 +263,8 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
   return device;
 }
 
-NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits) {
+NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits,
+                     bool host_threads) {
   const Layout l = layout_of(binding);
   const std::uint64_t n_elements = l.count;
   NpyArray result;
@@ -271,62 +286,71 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
       result.data.resize(n_elements * (raw_bits ? 2 : 4));
       std::uint8_t* const out = result.data.data();
       if (!raw_bits) {
-        over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
-          for_each_row_pair(
-              l,
-              [&](std::uint64_t at, std::uint64_t even, std::uint64_t n, std::uint64_t odd, std::uint64_t m) {
-                if (n == 128 && m == 128) {
-                  std::array<std::uint32_t, 128> words;
-                  std::array<std::uint32_t, 128> e;
-                  std::array<std::uint32_t, 128> o;
-                  std::memcpy(words.data(), in + at, sizeof words);
-                  unpack_bf16_pair(words.data(), e.data(), o.data());
-                  std::memcpy(out + even * 4, e.data(), sizeof e);
-                  std::memcpy(out + odd * 4, o.data(), sizeof o);
-                  return;
-                }
-                for (std::uint64_t j = 0; j < n + m; ++j) {
-                  const bool high = j >= n;
-                  std::uint16_t bits = 0;
-                  std::memcpy(&bits, in + at + (high ? j - n : j) * 4 + (high ? 2 : 0), 2);
-                  const float v = bf16_bits_to_f32(bits);
-                  std::memcpy(out + (high ? odd + j - n : even + j) * 4, &v, 4);
-                }
-              },
-              r0, r1);
-        });
+        over_tile_rows(
+            l,
+            [&](std::uint64_t r0, std::uint64_t r1) {
+              for_each_row_pair(
+                  l,
+                  [&](std::uint64_t at, std::uint64_t even, std::uint64_t n, std::uint64_t odd, std::uint64_t m) {
+                    if (n == 128 && m == 128) {
+                      std::array<std::uint32_t, 128> words;
+                      std::array<std::uint32_t, 128> e;
+                      std::array<std::uint32_t, 128> o;
+                      std::memcpy(words.data(), in + at, sizeof words);
+                      unpack_bf16_pair(words.data(), e.data(), o.data());
+                      std::memcpy(out + even * 4, e.data(), sizeof e);
+                      std::memcpy(out + odd * 4, o.data(), sizeof o);
+                      return;
+                    }
+                    for (std::uint64_t j = 0; j < n + m; ++j) {
+                      const bool high = j >= n;
+                      std::uint16_t bits = 0;
+                      std::memcpy(&bits, in + at + (high ? j - n : j) * 4 + (high ? 2 : 0), 2);
+                      const float v = bf16_bits_to_f32(bits);
+                      std::memcpy(out + (high ? odd + j - n : even + j) * 4, &v, 4);
+                    }
+                  },
+                  r0, r1);
+            },
+            host_threads);
         break;
       }
-      over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
-        for_each_run(
-            l,
-            [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-              for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + (i + j) * 2, in + at + j * 4, 2);
-            },
-            r0, r1);
-      });
+      over_tile_rows(
+          l,
+          [&](std::uint64_t r0, std::uint64_t r1) {
+            for_each_run(
+                l,
+                [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+                  for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + (i + j) * 2, in + at + j * 4, 2);
+                },
+                r0, r1);
+          },
+          host_threads);
       break;
     }
     case Element::kF8: {
       result.dtype = raw_bits ? NpyDtype::kUint8 : NpyDtype::kFloat32;
       result.data.resize(n_elements * (raw_bits ? 1 : 4));
       std::uint8_t* const out = result.data.data();
-      over_tile_rows(l, [&](std::uint64_t r0, std::uint64_t r1) {
-        for_each_run(
-            l,
-            [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-              for (std::uint64_t j = 0; j < n; ++j) {
-                const std::uint8_t code = in[at + j * 4];
-                if (raw_bits) {
-                  out[i + j] = code;
-                } else {
-                  const float v = f8e4m3fn_to_f32(code);
-                  std::memcpy(out + (i + j) * 4, &v, 4);
-                }
-              }
-            },
-            r0, r1);
-      });
+      over_tile_rows(
+          l,
+          [&](std::uint64_t r0, std::uint64_t r1) {
+            for_each_run(
+                l,
+                [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+                  for (std::uint64_t j = 0; j < n; ++j) {
+                    const std::uint8_t code = in[at + j * 4];
+                    if (raw_bits) {
+                      out[i + j] = code;
+                    } else {
+                      const float v = f8e4m3fn_to_f32(code);
+                      std::memcpy(out + (i + j) * 4, &v, 4);
+                    }
+                  }
+                },
+                r0, r1);
+          },
+          host_threads);
       break;
     }
   }

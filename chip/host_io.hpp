@@ -26,11 +26,16 @@ std::uint64_t device_bytes(const OperandBinding& binding);
 
 // Checks dtype and shape against the binding and converts; throws
 // std::invalid_argument with a message naming the operand on a mismatch.
-std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArray& host, const std::string& origin);
+// Large arrays convert on the host threads (common/host_pool.hpp) unless
+// `host_threads` is false (timing-only runs leave the pool alone); the bytes
+// are the same either way.
+std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArray& host, const std::string& origin,
+                                    bool host_threads = true);
 
 // Converts device bytes back; bf16/f8 come back as float32 values unless
-// `raw_bits` (then uint16 / uint8 codes).
-NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits);
+// `raw_bits` (then uint16 / uint8 codes). Host threads as for to_device.
+NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits,
+                     bool host_threads = true);
 
 // A 2-D array stored transposed (layout {0,1}): the host array with its axes
 // swapped, and the binding describing that stored shape.

@@ -133,8 +133,9 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
     }
     if (const auto in = inputs.find(name); in != inputs.end()) {
       const std::string origin = request.input_origins.count(name) != 0U ? request.input_origins.at(name) : name;
-      device_data[name] = transposed ? to_device(layout, transpose_2d(*in->second), origin)
-                                     : to_device(layout, *in->second, origin);  // no copy of the array
+      const bool threads = request.options.compute_numerics;
+      device_data[name] = transposed ? to_device(layout, transpose_2d(*in->second), origin, threads)
+                                     : to_device(layout, *in->second, origin, threads);  // no copy of the array
     }
   }
 

@@ -26,6 +26,7 @@ inline void cpu_relax() {
 
 std::atomic<unsigned> g_override{0};
 std::atomic<bool> g_forked{false};
+std::atomic<bool> g_started{false};
 
 unsigned environment_threads() {
   static const unsigned threads = [] {
@@ -46,6 +47,7 @@ class Pool {
   static Pool& get() {
     static Pool* pool = [] {
       pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); });
+      g_started.store(true);
       return new Pool;
     }();
     return *pool;
@@ -159,6 +161,10 @@ unsigned host_threads() {
   if (g_forked.load(std::memory_order_relaxed)) return 1;
   const unsigned o = g_override.load(std::memory_order_relaxed);
   return o != 0 ? o : environment_threads();
+}
+
+bool host_pool_started() {
+  return g_started.load();
 }
 
 void set_host_threads(unsigned threads) {

@@ -35,6 +35,9 @@ unsigned host_threads();
 // idle workers sleep.
 void set_host_threads(unsigned threads);
 
+// Whether the pool exists (some work was queued since the process started).
+bool host_pool_started();
+
 // Queues `task` (its `run` set) for a worker. Only when host_threads() > 1.
 void submit_host_task(HostTask& task);
 // Returns true once `task` is done, running queued tasks on this thread

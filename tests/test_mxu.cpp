@@ -501,3 +501,19 @@ TEST_CASE("mxu kernels: every kernel latches the same weight tile", "[mxu][kerne
     }
   }
 }
+
+TEST_CASE("mxu host threads: timing-only units leave the host pool alone", "[mxu][threads]") {
+  const bool started_before = host_pool_started();
+  set_host_threads(4);
+  Mxu m(128, 64, MxuTiming{8, 1, 0, 264});
+  m.compute_numerics = false;
+  for (int p = 0; p < 16; ++p) REQUIRE_FALSE(m.push_weights(filled(1.0F), false, 0));
+  for (int i = 0; i < 40; ++i) REQUIRE_FALSE(m.matmul(filled(1.0F), nullptr, i == 0, 0));
+  while (m.queued() > 0) CHECK(m.pop().f32(5) == 0.0F);
+  if (started_before) {
+    WARN("the pool was started by an earlier test in this process; not checked");
+  } else {
+    CHECK_FALSE(host_pool_started());
+  }
+  set_host_threads(0);
+}

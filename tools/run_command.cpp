@@ -329,7 +329,7 @@ int run_command(const std::vector<std::string>& args) {
     request.options.strict = vm->count("strict") != 0U;
     request.options.compute_numerics = vm->count("no-data") == 0U;
     request.quantum_cycles = std::max<std::uint64_t>(1, (*vm)["quantum"].as<std::uint64_t>());
-    NpyPrefetch files(npy_files(*vm));
+    NpyPrefetch files(vm->count("no-data") == 0U ? npy_files(*vm) : std::vector<std::string>{});
     if (vm->count("in") != 0U) {
       for (const auto& text : (*vm)["in"].as<std::vector<std::string>>()) {
         const auto b = parse_binding(text);
@@ -428,7 +428,10 @@ int run_command(const std::vector<std::string>& args) {
     const auto key = std::make_pair(b.index, raw_bits);
     auto it = host_outputs.find(key);
     if (it == host_outputs.end())
-      it = host_outputs.emplace(key, chip::from_device(b, summary.result.output_bytes.at(b.index), raw_bits)).first;
+      it = host_outputs
+               .emplace(key, chip::from_device(b, summary.result.output_bytes.at(b.index), raw_bits,
+                                               request.options.compute_numerics))
+               .first;
     return it->second;
   };
   if (!summary.result.fault) {
