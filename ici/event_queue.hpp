@@ -1,15 +1,23 @@
-// A time-ordered event queue for the network's plain-C++ event loop: a 4-ary
-// min-heap of 16-byte nodes (time, sequence and payload slot), the payloads
-// kept apart in a slab, so a pod's many in-flight packets sift through few
-// cache lines.
+// A time-ordered event queue for the network's plain-C++ event loop: a
+// timing wheel of one-cycle buckets for the next kWheelCycles cycles (a push
+// is an append), a 4-ary min-heap for the bucket being drained, and an
+// overflow heap for events further ahead. Heap nodes are 16 bytes (time,
+// sequence and payload slot), the payloads kept apart in a slab.
 //
 // Contract: events leave in (time, push order) order - equal times in the
 // order they were pushed - exactly as a std::priority_queue over (time, a
-// push counter) would give them. At most 2^24 events may be pending at once
-// and 2^40 pushed in all (std::length_error beyond).
+// push counter) would give them, for any push times (the wheel assumes but
+// does not need that pushes are not earlier than the last pop). Times are
+// cycles >= 0. At most 2^24 events may be pending at once and 2^40 pushed in
+// all (std::length_error beyond).
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -18,13 +26,53 @@ namespace tpuemu::ici {
 template <typename Payload>
 class EventQueue {
  public:
-  [[nodiscard]] bool empty() const { return heap_.empty(); }
-  [[nodiscard]] std::size_t size() const { return heap_.size(); }
-  // Contract for top_time/top/pop: !empty().
-  [[nodiscard]] double top_time() const { return heap_.front().time; }
-  [[nodiscard]] const Payload& top() const { return payloads_[heap_.front().key & kSlotMask]; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+  // Contract for top_time/top/pop: !empty(). The earliest event is always in
+  // the near heap (invariant restored by push and pop).
+  [[nodiscard]] double top_time() const { return near_.front().time; }
+  [[nodiscard]] const Payload& top() const { return payloads_[near_.front().key & kSlotMask]; }
 
   void push(double time, const Payload& payload) {
+    const Node node{time, next_key(payload)};
+    const std::uint64_t bucket = bucket_of(time);
+    if (size_ == 0) current_ = bucket;  // an empty queue starts its window here
+    ++size_;
+    if (bucket <= current_) {
+      heap_push(near_, node);
+    } else if (bucket - current_ < kWheelCycles) {
+      const std::size_t index = bucket & (kWheelCycles - 1);
+      wheel_[index].push_back(node);
+      occupied_[index / 64] |= std::uint64_t{1} << (index % 64);
+    } else {
+      heap_push(far_, node);
+    }
+  }
+
+  void pop() {
+    free_.push_back(static_cast<std::uint32_t>(near_.front().key & kSlotMask));
+    heap_pop(near_);
+    --size_;
+    if (near_.empty() && size_ > 0) refill();
+  }
+
+ private:
+  static constexpr std::size_t kArity = 4;
+  static constexpr unsigned kSlotBits = 24;
+  static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
+  static constexpr std::uint64_t kWheelCycles = 4096;  // a power of two
+  struct Node {
+    double time;
+    std::uint64_t key;  // push sequence << kSlotBits | payload slot
+  };
+  // Sequences are unique, so the slot bits never decide.
+  static bool before(const Node& a, const Node& b) { return a.time != b.time ? a.time < b.time : a.key < b.key; }
+  static std::uint64_t bucket_of(double time) {
+    constexpr double kLast = 4.0e18;  // far beyond any run; keeps the conversion defined
+    return time > 0 ? static_cast<std::uint64_t>(std::floor(std::min(time, kLast))) : 0;
+  }
+
+  std::uint64_t next_key(const Payload& payload) {
     std::uint64_t slot = 0;
     if (!free_.empty()) {
       slot = free_.back();
@@ -36,23 +84,25 @@ class EventQueue {
       payloads_.push_back(payload);
     }
     if (sequence_ >> (64 - kSlotBits) != 0) throw std::length_error("network event queue: more than 2^40 events");
-    const Node node{time, sequence_++ << kSlotBits | slot};
-    std::size_t i = heap_.size();
-    heap_.push_back(node);
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / kArity;
-      if (!before(node, heap_[parent])) break;
-      heap_[i] = heap_[parent];
-      i = parent;
-    }
-    heap_[i] = node;
+    return sequence_++ << kSlotBits | slot;
   }
 
-  void pop() {
-    free_.push_back(static_cast<std::uint32_t>(heap_.front().key & kSlotMask));
-    const Node last = heap_.back();
-    heap_.pop_back();
-    const std::size_t n = heap_.size();
+  static void heap_push(std::vector<Node>& heap, const Node& node) {
+    std::size_t i = heap.size();
+    heap.push_back(node);
+    while (i > 0) {
+      const std::size_t parent = (i - 1) / kArity;
+      if (!before(node, heap[parent])) break;
+      heap[i] = heap[parent];
+      i = parent;
+    }
+    heap[i] = node;
+  }
+
+  static void heap_pop(std::vector<Node>& heap) {
+    const Node last = heap.back();
+    heap.pop_back();
+    const std::size_t n = heap.size();
     if (n == 0) return;
     std::size_t i = 0;
     for (;;) {
@@ -61,27 +111,58 @@ class EventQueue {
       std::size_t best = first;
       const std::size_t end = first + kArity < n ? first + kArity : n;
       for (std::size_t c = first + 1; c < end; ++c) {
-        if (before(heap_[c], heap_[best])) best = c;
+        if (before(heap[c], heap[best])) best = c;
       }
-      if (!before(heap_[best], last)) break;
-      heap_[i] = heap_[best];
+      if (!before(heap[best], last)) break;
+      heap[i] = heap[best];
       i = best;
     }
-    heap_[i] = last;
+    heap[i] = last;
   }
 
- private:
-  static constexpr std::size_t kArity = 4;
-  static constexpr unsigned kSlotBits = 24;
-  static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
-  struct Node {
-    double time;
-    std::uint64_t key;  // push sequence << kSlotBits | payload slot
-  };
-  // Sequences are unique, so the slot bits never decide.
-  static bool before(const Node& a, const Node& b) { return a.time != b.time ? a.time < b.time : a.key < b.key; }
+  // The near heap ran dry: move the window to the earliest bucket that holds
+  // an event (in the wheel or, if earlier, the overflow heap) and drain it
+  // into the near heap.
+  void refill() {
+    std::uint64_t next = UINT64_MAX;
+    if (const auto offset = next_occupied()) next = current_ + *offset;
+    if (!far_.empty()) next = std::min(next, bucket_of(far_.front().time));
+    current_ = next;
+    std::vector<Node>& bucket = wheel_[next & (kWheelCycles - 1)];
+    const std::size_t index = next & (kWheelCycles - 1);
+    if ((occupied_[index / 64] >> (index % 64) & 1U) != 0) {
+      for (const Node& n : bucket) heap_push(near_, n);
+      bucket.clear();
+      occupied_[index / 64] &= ~(std::uint64_t{1} << (index % 64));
+    }
+    while (!far_.empty() && bucket_of(far_.front().time) <= current_) {
+      heap_push(near_, far_.front());
+      heap_pop(far_);
+    }
+  }
 
-  std::vector<Node> heap_;
+  // Offset (1..kWheelCycles-1) from current_ of the first occupied bucket.
+  [[nodiscard]] std::optional<std::uint64_t> next_occupied() const {
+    for (std::uint64_t offset = 1; offset < kWheelCycles;) {
+      const std::uint64_t index = (current_ + offset) & (kWheelCycles - 1);
+      const std::uint64_t word = occupied_[index / 64] >> (index % 64);
+      if (word != 0) {
+        const auto skip = static_cast<std::uint64_t>(std::countr_zero(word));
+        if (offset + skip < kWheelCycles) return offset + skip;
+        return std::nullopt;
+      }
+      offset += 64 - index % 64;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<Node> near_;  // events of buckets <= current_
+  std::array<std::vector<Node>, kWheelCycles>
+      wheel_;  // bucket b at b % kWheelCycles, current_ < b < current_ + kWheelCycles
+  std::array<std::uint64_t, kWheelCycles / 64> occupied_{};
+  std::vector<Node> far_;  // buckets >= current_ + kWheelCycles when pushed
+  std::uint64_t current_ = 0;
+  std::size_t size_ = 0;
   std::vector<Payload> payloads_;
   std::vector<std::uint32_t> free_;
   std::uint64_t sequence_ = 0;

@@ -61,6 +61,8 @@ bool DmaPort::serve_one() {
 }
 
 void DmaPort::advance_to(double cycle) {
+  // No chunk starts before the port is free: nothing to serve.
+  if (time_ >= cycle) return;
   while (!active_.empty()) {
     double next_start = time_;
     bool any_ready = false;
