@@ -1,6 +1,7 @@
 // Semantics of vector loads/stores, sync flags and DMAs.
 #include <fmt/format.h>
 
+#include <bit>
 #include <cstring>
 
 #include "chip/core.hpp"
@@ -40,6 +41,11 @@ std::uint32_t flag_index(const Core& core, const ExecOp& op, std::size_t i) {
 
 // Timing-only runs move no vector data: a load or store only checks its rows.
 void check_rows(const Core& core, const VmemAccess& a) {
+  const std::uint32_t sublanes = a.mask & 0xFFU;
+  if (sublanes == 0) return;
+  // The highest enabled sublane's row is the last one: in range, all are.
+  const auto last = static_cast<std::uint64_t>(std::bit_width(sublanes) - 1);
+  if ((a.row + last * a.stride + 1) * kRowBytes <= core.vmem.size()) return;
   for (std::size_t s = 0; s < vpu::kSublanes; ++s) {
     if ((a.mask >> s & 1U) != 0) core.check_range(core.vmem, "VMEM", (a.row + s * a.stride) * kRowBytes, kRowBytes);
   }
