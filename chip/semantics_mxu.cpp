@@ -1,6 +1,9 @@
 // Semantics of the matrix units: weight pushes, multiplies, result pops.
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <memory>
+
 #include "chip/core.hpp"
 #include "chip/semantics.hpp"
 
@@ -19,11 +22,32 @@ const vpu::Vreg& vreg_operand(Core& c, const ExecOp& op, std::size_t i) {
   return c.vregs[op.op->operands[i].reg.index];
 }
 
+// A copy of a register read by multiplies deferred to the host pool, shared
+// by the multiplies of one bundle that read it (the 4 units fed the same LHS):
+// within a bundle registers do not change, and (first unit's serial, register,
+// cycle) names one bundle of one core.
+const std::shared_ptr<const vpu::Vreg>& lhs_copy(const Core& c, const vpu::Vreg& lhs) {
+  struct Last {
+    std::uint64_t serial = 0;
+    const vpu::Vreg* reg = nullptr;
+    std::uint64_t cycle = 0;
+    std::shared_ptr<const vpu::Vreg> copy;
+  };
+  thread_local Last last;
+  const std::uint64_t serial = c.mxus.front().serial();
+  if (!last.copy || last.serial != serial || last.reg != &lhs || last.cycle != c.now()) {
+    last = Last{serial, &lhs, c.now(), std::make_shared<const vpu::Vreg>(lhs)};
+  }
+  return last.copy;
+}
+
 void multiply(Core& c, const ExecOp& op, bool latch, bool masked) {
   mxu::Mxu& m = unit(c, op);
   const vpu::Vmask* mask = masked ? &c.masks[op.op->operands[0].reg.index] : nullptr;
   const vpu::Vreg& lhs = vreg_operand(c, op, masked ? 1 : 0);
-  if (auto fault = m.matmul(lhs, mask, latch, c.now())) throw ProgramFault(fault->message);
+  const auto fault = m.defers_multiplies() ? m.matmul(lhs, mask, latch, c.now(), lhs_copy(c, lhs))
+                                           : m.matmul(lhs, mask, latch, c.now());
+  if (fault) throw ProgramFault(fault->message);
   c.record_mxu_flops(2ULL * vpu::kSublanes * c.chip.mxu.size * c.chip.mxu.size);
 }
 

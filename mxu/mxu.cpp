@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -26,6 +27,7 @@ constexpr std::chrono::microseconds kPatience{200};
 struct Mxu::Slot : HostTask {
   bool queued = false;
   vpu::Vreg lhs;
+  std::shared_ptr<const vpu::Vreg> shared_lhs;  // instead of `lhs` when set; released on the issuing thread
   vpu::Vmask mask;
   bool masked = false;
   std::shared_ptr<WeightTile> weights;  // copied and released on the issuing thread only
@@ -34,19 +36,33 @@ struct Mxu::Slot : HostTask {
   KernelKind kernel = KernelKind::kPortable;
   vpu::Vreg out;
 
+  [[nodiscard]] TileJob job() const {
+    return TileJob{shared_lhs ? shared_lhs.get() : &lhs, masked ? &mask : nullptr, weights.get(), used_k, size};
+  }
+  void release() {
+    weights.reset();
+    shared_lhs.reset();
+  }
   static void compute(HostTask& task) {
     auto& s = static_cast<Slot&>(task);
-    const TileJob job{&s.lhs, s.masked ? &s.mask : nullptr, s.weights.get(), s.used_k, s.size};
-    multiply_tile(s.kernel, job, s.out);
+    multiply_tile(s.kernel, s.job(), s.out);
   }
 };
+
+namespace {
+std::atomic<std::uint64_t> g_next_serial{0};
+}  // namespace
 
 void Mxu::SlotDeleter::operator()(Slot* slot) const {
   delete slot;
 }
 
 Mxu::Mxu(std::uint32_t size, std::uint32_t fifo_depth, MxuTiming timing)
-    : size_(size), fifo_depth_(fifo_depth), timing_(timing), kernel_(default_kernel()) {
+    : serial_(g_next_serial.fetch_add(1, std::memory_order_relaxed)),
+      size_(size),
+      fifo_depth_(fifo_depth),
+      timing_(timing),
+      kernel_(default_kernel()) {
   if (size == 0 || size > kLanes) {
     throw std::invalid_argument(
         fmt::format("MXU size {} is outside 1..{} (the vreg lanes it is wired to)", size, kLanes));
@@ -69,7 +85,7 @@ void Mxu::wait_all() {
 void Mxu::recycle_drained() {
   for (std::size_t i = 0; i < draining_slots_.size();) {
     if (draining_slots_[i]->done()) {
-      draining_slots_[i]->weights.reset();
+      draining_slots_[i]->release();
       spare_slots_.push_back(std::move(draining_slots_[i]));
       draining_slots_[i] = std::move(draining_slots_.back());
       draining_slots_.pop_back();
@@ -127,8 +143,17 @@ void Mxu::latch() {
   staged_.clear();
 }
 
+bool Mxu::defers_multiplies() const {
+  return backend_ == nullptr && compute_numerics && host_threads() > 1;
+}
+
 std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch_first,
                                     std::uint64_t cycle) {
+  return matmul(lhs, k_mask, latch_first, cycle, nullptr);
+}
+
+std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch_first,
+                                    std::uint64_t cycle, const std::shared_ptr<const vpu::Vreg>& lhs_copy) {
   if (backend_ != nullptr && k_mask != nullptr) {
     return MxuFault{
         fmt::format("{} has no K mask: masked multiplies (vmatmul.msk) run only on the C++ MXU "
@@ -172,7 +197,11 @@ std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_ma
     Slot& s = *r.slot;
     s.queued = host_threads() > 1;
     if (s.queued) {
-      s.lhs = lhs;
+      if (lhs_copy) {
+        s.shared_lhs = lhs_copy;
+      } else {
+        s.lhs = lhs;
+      }
       s.masked = k_mask != nullptr;
       if (k_mask != nullptr) s.mask = *k_mask;
       s.weights = weights_;
@@ -212,11 +241,11 @@ void Mxu::pop_into(vpu::Vreg& out) {
     if (!draining_slots_.empty()) recycle_drained();
     if (wait_host_task(s, kPatience)) {
       out = s.out;
-      s.weights.reset();
+      s.release();
       spare_slots_.push_back(std::move(r.slot));
     } else {
       // The worker computing it stalled: the same inputs give the same bits here.
-      multiply_tile(s.kernel, TileJob{&s.lhs, s.masked ? &s.mask : nullptr, s.weights.get(), s.used_k, s.size}, out);
+      multiply_tile(s.kernel, s.job(), out);
       draining_slots_.push_back(std::move(r.slot));
     }
   }

@@ -111,6 +111,15 @@ class Mxu {
   // Returns a fault if the weights do not cover every K lane used, or no
   // weights are active.
   std::optional<MxuFault> matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch, std::uint64_t cycle);
+  // The same; a multiply deferred to the host pool then holds `lhs_copy` (a
+  // snapshot equal to `lhs` that nothing changes) instead of copying `lhs`,
+  // so units multiplying one register in one bundle share one copy.
+  std::optional<MxuFault> matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch, std::uint64_t cycle,
+                                 const std::shared_ptr<const vpu::Vreg>& lhs_copy);
+  // Whether multiplies issued now are deferred to the host pool.
+  [[nodiscard]] bool defers_multiplies() const;
+  // Unique per unit constructed in this process (kept when moved).
+  [[nodiscard]] std::uint64_t serial() const { return serial_; }
   // When the oldest result can be popped: its ready cycle, or (with a
   // backend still computing it) `now + 1`, to ask again then; nullopt when
   // no multiply is queued.
@@ -156,6 +165,7 @@ class Mxu {
   void wait_all();
   void recycle_drained();
 
+  std::uint64_t serial_;
   std::uint32_t size_;
   std::uint32_t fifo_depth_;
   MxuTiming timing_;

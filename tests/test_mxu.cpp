@@ -517,3 +517,42 @@ TEST_CASE("mxu host threads: timing-only units leave the host pool alone", "[mxu
   }
   set_host_threads(0);
 }
+
+TEST_CASE("mxu host threads: units sharing one LHS copy give the bits of separate copies", "[mxu][threads]") {
+  std::mt19937 rng(15);
+  std::vector<vpu::Vreg> weights;
+  for (int p = 0; p < 64; ++p) weights.push_back(random_lhs(Values::kUnit, rng));
+  std::vector<vpu::Vreg> lhs;
+  for (int i = 0; i < 24; ++i) lhs.push_back(random_lhs(i % 5 == 4 ? Values::kEdge : Values::kF32, rng));
+  const auto run = [&](unsigned threads, bool share) {
+    set_host_threads(threads);
+    std::vector<Mxu> units;
+    units.reserve(4);
+    for (int u = 0; u < 4; ++u) units.emplace_back(128, 64, MxuTiming{8, 1, 0, 264});
+    for (int u = 0; u < 4; ++u) {
+      for (int p = 0; p < 16; ++p) REQUIRE_FALSE(units[u].push_weights(weights[u * 16 + p], false, 0));
+    }
+    std::vector<std::uint32_t> words;
+    for (std::size_t i = 0; i < lhs.size(); ++i) {
+      vpu::Vreg reg = lhs[i];
+      const auto copy = std::make_shared<const vpu::Vreg>(reg);
+      for (auto& m : units) {
+        REQUIRE(m.defers_multiplies() == (threads > 1));
+        const auto fault = share ? m.matmul(reg, nullptr, i == 0, i, copy) : m.matmul(reg, nullptr, i == 0, i);
+        REQUIRE_FALSE(fault);
+      }
+      reg.words.fill(0x7FC0'0000);  // the register changes after the bundle: the copy holds
+    }
+    for (auto& m : units) {
+      while (m.queued() > 0) {
+        const vpu::Vreg v = m.pop();
+        words.insert(words.end(), v.words.begin(), v.words.end());
+      }
+    }
+    return words;
+  };
+  const auto reference = run(1, false);
+  CHECK(run(3, true) == reference);
+  CHECK(run(2, false) == reference);
+  set_host_threads(0);
+}
