@@ -1,7 +1,8 @@
 // The AVX2+FMA tile kernel (mxu/matmul_kernel.hpp). Only the functions marked
-// TPUEMU_AVX2 use AVX2 instructions, and they have internal linkage, so the
-// rest of the build stays generic x86-64; multiply_tile calls them only where
-// the CPU has AVX2 and FMA.
+// TPUEMU_AVX2 (a GCC/Clang target attribute, not a file-wide -mavx2) contain
+// AVX2 instructions: the helpers have internal linkage, anything they inline
+// from shared headers keeps its generic out-of-line copy, and the two entry
+// points run only where kernel_available() found AVX2 and FMA.
 #include "mxu/matmul_kernel.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
