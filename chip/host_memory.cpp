@@ -12,7 +12,9 @@ namespace tpuemu::chip {
 namespace {
 
 std::string gib(std::uint64_t bytes) {
-  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1ULL << 30));
+  const auto b = static_cast<double>(bytes);
+  return bytes >= (1ULL << 30) ? fmt::format("{:.2f} GiB", b / (1ULL << 30))
+                               : fmt::format("{:.1f} MiB", b / (1ULL << 20));
 }
 
 // "12G", "512M", "1073741824": nullopt when malformed.

@@ -5,8 +5,9 @@
 // The estimate: every chip and TensorCore costs a fixed amount while idle
 // (measured: ~47 KiB per TensorCore of v5p 16x16x16, shared state included),
 // plus, with numerics, the data the run touches: the HBM buffers of every
-// chip, the copies of outputs read back, and the VMEM a program allocates on
-// each core. Timing-only runs touch no bulk data.
+// chip, the copies of outputs read back, the VMEM a program allocates on
+// each core and, if a program multiplies, every MXU's weight tile.
+// Timing-only runs touch no bulk data.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,8 @@ namespace tpuemu::chip {
 
 inline constexpr std::uint64_t kHostBytesPerCore = 64 * 1024;  // above the measured idle cost
 inline constexpr std::uint64_t kHostBytesPerChip = 32 * 1024;  // network links, HBM page table, SystemC module
+// An MXU computing with numerics: its weight tile, allocated at the first latch.
+inline constexpr std::uint64_t kHostBytesPerMxuTile = 128 * 1024;
 
 struct HostMemoryEstimate {
   std::uint64_t chips = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <unordered_map>
@@ -295,6 +296,11 @@ PodResult run_pod(const PodRequest& request) {
       }
     }
     data_bytes += std::min(vmem_per_core, request.chip.vmem.size_bytes) * request.chip.tensorcores_per_chip;
+    // An MXU that multiplies with numerics holds its weight tile (and, with host threads, briefly older ones).
+    const bool uses_mxu = std::any_of(execs.begin(), execs.end(), [](const ExecProgram& e) {
+      return std::any_of(e.ops.begin(), e.ops.end(), [](const ExecOp& op) { return op.info->slot == SlotClass::kMxu; });
+    });
+    if (uses_mxu) data_bytes += kHostBytesPerMxuTile * request.chip.mxu.count * request.chip.tensorcores_per_chip;
   }
   check_host_memory(
       estimate_pod_host_memory(request.topology.chip_count(), request.chip.tensorcores_per_chip, data_bytes),
