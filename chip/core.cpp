@@ -145,13 +145,13 @@ vpu::Vmask& Core::stage_mask(const ExecOp& op) {
   return slot.second;
 }
 
-std::uint8_t* Core::stage_vmem_write(const ExecOp& /*op*/, std::uint64_t address, std::uint64_t bytes) {
+std::uint8_t* Core::stage_vmem_write(const ExecOp& /*op*/, std::uint64_t address, std::uint64_t bytes, bool whole) {
   check_range(vmem, "VMEM", address, bytes);
   if (staged_store_count_ == staged_stores_.size()) staged_stores_.emplace_back();
   auto& s = staged_stores_[staged_store_count_++];
   s.address = address;
   s.bytes.resize(bytes);
-  std::memcpy(s.bytes.data(), vmem.data(address), bytes);  // keep bytes a masked store does not write
+  if (!whole) std::memcpy(s.bytes.data(), vmem.data(address), bytes);  // keep bytes a masked store does not write
   return s.bytes.data();
 }
 

@@ -217,8 +217,10 @@ class Core {
   // values read back into scalars (vpush) could notice.
   vpu::Vreg& stage_vreg(const ExecOp& op);
   vpu::Vmask& stage_mask(const ExecOp& op);
-  // Stages a VMEM write of `bytes` at byte address `address` (checked).
-  std::uint8_t* stage_vmem_write(const ExecOp& op, std::uint64_t address, std::uint64_t bytes);
+  // Stages a VMEM write of `bytes` at byte address `address` (checked). The
+  // buffer starts as the bytes there now (a masked store keeps what it does
+  // not write), or undefined when `whole` (the caller writes every byte).
+  std::uint8_t* stage_vmem_write(const ExecOp& op, std::uint64_t address, std::uint64_t bytes, bool whole = false);
   void set_stall_cause(StallCause c) { ready_cause_ = c; }
   void record_mxu_flops(std::uint64_t f) { stats_.mxu_flops += f; }
   void record_vpu_flops(std::uint64_t f) { stats_.vpu_flops += f; }

@@ -67,13 +67,13 @@ void store(Core& core, const ExecOp& op, const vpu::Vmask* element_mask, std::si
   const vpu::Vreg& v = core.vregs[op.op->operands[source_operand].reg.index];
   if (element_mask == nullptr && a.stride == 1 && a.mask == 0xFF && core.vmem.in_range(a.row * kRowBytes, kVregBytes)) {
     // Eight consecutive rows, all written: one staged write.
-    std::memcpy(core.stage_vmem_write(op, a.row * kRowBytes, kVregBytes), v.words.data(), kVregBytes);
+    std::memcpy(core.stage_vmem_write(op, a.row * kRowBytes, kVregBytes, true), v.words.data(), kVregBytes);
     return;
   }
   for (std::size_t s = 0; s < vpu::kSublanes; ++s) {
     if ((a.mask >> s & 1U) == 0) continue;
     const std::uint64_t address = (a.row + s * a.stride) * kRowBytes;
-    std::uint8_t* out = core.stage_vmem_write(op, address, kRowBytes);
+    std::uint8_t* out = core.stage_vmem_write(op, address, kRowBytes, element_mask == nullptr);
     if (element_mask == nullptr) {
       std::memcpy(out, &v.words[s * vpu::kLanes], kRowBytes);
     } else {
