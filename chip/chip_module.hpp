@@ -44,7 +44,7 @@ class ChipModule : public sc_core::sc_module {
   };
   std::vector<std::vector<StepEnd>> step_ends;
   // Cores that wait for something only another chip can do (Core::kBlocked),
-  // and the events that wake them (notified by the pod on every delivery).
+  // and the events that wake them (notified by wake_core).
   std::vector<bool> blocked;
   // After a delivery to core `index`: wakes it if it is blocked on what the
   // delivery may have made possible (a waiting core costs nothing until then).

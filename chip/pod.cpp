@@ -283,7 +283,7 @@ PodResult run_pod(const PodRequest& request) {
     }
   }
 
-  // 1. The pod must fit the host before anything is built.
+  // The pod must fit the host before anything is built.
   std::uint64_t data_bytes = 0;
   if (request.options.compute_numerics) {
     for (const auto& [name, buf] : buffers) {
