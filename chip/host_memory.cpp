@@ -7,6 +7,7 @@
 #include <string>
 
 #include "chip/fault.hpp"
+#include "common/parse_number.hpp"
 
 namespace tpuemu::chip {
 namespace {
@@ -15,34 +16,6 @@ std::string gib(std::uint64_t bytes) {
   const auto b = static_cast<double>(bytes);
   return bytes >= (1ULL << 30) ? fmt::format("{:.2f} GiB", b / (1ULL << 30))
                                : fmt::format("{:.1f} MiB", b / (1ULL << 20));
-}
-
-// "12G", "512M", "1073741824": nullopt when malformed.
-std::optional<std::uint64_t> parse_bytes(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  std::size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    if (text.front() == '-') return std::nullopt;
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  const std::string suffix = text.substr(used);
-  unsigned shift = 0;
-  if (suffix == "K") {
-    shift = 10;
-  } else if (suffix == "M") {
-    shift = 20;
-  } else if (suffix == "G") {
-    shift = 30;
-  } else if (suffix == "T") {
-    shift = 40;
-  } else if (!suffix.empty()) {
-    return std::nullopt;
-  }
-  if (shift > 0 && value > (UINT64_MAX >> shift)) return std::nullopt;
-  return static_cast<std::uint64_t>(value) << shift;
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+
+#include "common/parse_number.hpp"
 #include <vector>
 
 namespace tpuemu {
@@ -31,9 +33,8 @@ std::atomic<bool> g_started{false};
 unsigned environment_threads() {
   static const unsigned threads = [] {
     if (const char* env = std::getenv("TPUEMU_HOST_THREADS")) {
-      char* end = nullptr;
-      const unsigned long n = std::strtoul(env, &end, 10);
-      if (end != env && *end == '\0' && n >= 1) return static_cast<unsigned>(std::min<unsigned long>(n, 256));
+      const auto n = parse_unsigned(env);
+      if (n && *n >= 1) return static_cast<unsigned>(std::min<std::uint64_t>(*n, 256));
     }
     return std::max(1U, std::thread::hardware_concurrency());
   }();

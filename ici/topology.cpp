@@ -243,32 +243,44 @@ Topology make_topology(const TopologyRequest& request, const ChipConfig& chip) {
   return Topology(std::move(dims), std::move(wraps));
 }
 
-std::vector<bool> parse_wrap_axes(std::string_view text, std::size_t axis_count) {
+std::vector<std::size_t> parse_axis_list(std::string_view text, std::size_t axis_count, std::string_view option,
+                                         std::string_view expected) {
   auto fail = [&](const std::string& problem) -> TopologyError {
-    return TopologyError(fmt::format("--wrap '{}': {}", text, problem));
+    return TopologyError(fmt::format("{} '{}': {}", option, text, problem));
   };
-  const std::string expected = fmt::format("name axes like x,z (axes: {}) or 'none'", axis_list(axis_count));
+  const std::string hint = fmt::format("{} (axes: {})", expected, axis_list(axis_count));
   auto trim = [](std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
     return s;
   };
-  std::vector<bool> wraps(axis_count, false);
-  if (trim(text) == "none") return wraps;
-  if (trim(text).empty()) throw fail(fmt::format("empty; {}", expected));
+  if (trim(text).empty()) throw fail(fmt::format("empty; {}", hint));
+  std::vector<std::size_t> axes;
   for (std::size_t start = 0;;) {
     const std::size_t end = std::min(text.find(',', start), text.size());
     const std::string_view item = trim(text.substr(start, end - start));
-    if (item.empty()) throw fail(fmt::format("an axis name is missing; {}", expected));
+    if (item.empty()) throw fail(fmt::format("an axis name is missing; {}", hint));
     const std::size_t axis = item == "x" ? 0 : item == "y" ? 1 : item == "z" ? 2 : kMaxAxes;
-    if (axis == kMaxAxes) throw fail(fmt::format("unknown axis '{}'; {}", item, expected));
+    if (axis == kMaxAxes) throw fail(fmt::format("unknown axis '{}'; {}", item, hint));
     if (axis >= axis_count) {
-      throw fail(fmt::format("axis {} does not exist in a {}-axis topology; {}", item, axis_count, expected));
+      throw fail(fmt::format("axis {} does not exist in a {}-axis topology; {}", item, axis_count, hint));
     }
-    if (wraps[axis]) throw fail(fmt::format("axis {} is named twice", item));
-    wraps[axis] = true;
+    if (std::find(axes.begin(), axes.end(), axis) != axes.end()) throw fail(fmt::format("axis {} is named twice", item));
+    axes.push_back(axis);
     if (end == text.size()) break;
     start = end + 1;
+  }
+  return axes;
+}
+
+std::vector<bool> parse_wrap_axes(std::string_view text, std::size_t axis_count) {
+  std::vector<bool> wraps(axis_count, false);
+  std::string_view trimmed = text;
+  while (!trimmed.empty() && (trimmed.front() == ' ' || trimmed.front() == '\t')) trimmed.remove_prefix(1);
+  while (!trimmed.empty() && (trimmed.back() == ' ' || trimmed.back() == '\t')) trimmed.remove_suffix(1);
+  if (trimmed == "none") return wraps;
+  for (const std::size_t axis : parse_axis_list(text, axis_count, "--wrap", "name axes like x,z or 'none'")) {
+    wraps[axis] = true;
   }
   return wraps;
 }

@@ -102,6 +102,13 @@ class Topology {
 // length 1 or 2.
 Topology make_topology(const TopologyRequest& request, const ChipConfig& chip);
 
+// Parses `option`'s value, a comma-separated list of axis letters ("x,z",
+// "y"), into axis indices in the order given. Throws TopologyError naming
+// `option` (with `expected` as the hint) on an unknown letter, an axis the
+// topology does not have, a repeated axis or an empty item.
+std::vector<std::size_t> parse_axis_list(std::string_view text, std::size_t axis_count, std::string_view option,
+                                         std::string_view expected);
+
 // Parses a --wrap value into per-axis flags for a topology of `axis_count`
 // axes: a comma-separated list of axis letters ("x,z", "y") or "none".
 // Throws TopologyError on an unknown letter, an axis the topology does not

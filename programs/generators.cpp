@@ -18,6 +18,29 @@ std::uint64_t negated(std::uint64_t v) {
   return (1ULL << 32) - v;
 }
 
+// Refuses operands whose total size (rows x columns x element bytes each)
+// does not fit the chip's HBM, or 64 bits, before any text is generated.
+struct OperandShape {
+  std::uint64_t rows, cols, element_bytes;
+};
+void check_operands_fit_hbm(std::string_view what, std::initializer_list<OperandShape> operands,
+                            const ChipConfig& chip) {
+  std::uint64_t total = 0;
+  bool overflow = false;
+  for (const auto& o : operands) {
+    std::uint64_t elements = 0;
+    std::uint64_t bytes = 0;
+    overflow = overflow || __builtin_mul_overflow(o.rows, o.cols, &elements) ||
+               __builtin_mul_overflow(elements, o.element_bytes, &bytes) ||
+               __builtin_add_overflow(total, bytes, &total);
+  }
+  if (overflow || total > chip.hbm.size_bytes) {
+    throw std::invalid_argument(fmt::format("{}: the operands need {} bytes of HBM, the chip has {}", what,
+                                            overflow ? std::string("more than 2^64") : std::to_string(total),
+                                            chip.hbm.size_bytes));
+  }
+}
+
 // Matmul generator state: the fixed register plan and VMEM layout of one program.
 class MatmulGen {
  public:
@@ -61,6 +84,8 @@ class MatmulGen {
     if (s_.m == 0 || s_.k == 0 || s_.n == 0) throw std::invalid_argument("matmul: M, K and N must be positive");
     if (s_.dtype != "bf16" && s_.dtype != "f32") throw std::invalid_argument("matmul: --dtype must be bf16 or f32");
     bf16_ = s_.dtype == "bf16";
+    check_operands_fit_hbm("matmul", {{s_.m, s_.k, bf16_ ? 2U : 4U}, {s_.k, s_.n, bf16_ ? 2U : 4U}, {s_.m, s_.n, 4}},
+                           chip_);
     tile_bytes_ = bf16_ ? 2048 : 4096;
     tile_gr_ = tile_bytes_ / 32;
     g_ = ceil_div(s_.m, 8);
@@ -540,8 +565,10 @@ std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip) {
 
 std::string generate_add(const AddSpec& spec, const ChipConfig& chip) {
   if (spec.n == 0) throw std::invalid_argument("add: --n must be positive");
+  if (spec.chunk_bytes == 0) throw std::invalid_argument("add: --chunk must be positive");
+  check_operands_fit_hbm("add", {{1, spec.n, 4}, {1, spec.n, 4}, {1, spec.n, 4}}, chip);
   const std::uint64_t bytes = ceil_div(spec.n * 4, 4096) * 4096;  // device size of one operand
-  const std::uint64_t chunk = std::min<std::uint64_t>(ceil_div(spec.chunk_bytes, 4096) * 4096, bytes);
+  const std::uint64_t chunk = ceil_div(std::min(spec.chunk_bytes, bytes), 4096) * 4096;
   const std::uint64_t chunks = ceil_div(bytes, chunk);
   const std::uint64_t last = bytes - (chunks - 1) * chunk;
   if (6 * chunk > chip.vmem.size_bytes) throw std::invalid_argument("add: chunk too large for VMEM");

@@ -14,6 +14,7 @@
 #include "chip/host_memory.hpp"
 #include "chip/pod.hpp"
 #include "common/numerics.hpp"
+#include "common/parse_number.hpp"
 #include "common/units.hpp"
 #include "isa/assembler.hpp"
 #include "programs/collective_reference.hpp"
@@ -26,26 +27,10 @@ namespace {
 
 // "64K", "1G", "4096", "2MiB": K, M, G (and KiB, MiB, GiB) are powers of 1024, as in nccl-tests.
 std::uint64_t parse_size(const std::string& text) {
-  std::size_t used = 0;
-  unsigned long long value = 0;
-  try {
-    value = std::stoull(text, &used);
-  } catch (const std::exception&) {
-    throw std::invalid_argument(fmt::format("size '{}' is not a number of bytes like 65536, 64K or 1G", text));
-  }
-  const std::string suffix = text.substr(used);
-  std::uint64_t scale = 1;
-  if (suffix == "K" || suffix == "KiB") {
-    scale = 1ULL << 10;
-  } else if (suffix == "M" || suffix == "MiB") {
-    scale = 1ULL << 20;
-  } else if (suffix == "G" || suffix == "GiB") {
-    scale = 1ULL << 30;
-  } else if (!suffix.empty() && suffix != "B") {
-    throw std::invalid_argument(fmt::format("size '{}': unknown suffix '{}' (use K, M or G)", text, suffix));
-  }
-  if (value == 0) throw std::invalid_argument(fmt::format("size '{}' must be positive", text));
-  return value * scale;
+  const auto value = parse_bytes(text);
+  if (!value) throw std::invalid_argument(fmt::format("size '{}' is not a whole number of bytes like 65536, 64K or 1G", text));
+  if (*value == 0) throw std::invalid_argument(fmt::format("size '{}' must be positive", text));
+  return *value;
 }
 
 // "64K:1G" (doubling), "1M,4M", "16M".
@@ -55,7 +40,10 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text) {
     const std::uint64_t lo = parse_size(text.substr(0, colon));
     const std::uint64_t hi = parse_size(text.substr(colon + 1));
     if (hi < lo) throw std::invalid_argument(fmt::format("--sizes {}: the range ends below its start", text));
-    for (std::uint64_t s = lo; s <= hi; s *= 2) sizes.push_back(s);
+    for (std::uint64_t s = lo;; s *= 2) {
+      sizes.push_back(s);
+      if (s > hi / 2) break;  // the next doubling passes hi (or 64 bits)
+    }
     return sizes;
   }
   std::size_t start = 0;
@@ -66,21 +54,6 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text) {
     start = comma + 1;
   }
   return sizes;
-}
-
-std::vector<std::size_t> parse_axes(const std::string& text, const ici::Topology& topology) {
-  std::vector<std::size_t> axes;
-  for (char c : text) {
-    if (c == ',') continue;
-    const auto axis = static_cast<std::size_t>(c - 'x');
-    if (c < 'x' || c > 'z' || axis >= topology.axis_count()) {
-      throw std::invalid_argument(
-          fmt::format("--axes {}: '{}' is not an axis of the {} topology", text, c, topology.shape()));
-    }
-    axes.push_back(axis);
-  }
-  if (axes.empty()) throw std::invalid_argument("--axes: no axis given");
-  return axes;
 }
 
 // Deterministic input of one chip: random f32 values, or bf16 values, as device bytes.
@@ -281,7 +254,8 @@ int collective_command(const std::vector<std::string>& args) {
     spec.algorithm = (*vm)["algo"].as<std::string>();
     spec.dtype = (*vm)["dtype"].as<std::string>();
     if (vm->count("axes") != 0U) {
-      spec.axes = parse_axes((*vm)["axes"].as<std::string>(), topology);
+      spec.axes = ici::parse_axis_list((*vm)["axes"].as<std::string>(), topology.axis_count(), "--axes",
+                                        "name the participating axes like y or x,y");
     } else {
       for (std::size_t a = 0; a < topology.axis_count(); ++a) spec.axes.push_back(a);
     }

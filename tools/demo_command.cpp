@@ -29,10 +29,10 @@ namespace {
 int chip_demo(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()("m", po::value<std::uint64_t>()->default_value(2048), "rows of A and C")(
-      "k", po::value<std::uint64_t>()->default_value(2048), "columns of A, rows of B")(
-      "n", po::value<std::uint64_t>()->default_value(2048), "columns of B and C")(
-      "seed", po::value<std::uint32_t>()->default_value(1), "seed of the pseudo-random inputs")(
+  options.add_options()("m", whole_value(1)->default_value(2048), "rows of A and C")(
+      "k", whole_value(1)->default_value(2048), "columns of A, rows of B")(
+      "n", whole_value(1)->default_value(2048), "columns of B and C")(
+      "seed", whole_value(0, UINT32_MAX)->default_value(1), "seed of the pseudo-random inputs")(
       "report", po::value<std::string>(), "write the run report as JSON");
   po::positional_options_description positional;
   bool help = false;
@@ -42,7 +42,7 @@ int chip_demo(const std::vector<std::string>& args) {
   const std::uint64_t m = (*vm)["m"].as<std::uint64_t>();
   const std::uint64_t k = (*vm)["k"].as<std::uint64_t>();
   const std::uint64_t n = (*vm)["n"].as<std::uint64_t>();
-  const std::uint32_t seed = (*vm)["seed"].as<std::uint32_t>();
+  const std::uint32_t seed = static_cast<std::uint32_t>((*vm)["seed"].as<std::uint64_t>());
 
   chip::RunRequest request;
   isa::Program program;
@@ -132,11 +132,11 @@ int pod_demo(const std::vector<std::string>& args) {
   add_trace_options(options);
   add_profile_options(options);
   options.add_options()("topology", po::value<std::string>()->default_value("2x2"), "pod shape")(
-      "b", po::value<std::uint64_t>()->default_value(2048), "rows of X and Y (split over the chips)")(
-      "d", po::value<std::uint64_t>()->default_value(2048), "columns of X, rows of W (split over the chips)")(
-      "f", po::value<std::uint64_t>()->default_value(2048), "columns of W and Y")(
+      "b", whole_value(1)->default_value(2048), "rows of X and Y (split over the chips)")(
+      "d", whole_value(1)->default_value(2048), "columns of X, rows of W (split over the chips)")(
+      "f", whole_value(1)->default_value(2048), "columns of W and Y")(
       "algo", po::value<std::string>()->default_value("multi-axis"), "all-gather algorithm")(
-      "seed", po::value<std::uint32_t>()->default_value(1), "seed of the pseudo-random inputs")(
+      "seed", whole_value(0, UINT32_MAX)->default_value(1), "seed of the pseudo-random inputs")(
       "report", po::value<std::string>(), "write the pod run report as JSON")(
       "single-chip", "the single-chip demo instead (see --single-chip --help)");
   po::positional_options_description positional;
@@ -147,7 +147,7 @@ int pod_demo(const std::vector<std::string>& args) {
   const std::uint64_t b = (*vm)["b"].as<std::uint64_t>();
   const std::uint64_t d = (*vm)["d"].as<std::uint64_t>();
   const std::uint64_t f = (*vm)["f"].as<std::uint64_t>();
-  const std::uint32_t seed = (*vm)["seed"].as<std::uint32_t>();
+  const std::uint32_t seed = static_cast<std::uint32_t>((*vm)["seed"].as<std::uint64_t>());
 
   ChipConfig chip;
   ici::Topology topology{{1}, {false}};
@@ -168,6 +168,12 @@ int pod_demo(const std::vector<std::string>& args) {
           "--b {} and --d {} must split evenly over {} chips, and each chip's rows of W (d/{}) must be a multiple of "
           "16 (whole bf16 tiles)",
           b, d, n, n));
+    }
+    if (f % 128 != 0) {
+      throw std::invalid_argument(fmt::format(
+          "--f {} must be a multiple of 128: the all-gathered rows of W are the matmul's operand in device layout "
+          "(bf16 tiles of 128 columns)",
+          f));
     }
     gather.op = "all-gather";
     gather.algorithm = (*vm)["algo"].as<std::string>();

@@ -15,14 +15,14 @@ namespace tpuemu::cli {
 int gen_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()("kind", po::value<std::string>(), "matmul or add")("m", po::value<std::uint64_t>(),
+  options.add_options()("kind", po::value<std::string>(), "matmul or add")("m", whole_value(1),
                                                                            "matmul: rows of A and C")(
-      "k", po::value<std::uint64_t>(), "matmul: columns of A, rows of B")("n", po::value<std::uint64_t>(),
+      "k", whole_value(1), "matmul: columns of A, rows of B")("n", whole_value(1),
                                                                           "matmul: columns of B and C; add: elements")(
       "dtype", po::value<std::string>()->default_value("bf16"),
       "matmul: input dtype, bf16 or f32 (C is f32); f32 only (and the default) on MXUs narrower than 128")(
       "no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")(
-      "chunk", po::value<std::uint64_t>()->default_value(1 << 20), "add: bytes per DMA chunk")(
+      "chunk", whole_value(1)->default_value(1 << 20), "add: bytes per DMA chunk")(
       "inputs", po::value<std::string>(),
       "matmul: also write PREFIX.a.npy and PREFIX.b.npy (pseudo-random bf16 values in [-1, 1), seeds 7 and 8, as "
       "float32) and PREFIX.expected.npy (C as the program computes it, bit for bit; check it with run --expect)")(

@@ -4,10 +4,78 @@
 #include <fmt/ostream.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <iostream>
 #include <sstream>
 
+#include "common/parse_number.hpp"
+
 namespace tpuemu::cli {
+namespace {
+
+[[noreturn]] void refuse(const std::string& token, const std::string& expected) {
+  po::error_with_option_name error("the argument ('%value%') for option '%canonical_option%' is invalid: expected " +
+                                   expected);
+  error.set_substitute("value", token);
+  throw error;
+}
+
+const std::string& single_token(const std::vector<std::string>& tokens) {
+  if (tokens.size() != 1) throw po::validation_error(po::validation_error::multiple_values_not_allowed);
+  return tokens.front();
+}
+
+class WholeValue : public po::typed_value<std::uint64_t> {
+ public:
+  WholeValue(std::uint64_t min, std::uint64_t max) : po::typed_value<std::uint64_t>(nullptr), min_(min), max_(max) {}
+
+  void xparse(boost::any& store, const std::vector<std::string>& tokens) const override {
+    const std::string& token = single_token(tokens);
+    const auto value = parse_unsigned(token);
+    if (!value || *value < min_ || *value > max_) {
+      refuse(token, max_ == std::numeric_limits<std::uint64_t>::max()
+                        ? fmt::format("a whole number >= {}", min_)
+                        : fmt::format("a whole number from {} to {}", min_, max_));
+    }
+    store = *value;
+  }
+
+ private:
+  std::uint64_t min_;
+  std::uint64_t max_;
+};
+
+class RealValue : public po::typed_value<double> {
+ public:
+  RealValue(double min, double max) : po::typed_value<double>(nullptr), min_(min), max_(max) {}
+
+  void xparse(boost::any& store, const std::vector<std::string>& tokens) const override {
+    const std::string& token = single_token(tokens);
+    double value = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (token.empty() || ec != std::errc() || end != token.data() + token.size() || !std::isfinite(value) ||
+        value < min_ || value > max_) {
+      refuse(token, max_ == std::numeric_limits<double>::max() ? fmt::format("a finite number >= {:g}", min_)
+                                                                 : fmt::format("a number from {:g} to {:g}", min_, max_));
+    }
+    store = value;
+  }
+
+ private:
+  double min_;
+  double max_;
+};
+
+}  // namespace
+
+po::typed_value<std::uint64_t>* whole_value(std::uint64_t min, std::uint64_t max) {
+  return new WholeValue(min, max);  // owned by the option description, as po::value<T>() is
+}
+
+po::typed_value<double>* real_value(double min, double max) {
+  return new RealValue(min, max);
+}
 
 std::optional<po::variables_map> parse_options(const std::string& name, const std::string& synopsis,
                                                const std::vector<std::string>& args, po::options_description& options,

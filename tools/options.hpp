@@ -2,6 +2,8 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +22,14 @@ namespace po = boost::program_options;
 std::optional<po::variables_map> parse_options(const std::string& name, const std::string& synopsis,
                                                const std::vector<std::string>& args, po::options_description& options,
                                                const po::positional_options_description& positional, bool& help_shown);
+
+// The value of a whole-number option: digits (or 1e6-style whole numbers, see
+// common/parse_number.hpp) within [min, max]. "-1", "1.5", "12abc" and values
+// out of range are refused at parse time with the option's name and range.
+po::typed_value<std::uint64_t>* whole_value(std::uint64_t min = 0,
+                                            std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
+// The value of a real-number option: finite, within [min, max], no trailing text.
+po::typed_value<double>* real_value(double min, double max);
 
 // Adds --chip, --chip-file and --set to `options`.
 void add_chip_options(po::options_description& options);

@@ -86,9 +86,9 @@ int run_case_command(const std::vector<std::string>& args) {
       "tlp", "run the case's top-level program (with its copy-in DMAs and inlined_calls) instead of the kernel chain")(
       "row-max", po::value<std::vector<std::string>>()->composing(),
       "NAME=INPUT: the host provides buffer NAME as the row maxima of the 2-D f32 input INPUT (for a case whose notes "
-      "say to take a missing kernel's output as x.max(axis=1))")("rtol", po::value<double>()->default_value(1e-5),
+      "say to take a missing kernel's output as x.max(axis=1))")("rtol", real_value(0, std::numeric_limits<double>::max())->default_value(1e-5),
                                                                  "relative tolerance where the case is not bit-exact")(
-      "atol", po::value<double>()->default_value(1e-30), "absolute tolerance where the case is not bit-exact");
+      "atol", real_value(0, std::numeric_limits<double>::max())->default_value(1e-30), "absolute tolerance where the case is not bit-exact");
   po::positional_options_description positional;
   positional.add("case", 1);
   bool help = false;

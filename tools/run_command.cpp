@@ -284,7 +284,7 @@ int run_command(const std::vector<std::string>& args) {
       "IDX=FILE.npy: compare output operand IDX with FILE bit for bit (exit 1 if any element differs)")(
       "strict", "treat stalls on register hazards as errors (checks a compiler's schedule)")(
       "no-data", "timing only: skip MXU arithmetic and bulk data movement (same cycle counts)")(
-      "quantum", po::value<std::uint64_t>()->default_value(1000), "cycles a core may run ahead of SystemC time");
+      "quantum", whole_value(1)->default_value(1000), "cycles a core may run ahead of SystemC time");
   po::positional_options_description positional;
   positional.add("program", 1);
   bool help = false;

@@ -15,15 +15,15 @@ namespace tpuemu::cli {
 
 int systolic_command(const std::vector<std::string>& args) {
   po::options_description options("options");
-  options.add_options()("n", po::value<std::uint32_t>()->default_value(8), "array size N (a size the RTL was built for)")(
-      "rows", po::value<std::uint64_t>()->default_value(8), "LHS rows pushed through the array")(
-      "seed", po::value<std::uint32_t>()->default_value(1), "seed of the random bf16 values (small integers)")(
+  options.add_options()("n", whole_value(1, 1024)->default_value(8), "array size N (a size the RTL was built for)")(
+      "rows", whole_value(1)->default_value(8), "LHS rows pushed through the array")(
+      "seed", whole_value(0, UINT32_MAX)->default_value(1), "seed of the random bf16 values (small integers)")(
       "vcd", po::value<std::string>(), "write the array's waveform (every PE register) to this VCD file");
   po::positional_options_description positional;
   bool help = false;
   const auto vm = parse_options("systolic", "[--n 8] [--rows 8] [--vcd systolic.vcd]", args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
-  const std::uint32_t n = (*vm)["n"].as<std::uint32_t>();
+  const auto n = static_cast<std::uint32_t>((*vm)["n"].as<std::uint64_t>());
   const std::uint64_t rows = (*vm)["rows"].as<std::uint64_t>();
   std::string vcd;
   const auto sizes = mxu::rtl::built_sizes();
@@ -45,7 +45,7 @@ int systolic_command(const std::vector<std::string>& args) {
     }
   }
   // Small integers keep every product and sum exact, so a student can check a result by hand.
-  std::mt19937 rng((*vm)["seed"].as<std::uint32_t>());
+  std::mt19937 rng(static_cast<std::uint32_t>((*vm)["seed"].as<std::uint64_t>()));
   std::uniform_int_distribution<int> value(-4, 4);
   std::vector<std::uint16_t> weights(std::size_t{n} * n);
   std::vector<std::uint16_t> lhs(rows * n);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/parse_number.hpp"
 #include "ici/routing.hpp"
 #include "ici/topology.hpp"
 #include "tools/cli.hpp"
@@ -37,12 +38,16 @@ int topology_command(const std::vector<std::string>& args) {
     if (vm->count("route") != 0U) {
       const std::string text = (*vm)["route"].as<std::string>();
       const auto comma = text.find(',');
-      if (comma == std::string::npos) throw std::invalid_argument(fmt::format("--route {}: expected FROM,TO", text));
-      const ChipId from(static_cast<std::uint32_t>(std::stoul(text.substr(0, comma))));
-      const ChipId to(static_cast<std::uint32_t>(std::stoul(text.substr(comma + 1))));
-      if (!topology.contains(from) || !topology.contains(to)) {
+      const auto from_id = comma == std::string::npos ? std::nullopt : parse_unsigned(text.substr(0, comma));
+      const auto to_id = comma == std::string::npos ? std::nullopt : parse_unsigned(text.substr(comma + 1));
+      if (!from_id || !to_id) {
+        throw std::invalid_argument(fmt::format("--route {}: expected FROM,TO (two chip numbers, e.g. 0,5)", text));
+      }
+      if (*from_id >= topology.chip_count() || *to_id >= topology.chip_count()) {
         throw std::invalid_argument(fmt::format("--route {}: chips are numbered 0..{}", text, topology.chip_count() - 1));
       }
+      const ChipId from(static_cast<std::uint32_t>(*from_id));
+      const ChipId to(static_cast<std::uint32_t>(*to_id));
       const auto route = ici::routing_policy((*vm)["routing"].as<std::string>()).route(topology, from, to);
       fmt::print("route {} -> {} ({}): {} hop{}\n", from.value(), to.value(), (*vm)["routing"].as<std::string>(),
                  route.size(), route.size() == 1 ? "" : "s");

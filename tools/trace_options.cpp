@@ -8,13 +8,15 @@
 #include <cstdio>
 #include <fstream>
 
+#include "common/parse_number.hpp"
+
 namespace tpuemu::cli {
 
 void add_trace_options(po::options_description& options) {
   options.add_options()("trace", po::value<std::string>(),
                         "write a trace-viewer file (Chrome trace JSON: open in ui.perfetto.dev or chrome://tracing)")(
       "trace-window", po::value<std::string>(), "BEGIN:END cycles: keep only events in this window")(
-      "trace-max-events", po::value<std::uint64_t>()->default_value(4'000'000),
+      "trace-max-events", whole_value(1)->default_value(4'000'000),
       "stop the run with an error beyond this many trace events")(
       "trace-detail", "one event per op and bundle (default: back-to-back identical events merge)");
 }
@@ -23,7 +25,7 @@ void add_waveform_options(po::options_description& options) {
   options.add_options()("vcd", po::value<std::string>(),
                         "write waveforms (VCD, opens in GTKWave): pc, unit busy, FIFO depths, sync flags, ICI links; "
                         "runs with a one-cycle quantum, so keep programs small")(
-      "vcd-max-changes", po::value<std::uint64_t>()->default_value(20'000'000),
+      "vcd-max-changes", whole_value(1)->default_value(20'000'000),
       "stop the run with an error beyond this many value changes");
 }
 
@@ -122,13 +124,14 @@ TraceOutput trace_output(const po::variables_map& vm, double clock_hz) {
   if (vm.count("trace-window") != 0U) {
     const std::string text = vm["trace-window"].as<std::string>();
     const auto colon = text.find(':');
-    try {
-      if (colon == std::string::npos) throw std::invalid_argument("no colon");
-      options.window_begin = std::stoull(text.substr(0, colon));
-      options.window_end = std::stoull(text.substr(colon + 1));
-    } catch (const std::exception&) {
-      throw std::invalid_argument(fmt::format("--trace-window {}: expected BEGIN:END in cycles, e.g. 0:100000", text));
+    const auto begin = colon == std::string::npos ? std::nullopt : parse_unsigned(text.substr(0, colon));
+    const auto end = colon == std::string::npos ? std::nullopt : parse_unsigned(text.substr(colon + 1));
+    if (!begin || !end) {
+      throw std::invalid_argument(
+          fmt::format("--trace-window {}: expected BEGIN:END in whole cycles, e.g. 0:100000 or 0:1e6", text));
     }
+    options.window_begin = *begin;
+    options.window_end = *end;
     if (options.window_end <= options.window_begin) {
       throw std::invalid_argument(fmt::format("--trace-window {}: the window is empty", text));
     }

@@ -1,0 +1,31 @@
+# Bad inputs of the hardening sweep (issue 17), one row each: the exit code
+# documented in the README and the message the user must see. Included from
+# tests/CMakeLists.txt after tpuemu_cli_test; D is tests/data, P programs/.
+set(P ${PROJECT_SOURCE_DIR}/programs)
+set(MM ${P}/matmul_8x128.llo --in 0=${D}/run/x_8x128.npy --in 1=${D}/run/w_128x128.npy)
+
+# Numeric options: one parser, no sign, no wrap, no trailing text, ranges named.
+tpuemu_cli_test(bad.gen_add_chunk_zero 2 "tpuemu gen: the argument \\('0'\\) for option '--chunk' is invalid: expected a whole number >= 1" gen add --n 1024 --chunk 0)
+tpuemu_cli_test(bad.gen_add_chunk_negative 2 "option '--chunk' is invalid: expected a whole number >= 1" gen add --n 1024 --chunk -1)
+tpuemu_cli_test(bad.gen_add_n_negative 2 "option '--n' is invalid: expected a whole number >= 1" gen add --n -1)
+tpuemu_cli_test(bad.gen_add_beyond_hbm 2 "add: the operands need 13194139533312 bytes of HBM, the chip has 17179869184" gen add --n 1099511627776)
+tpuemu_cli_test(bad.gen_matmul_beyond_64_bits 2 "matmul: the operands need more than 2\\^64 bytes of HBM" gen matmul --m 10000000000 --k 10000000000 --n 10000000000)
+tpuemu_cli_test(bad.gen_matmul_m_negative 2 "option '--m' is invalid: expected a whole number >= 1" gen matmul --m -1 --k 128 --n 128)
+tpuemu_cli_test(bad.gen_matmul_k_negative 2 "option '--k' is invalid: expected a whole number >= 1" gen matmul --m 8 --k -128 --n 128)
+tpuemu_cli_test(bad.gen_matmul_m_trailing 2 "the argument \\('8x'\\) for option '--m' is invalid" gen matmul --m 8x --k 128 --n 128)
+tpuemu_cli_test(bad.systolic_n_negative 2 "option '--n' is invalid: expected a whole number from 1 to 1024" systolic --n -8)
+tpuemu_cli_test(bad.collective_sizes_negative 2 "size '-1' is not a whole number of bytes like 65536, 64K or 1G" collective --sizes -1)
+tpuemu_cli_test(bad.collective_piece_negative 2 "size '-32' is not a whole number of bytes" collective --piece -32)
+tpuemu_cli_test(bad.collective_sizes_overflow 2 "size '16777216T' is not a whole number of bytes" collective --sizes 16777216T)
+tpuemu_cli_test(bad.collective_axes_empty_item 2 "--axes 'x,,y': an axis name is missing" collective --topology 4x4 --axes x,,y)
+tpuemu_cli_test(bad.collective_axes_twice 2 "--axes 'x,x': axis x is named twice" collective --topology 4x4 --axes x,x)
+tpuemu_cli_test(bad.run_quantum_zero 2 "option '--quantum' is invalid: expected a whole number >= 1" run ${MM} --quantum 0)
+tpuemu_cli_test(bad.run_trace_max_events_negative 2 "option '--trace-max-events' is invalid: expected a whole number >= 1" run ${MM} --trace t.json --trace-max-events -1)
+tpuemu_cli_test(bad.run_case_rtol_negative 2 "option '--rtol' is invalid: expected a finite number >= 0" run-case ${D} --rtol -1)
+tpuemu_cli_test(bad.demo_single_chip_m_negative 2 "option '--m' is invalid: expected a whole number >= 1" demo --single-chip --m -8)
+tpuemu_cli_test(bad.demo_f_not_whole_tiles 2 "--f 5 must be a multiple of 128" demo --f 5)
+# 1e3:5e2 is 1000:500 (empty), not 1:5.
+tpuemu_cli_test(bad.trace_window_exponent 2 "--trace-window 1e3:5e2: the window is empty" run ${MM} --trace t.json --trace-window 1e3:5e2)
+tpuemu_cli_test(bad.trace_window_three_fields 2 "--trace-window 100:200:300: expected BEGIN:END in whole cycles" run ${MM} --trace t.json --trace-window 100:200:300)
+tpuemu_cli_test(bad.topology_route_letters 2 "--route a,b: expected FROM,TO \\(two chip numbers" topology 4x4 --route a,b)
+tpuemu_cli_test(bad.topology_route_three 2 "--route 0,5,7: expected FROM,TO" topology 4x4 --route 0,5,7)
