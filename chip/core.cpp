@@ -504,6 +504,12 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
       if (now_ < issue) return Status::kRunning;
     }
     if (now_ >= cycle_limit) return Status::kRunning;
+    if (now_ >= options.max_cycles) [[unlikely]] {
+      throw LocatedFault(fmt::format(
+          "{}: the run reached the cycle limit ({} cycles, --max-cycles) with this bundle still to issue; an endless "
+          "loop? A program that needs more cycles runs with a larger --max-cycles",
+          where_bundle(pc_), options.max_cycles));
+    }
     // 2. DMAs that completed by now land before the bundle reads memory.
     apply_dmas_until(now_);
     // 3. Issue.

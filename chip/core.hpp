@@ -58,6 +58,10 @@ struct ChipShared {
 struct RunOptions {
   bool strict = false;           // register hazards are faults, not stalls
   bool compute_numerics = true;  // false = timing-only (identical cycle counts)
+  // A core about to issue a bundle at this cycle (or later) faults instead,
+  // naming the bundle: an endless loop stops (the CLI's --max-cycles).
+  std::uint64_t max_cycles = kDefaultMaxCycles;
+  static constexpr std::uint64_t kDefaultMaxCycles = 100'000'000;
 };
 
 // A DMA the core issued: when it completes, its bytes land and its flag is

@@ -29,3 +29,9 @@ tpuemu_cli_test(bad.trace_window_exponent 2 "--trace-window 1e3:5e2: the window 
 tpuemu_cli_test(bad.trace_window_three_fields 2 "--trace-window 100:200:300: expected BEGIN:END in whole cycles" run ${MM} --trace t.json --trace-window 100:200:300)
 tpuemu_cli_test(bad.topology_route_letters 2 "--route a,b: expected FROM,TO \\(two chip numbers" topology 4x4 --route a,b)
 tpuemu_cli_test(bad.topology_route_three 2 "--route 0,5,7: expected FROM,TO" topology 4x4 --route 0,5,7)
+
+# Endless programs stop at the cycle limit, naming core, bundle and source line; SystemC's own chatter stays off stdout.
+tpuemu_cli_test(bad.run_endless_loop_default_limit 3 "program fault: chip 0 core 0 bundle 0x0 \\(.*endless_loop.llo:3\\): the run reached the cycle limit \\(100000000 cycles, --max-cycles\\)" run ${D}/run/endless_loop.llo)
+tpuemu_cli_test(bad.pod_endless_loop_stdout_quiet 3 "^tpuemu run: program fault: chip 0 core 0 bundle 0x0 .*cycle limit \\(100 cycles" run ${D}/run/endless_loop.llo --topology 2 --max-cycles 100)
+set_tests_properties(cli.bad.pod_endless_loop_stdout_quiet PROPERTIES ENVIRONMENT EXPECT_STDOUT_EMPTY=1)
+tpuemu_cli_test(bad.max_cycles_zero 2 "option '--max-cycles' is invalid: expected a whole number >= 1" run ${D}/run/endless_loop.llo --max-cycles 0)

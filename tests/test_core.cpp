@@ -211,3 +211,17 @@ TEST_CASE("core: timing-only mode gives the same cycle counts", "[core][timing]"
   CHECK(a.run() == b.run());
   CHECK(a.core.stats().stall_cycles == b.core.stats().stall_cycles);
 }
+
+TEST_CASE("core: the cycle limit lets the last bundle issue on time and stops it one cycle early", "[core][timing]") {
+  const char* four_bundles = "{ %s1 = smov 1 }\n{ %s2 = smov 2 }\n{ %s3 = sadd.s32 %s1, %s2 }\n{}\n";
+  RunOptions on_time;
+  on_time.max_cycles = 4;  // bundles issue at cycles 0..3
+  Harness ok(four_bundles, v5e(), on_time);
+  CHECK(ok.run() == 4);
+  RunOptions early;
+  early.max_cycles = 3;
+  Harness stopped(four_bundles, v5e(), early);
+  CHECK(stopped.fault() ==
+        "chip 0 core 0 bundle 0x3 (test.llo:4): the run reached the cycle limit (3 cycles, --max-cycles) with this "
+        "bundle still to issue; an endless loop? A program that needs more cycles runs with a larger --max-cycles");
+}

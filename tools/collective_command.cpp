@@ -93,7 +93,7 @@ struct Row {
 
 // One size in a child process (SystemC elaborates once per process).
 Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip, bool data,
-            const std::string& routing) {
+            const std::string& routing, std::uint64_t max_cycles) {
   Row row;
   row.bytes = spec.bytes;
   const auto started = std::chrono::steady_clock::now();
@@ -107,6 +107,7 @@ Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology,
   request.routing = routing;
   request.program = &program;
   request.options.compute_numerics = data;
+  request.options.max_cycles = max_cycles;
   if (data) {
     request.input = [&](std::uint32_t id, const std::string&, const chip::OperandBinding& b) {
       return b.index == 0 ? chip_input(shapes.input_bytes, bf16, id) : std::vector<std::uint8_t>{};
@@ -144,7 +145,7 @@ Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology,
 }
 
 Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,
-                     bool data, const std::string& routing) {
+                     bool data, const std::string& routing, std::uint64_t max_cycles) {
   int fds[2];
   if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
   std::fflush(stdout);
@@ -155,7 +156,7 @@ Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& 
     close(fds[0]);
     nlohmann::json j;
     try {
-      const Row r = measure(spec, topology, chip, data, routing);
+      const Row r = measure(spec, topology, chip, data, routing, max_cycles);
       rusage usage{};
       getrusage(RUSAGE_SELF, &usage);
       j = {{"bytes", r.bytes},
@@ -219,6 +220,7 @@ Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& 
 int collective_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
+  add_max_cycles_option(options);
   add_topology_options(options);
   options.add_options()("op", po::value<std::string>()->default_value("all-gather"),
                         "all-gather | reduce-scatter | all-reduce | all-to-all")(
@@ -313,7 +315,7 @@ int collective_command(const std::vector<std::string>& args) {
     spec.bytes = v;
     const programs::CollectivePrediction prediction = programs::predict_collective(spec, topology, chip);
     formula = prediction.formula;
-    const Row row = measure_in_child(spec, topology, chip, data, routing);
+    const Row row = measure_in_child(spec, topology, chip, data, routing, max_cycles(*vm));
     if (!row.ok && !row.fault.empty()) {
       fmt::print(stderr, "tpuemu collective: size {}: {}\n", v, row.fault);
       all_ok = false;

@@ -29,6 +29,7 @@ namespace {
 int chip_demo(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
+  add_max_cycles_option(options);
   options.add_options()("m", whole_value(1)->default_value(2048), "rows of A and C")(
       "k", whole_value(1)->default_value(2048), "columns of A, rows of B")(
       "n", whole_value(1)->default_value(2048), "columns of B and C")(
@@ -45,6 +46,7 @@ int chip_demo(const std::vector<std::string>& args) {
   const std::uint32_t seed = static_cast<std::uint32_t>((*vm)["seed"].as<std::uint64_t>());
 
   chip::RunRequest request;
+  request.options.max_cycles = max_cycles(*vm);
   isa::Program program;
   try {
     request.chip = load_chip(chip_request(*vm));
@@ -128,6 +130,7 @@ std::vector<float> row_block(const std::vector<float>& m, std::uint64_t cols, st
 int pod_demo(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
+  add_max_cycles_option(options);
   add_topology_options(options);
   add_trace_options(options);
   add_profile_options(options);
@@ -205,6 +208,7 @@ int pod_demo(const std::vector<std::string>& args) {
   chip::OperandBinding x_layout{0, "hbm", "bf16", {rows_x, d}, false};
   chip::OperandBinding w_layout{0, "hbm", "bf16", {rows_w, f}, false};
   chip::PodRequest request;
+  request.options.max_cycles = max_cycles(*vm);
   request.chip = chip;
   request.topology = topology;
   request.routing = (*vm)["routing"].as<std::string>();

@@ -5,9 +5,11 @@
 #include <cstdlib>
 #include <systemc>
 
+#include "chip/systemc_reports.hpp"
 #include "tools/cli.hpp"
 
 int sc_main(int argc, char* argv[]) {
+  tpuemu::chip::route_systemc_reports();  // stdout stays machine-readable
   return tpuemu::cli::run(argc, argv);
 }
 

@@ -100,6 +100,16 @@ std::optional<po::variables_map> parse_options(const std::string& name, const st
   return vm;
 }
 
+void add_max_cycles_option(po::options_description& options) {
+  options.add_options()("max-cycles", whole_value(1)->default_value(chip::RunOptions::kDefaultMaxCycles),
+                        "stop the run with a fault when a core reaches this cycle (an endless loop ends within "
+                        "seconds on one chip; 1e8 cycles are 67 ms on a v5e)");
+}
+
+std::uint64_t max_cycles(const po::variables_map& vm) {
+  return vm["max-cycles"].as<std::uint64_t>();
+}
+
 void add_chip_options(po::options_description& options) {
   options.add_options()("chip", po::value<std::string>(),
                         "chip preset name (v4p, v5e, v5p, v6e) or path of a chip JSON file")(

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "chip/core.hpp"
 #include "common/presets.hpp"
 #include "ici/topology.hpp"
 
@@ -30,6 +31,10 @@ po::typed_value<std::uint64_t>* whole_value(std::uint64_t min = 0,
                                             std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
 // The value of a real-number option: finite, within [min, max], no trailing text.
 po::typed_value<double>* real_value(double min, double max);
+
+// Adds --max-cycles (the cycle limit of a run, chip::RunOptions::max_cycles).
+void add_max_cycles_option(po::options_description& options);
+std::uint64_t max_cycles(const po::variables_map& vm);
 
 // Adds --chip, --chip-file and --set to `options`.
 void add_chip_options(po::options_description& options);

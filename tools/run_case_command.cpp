@@ -79,6 +79,7 @@ double ulp_distance(float a, float b) {
 int run_case_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
+  add_max_cycles_option(options);
   add_trace_options(options);
   options.add_options()("case", po::value<std::string>(), "case directory (with case.json)")(
       "report", po::value<std::string>(), "write the run report (with per-kernel cycles and stalls) as JSON")(
@@ -116,6 +117,7 @@ int run_case_command(const std::vector<std::string>& args) {
     trace = trace_output(*vm, request.chip.clock_hz);
     request.tracer = trace.tracer.get();
     request.options.strict = vm->count("strict") != 0U;
+    request.options.max_cycles = max_cycles(*vm);
     std::ifstream in(dir / "case.json");
     if (!in) throw std::invalid_argument(fmt::format("{}: cannot open case.json", dir.string()));
     try {

@@ -168,6 +168,7 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
     request.program = &program;
     request.options.strict = vm.count("strict") != 0U;
     request.options.compute_numerics = vm.count("no-data") == 0U;
+    request.options.max_cycles = max_cycles(vm);
     request.quantum_cycles = std::max<std::uint64_t>(1, vm["quantum"].as<std::uint64_t>());
     for (const char* key : {"in", "out"}) {
       if (vm.count(key) == 0U) continue;
@@ -268,6 +269,7 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
 int run_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
+  add_max_cycles_option(options);
   add_topology_options(options);
   add_trace_options(options);
   add_waveform_options(options);
@@ -328,6 +330,7 @@ int run_command(const std::vector<std::string>& args) {
     request.program = &program;
     request.options.strict = vm->count("strict") != 0U;
     request.options.compute_numerics = vm->count("no-data") == 0U;
+    request.options.max_cycles = max_cycles(*vm);
     request.quantum_cycles = std::max<std::uint64_t>(1, (*vm)["quantum"].as<std::uint64_t>());
     NpyPrefetch files(vm->count("no-data") == 0U ? npy_files(*vm) : std::vector<std::string>{});
     if (vm->count("in") != 0U) {
