@@ -129,8 +129,10 @@ void ChipModule::core_thread(std::size_t index) {
   }
   // A finished core's thread never returns: SystemC removes a terminated
   // process by a scan of its process table, which would make a pod's ends
-  // quadratic in its cores. Waiting on an event nobody notifies keeps no
-  // activity pending, so the simulation still ends when the last core does.
+  // quadratic in its cores, and ASan loses track of the stacks after a
+  // thread ends (chip/simulate.hpp). Waiting on an event nobody notifies
+  // keeps no activity pending, so the simulation still ends when the last
+  // core does.
   sc_core::wait(finished_);
 }
 

@@ -11,6 +11,7 @@
 #include "chip/host_io.hpp"
 #include "chip/host_memory.hpp"
 #include "chip/run.hpp"
+#include "chip/simulate.hpp"
 
 namespace tpuemu::chip {
 namespace {
@@ -68,6 +69,8 @@ class PodModule : public sc_core::sc_module, public Fabric {
   [[nodiscard]] const ici::Network& network() const { return network_; }
 
  private:
+  // Catches what the network or a delivery throws and never returns
+  // (chip/simulate.hpp): after a fault it waits on an event nobody notifies.
   void network_thread() {
     try {
       network_loop();
@@ -75,10 +78,12 @@ class PodModule : public sc_core::sc_module, public Fabric {
       fault = fmt::format("ICI network: {}", e.what());
       sc_core::sc_stop();
     }
+    sc_core::wait(stopped_);
   }
 
-  // SystemC never returns from a thread that waits at the end of the
-  // simulation: what the loop owns lives in members (no leak at exit).
+  // Returns only after a fault it recorded. SystemC never returns from a
+  // thread that waits at the end of the simulation: what the loop owns lives
+  // in members (no leak at exit).
   void network_loop() {
     std::vector<ici::Network::Completion>& done = completions_;
     for (;;) {
@@ -218,6 +223,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
   std::unordered_map<std::uint64_t, std::uint32_t> flow_tracks_;
   std::uint64_t sends_ = 0;
   sc_core::sc_event wake_network_;
+  sc_core::sc_event stopped_;  // never notified (network_thread)
 };
 
 }  // namespace
@@ -334,7 +340,7 @@ PodResult run_pod(const PodRequest& request) {
       }
     }
   }
-  sc_core::sc_start();
+  simulate();
 
   PodResult result;
   result.fault = pod.fault;

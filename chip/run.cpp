@@ -9,6 +9,7 @@
 #include "chip/chip_module.hpp"
 #include "chip/exec_program.hpp"
 #include "chip/host_io.hpp"
+#include "chip/simulate.hpp"
 #include "isa/checker.hpp"
 
 namespace tpuemu::chip {
@@ -194,10 +195,10 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
     }
   }
   if (request.elaborated) {
-    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+    simulate(sc_core::SC_ZERO_TIME);
     request.elaborated();
   }
-  sc_core::sc_start();
+  simulate();
 
   // 5. Collect.
   ChainResult result;
@@ -286,7 +287,7 @@ TlpResult run_tlp(const TlpRequest& request) {
       std::memcpy(core->smem.data(offset), &value, 4);
     }
   }
-  sc_core::sc_start();
+  simulate();
 
   TlpResult result;
   result.run.fault = chip.fault;
