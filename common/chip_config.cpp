@@ -7,50 +7,61 @@
 #include <nlohmann/json.hpp>
 
 #include "common/edit_distance.hpp"
+#include "common/json_file.hpp"
 
 namespace tpuemu {
 namespace {
 
 using json = nlohmann::json;
 
+constexpr double kMiB = 1048576.0;
+constexpr double kGiB = 1024 * kMiB;
+constexpr double kTiB = 1024 * kGiB;
+
+// Ranges: every shipped preset (configs/chips) lies well inside, with room for
+// what-if studies; the maxima refuse sizes that would only exhaust the host
+// (MXUs, cores, registers and FIFOs are allocated per core) or overflow cycle
+// counts (bandwidths of at least 1 MB/s, latencies of at most 1 ms).
 std::vector<ParamSpec> build_params() {
   std::vector<ParamSpec> p;
-  auto add = [&](std::string path, Quantity q, std::string description, double min_value,
+  auto add = [&](std::string path, Quantity q, std::string description, double min_value, double max_value,
                  ParamSpec::FieldRef (*field)(ChipConfig&)) {
-    p.push_back(ParamSpec{std::move(path), q, std::move(description), min_value, false, field});
+    p.push_back(ParamSpec{std::move(path), q, std::move(description), min_value, max_value, false, field});
   };
   using Q = Quantity;
-  add("clock", Q::kFrequency, "core clock", 1e6, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.clock_hz; });
-  add("tensorcores_per_chip", Q::kCount, "TensorCores per chip (2 = megacore, sharing the chip's HBM)", 1,
+  add("clock", Q::kFrequency, "core clock", 1e6, 1e10,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.clock_hz; });
+  add("tensorcores_per_chip", Q::kCount, "TensorCores per chip (2 = megacore, sharing the chip's HBM)", 1, 8,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.tensorcores_per_chip; });
-  add("mxu.count", Q::kCount, "matrix units per TensorCore", 1,
+  add("mxu.count", Q::kCount, "matrix units per TensorCore", 1, 64,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.count; });
-  add("mxu.size", Q::kCount, "systolic array dimension (size x size MACs)", 1,
+  add("mxu.size", Q::kCount, "systolic array dimension (size x size MACs)", 1, 1024,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.size; });
-  add("mxu.cycles_per_tile", Q::kCycles, "issue interval of one (sublanes x size) LHS tile when saturated", 1,
+  add("mxu.cycles_per_tile", Q::kCycles, "issue interval of one (sublanes x size) LHS tile when saturated", 1, 1024,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.cycles_per_tile; });
-  add("mxu.result_fifo_depth", Q::kCount, "results an MXU result FIFO holds before multiplies stall", 1,
+  add("mxu.result_fifo_depth", Q::kCount, "results an MXU result FIFO holds before multiplies stall", 1, 4096,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.result_fifo_depth; });
   add("mxu.latch_wave_cycles", Q::kCycles,
       "cycles from a latching multiply's first row until weight pushes may start again (the latch travels through "
       "the array)",
-      0, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.latch_wave_cycles; });
-  add("vpu.sublanes", Q::kCount, "sublanes of a vreg", 1,
+      0, 4096, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.latch_wave_cycles; });
+  add("vpu.sublanes", Q::kCount, "sublanes of a vreg", 1, 64,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.sublanes; });
-  add("vpu.lanes", Q::kCount, "lanes of a vreg (32-bit each)", 1,
+  add("vpu.lanes", Q::kCount, "lanes of a vreg (32-bit each)", 1, 1024,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.lanes; });
-  add("vpu.vregs", Q::kCount, "vector registers", 1, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.vregs; });
-  add("vpu.mask_regs", Q::kCount, "vector mask registers", 1,
+  add("vpu.vregs", Q::kCount, "vector registers", 1, 1024,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.vregs; });
+  add("vpu.mask_regs", Q::kCount, "vector mask registers", 1, 256,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vpu.mask_regs; });
-  add("scalar.sregs", Q::kCount, "scalar registers (32-bit)", 1,
+  add("scalar.sregs", Q::kCount, "scalar registers (32-bit)", 1, 1024,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.scalar.sregs; });
-  add("scalar.predicates", Q::kCount, "predicate registers", 1,
+  add("scalar.predicates", Q::kCount, "predicate registers", 1, 256,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.scalar.predicates; });
-  add("xlu.count", Q::kCount, "cross-lane units per TensorCore", 1,
+  add("xlu.count", Q::kCount, "cross-lane units per TensorCore", 1, 16,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.count; });
-  add("xlu.fifo_depth", Q::kCount, "results an XLU FIFO holds", 1,
+  add("xlu.fifo_depth", Q::kCount, "results an XLU FIFO holds", 1, 4096,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.fifo_depth; });
-  add("eup.fifo_depth", Q::kCount, "results the EUP FIFO holds", 1,
+  add("eup.fifo_depth", Q::kCount, "results the EUP FIFO holds", 1, 4096,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.eup.fifo_depth; });
 
   // One capacity per capped slot class, one latency per latency class. These
@@ -60,7 +71,7 @@ std::vector<ParamSpec> build_params() {
   };
   for (SlotClass s : kCappedSlotClasses) {
     p.push_back(ParamSpec{fmt::format("slots.{}", preset_key(s)), Q::kCount,
-                          fmt::format("{} ops per bundle", to_string(s)), 1, false, slot_field});
+                          fmt::format("{} ops per bundle", to_string(s)), 1, 16, false, slot_field});
   }
   static constexpr auto latency_field = [](ChipConfig&) -> ParamSpec::FieldRef {
     return static_cast<std::uint64_t*>(nullptr);
@@ -68,46 +79,46 @@ std::vector<ParamSpec> build_params() {
   for (std::size_t i = 0; i < kLatencyClassCount; ++i) {
     const auto lc = static_cast<LatencyClass>(i);
     p.push_back(ParamSpec{fmt::format("latency.{}", preset_key(lc)), Q::kCycles,
-                          fmt::format("latency of latency class '{}'", preset_key(lc)), 0, false, latency_field});
+                          fmt::format("latency of latency class '{}'", preset_key(lc)), 0, 1e6, false, latency_field});
   }
-  add("branch.delay_slots", Q::kCount, "bundles after a branch that execute whatever it decides", 0,
+  add("branch.delay_slots", Q::kCount, "bundles after a branch that execute whatever it decides", 0, 64,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.branch_delay_slots; });
 
-  add("vmem.size", Q::kBytes, "vector memory per TensorCore", 4096,
+  add("vmem.size", Q::kBytes, "vector memory per TensorCore", 4096, kGiB,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.size_bytes; });
-  add("vmem.bandwidth", Q::kBandwidth, "VMEM port bandwidth seen by DMA", 1,
+  add("vmem.bandwidth", Q::kBandwidth, "VMEM port bandwidth seen by DMA", 1e6, 1e15,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.bandwidth; });
-  add("vmem.latency", Q::kCycles, "VMEM access latency", 0,
+  add("vmem.latency", Q::kCycles, "VMEM access latency", 0, 1e5,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.vmem.latency_cycles; });
-  add("smem.size", Q::kBytes, "scalar memory per TensorCore", 4,
+  add("smem.size", Q::kBytes, "scalar memory per TensorCore", 4, 64 * kMiB,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.smem.size_bytes; });
-  add("sflag.count", Q::kCount, "sync flags per TensorCore", 1,
+  add("sflag.count", Q::kCount, "sync flags per TensorCore", 1, 65536,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.sflag.count; });
-  add("hbm.size", Q::kBytes, "HBM per chip (shared by its TensorCores)", 4096,
+  add("hbm.size", Q::kBytes, "HBM per chip (shared by its TensorCores)", 4096, kTiB,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.size_bytes; });
-  add("hbm.bandwidth", Q::kBandwidth, "HBM bandwidth per chip", 1,
+  add("hbm.bandwidth", Q::kBandwidth, "HBM bandwidth per chip", 1e6, 1e15,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.bandwidth; });
-  add("hbm.latency", Q::kTime, "HBM access latency", 0,
+  add("hbm.latency", Q::kTime, "HBM access latency", 0, 1e-3,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.hbm.latency_s; });
   add("dma.chunk_size", Q::kBytes,
       "DMA service chunk: ports serve concurrent DMAs round-robin in chunks of this size (fidelity vs speed)", 32,
-      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.chunk_bytes; });
-  add("dma.max_in_flight", Q::kCount, "DMA descriptors in flight per TensorCore", 1,
+      16 * kMiB, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.chunk_bytes; });
+  add("dma.max_in_flight", Q::kCount, "DMA descriptors in flight per TensorCore", 1, 1024,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.max_in_flight; });
-  add("ici.link_bandwidth", Q::kBandwidth, "ICI bandwidth per link, one way", 1,
+  add("ici.link_bandwidth", Q::kBandwidth, "ICI bandwidth per link, one way", 1e6, 1e15,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.link_bandwidth; });
-  add("ici.links_per_chip", Q::kCount, "ICI links per chip", 1,
+  add("ici.links_per_chip", Q::kCount, "ICI links per chip", 1, 32,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.links_per_chip; });
-  add("ici.hop_latency", Q::kTime, "latency of one ICI hop", 0,
+  add("ici.hop_latency", Q::kTime, "latency of one ICI hop", 0, 1e-3,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.hop_latency_s; });
   add("ici.packet_size", Q::kBytes,
       "ICI packet: links forward transfers in packets of this size, store-and-forward per hop (fidelity vs speed)", 32,
-      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.packet_bytes; });
-  add("ici.torus_dims", Q::kCount, "torus dimensionality (1, 2 or 3)", 1,
+      16 * kMiB, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.packet_bytes; });
+  add("ici.torus_dims", Q::kCount, "torus dimensionality (1, 2 or 3)", 1, 3,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.torus_dims; });
-  add("ici.wrap_multiple", Q::kCount, "an axis has wraparound links iff its length is a multiple of this", 1,
+  add("ici.wrap_multiple", Q::kCount, "an axis has wraparound links iff its length is a multiple of this", 1, 4096,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.wrap_multiple; });
-  p.push_back(ParamSpec{"ici.max_slice", Q::kCount, "largest slice, e.g. 16x16 or 16x20x28", 0, true,
+  p.push_back(ParamSpec{"ici.max_slice", Q::kCount, "largest slice, e.g. 16x16 or 16x20x28", 0, 0, true,
                         [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.max_slice; }});
   return p;
 }
@@ -133,6 +144,10 @@ std::string unknown_field_message(std::string_view path) {
   std::string_view best;
   std::size_t best_distance = 4;
   for (const auto& spec : params_table()) {
+    // The distance is at least the length difference: skip the quadratic work.
+    const std::size_t length_gap =
+        path.size() > spec.path.size() ? path.size() - spec.path.size() : spec.path.size() - path.size();
+    if (length_gap >= best_distance) continue;
     const std::size_t d = edit_distance(path, spec.path);
     if (d < best_distance) {
       best_distance = d;
@@ -207,6 +222,12 @@ void collect(const json& node, const std::string& prefix, const std::string& ori
   }
 }
 
+// A range end: counts and cycles as whole numbers in full ("1000000").
+std::string range_bound(double value, Quantity q) {
+  if (q == Quantity::kCount || q == Quantity::kCycles) return fmt::format("{}", static_cast<std::uint64_t>(value));
+  return format_quantity(value, q);
+}
+
 std::vector<std::uint64_t> parse_slice(std::string_view text) {
   std::vector<std::uint64_t> dims;
   std::size_t start = 0;
@@ -279,12 +300,9 @@ Cycles ChipConfig::seconds_to_cycles(double seconds) const {
 ChipSpec parse_chip_spec(std::string_view json_text, const std::string& origin) {
   json doc;
   try {
-    doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    // nlohmann reports "[json.exception.parse_error.101] parse error at line L, column C: ..."
-    std::string what = e.what();
-    const auto pos = what.find("] ");
-    throw ConfigError(origin, "", pos == std::string::npos ? what : what.substr(pos + 2));
+    doc = parse_json(json_text, origin);
+  } catch (const InputFileError& e) {
+    throw ConfigError(e.file(), "", e.message());
   }
   if (!doc.is_object()) throw ConfigError(origin, "", "a chip file must hold a JSON object");
   ChipSpec spec;
@@ -310,6 +328,16 @@ ChipSpec parse_chip_spec(std::string_view json_text, const std::string& origin) 
   return spec;
 }
 
+ChipSpec read_chip_spec(const std::string& path) {
+  std::string text;
+  try {
+    text = read_input_file(path, JsonLimits{}.max_bytes);
+  } catch (const InputFileError& e) {
+    throw ConfigError(e.file(), "", e.message());
+  }
+  return parse_chip_spec(text, path);
+}
+
 void apply_override(ChipSpec& spec, std::string_view assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
@@ -326,12 +354,17 @@ void apply_override(ChipSpec& spec, std::string_view assignment) {
 
 ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
   ChipConfig c;
-  std::map<std::string, const ChipSpec::Value*, std::less<>> merged;
-  for (const ChipSpec& layer : layers) {
+  struct Merged {
+    const ChipSpec::Value* value;
+    std::size_t layer;
+  };
+  std::map<std::string, Merged, std::less<>> merged;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const ChipSpec& layer = layers[i];
     if (layer.name) c.name = *layer.name;
     if (layer.description) c.description = *layer.description;
     c.origins.push_back(layer.origin);
-    for (const auto& [path, value] : layer.values) merged[path] = &value;
+    for (const auto& [path, value] : layer.values) merged[path] = {&value, i};
   }
   const std::string last_origin = layers.empty() ? std::string("<none>") : layers.back().origin;
   if (c.name.empty()) throw ConfigError(last_origin, "name", "missing: every chip needs a name");
@@ -344,7 +377,7 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
                         fmt::format("missing ({}, in {})", spec.description,
                                     spec.is_text ? "text" : std::string(quantity_name(spec.quantity))));
     }
-    const ChipSpec::Value& v = *it->second;
+    const ChipSpec::Value& v = *it->second.value;
     const ParamSpec::FieldRef ref = field_of(spec, c);
     if (spec.is_text) {
       *std::get<std::string*>(ref) = v.text;
@@ -355,10 +388,13 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
       } catch (const UnitError& e) {
         throw ConfigError(v.origin, spec.path, e.what());
       }
-      if (value < spec.min_value) {
+      if (value < spec.min_value || value > spec.max_value) {
         throw ConfigError(
             v.origin, spec.path,
-            fmt::format("{} is below the minimum {}", v.text, format_quantity(spec.min_value, spec.quantity)));
+            fmt::format("{} is {} the {} {} (range {})", v.text, value < spec.min_value ? "below" : "above",
+                        value < spec.min_value ? "minimum" : "maximum",
+                        range_bound(value < spec.min_value ? spec.min_value : spec.max_value, spec.quantity),
+                        format_range(spec)));
       }
       if (auto* d = std::get_if<double*>(&ref)) {
         **d = value;
@@ -369,31 +405,44 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
     c.provenance[spec.path] = v.provenance;
   }
 
-  // 2. Cross-field rules.
-  auto origin_of = [&](std::string_view path) { return merged.find(path)->second->origin; };
-  if (c.ici.torus_dims > 3) throw ConfigError(origin_of("ici.torus_dims"), "ici.torus_dims", "must be 1, 2 or 3");
+  // 2. Rules between parameters. `blame(a, b)` picks the one of the two a
+  // later layer set (`a` if the same layer set both).
+  auto layer_of = [&](std::string_view path) { return merged.find(path)->second.layer; };
+  auto origin_of = [&](std::string_view path) { return merged.find(path)->second.value->origin; };
+  auto blame = [&](std::string_view a, std::string_view b) { return layer_of(b) > layer_of(a) ? b : a; };
   const auto dims = c.max_slice_dims();
   if (dims.empty()) {
     throw ConfigError(origin_of("ici.max_slice"), "ici.max_slice",
                       fmt::format("'{}' is not a slice shape like 16x16 or 16x20x28", c.ici.max_slice));
   }
   if (dims.size() != c.ici.torus_dims) {
+    const std::string_view at = blame("ici.max_slice", "ici.torus_dims");
     throw ConfigError(
-        origin_of("ici.max_slice"), "ici.max_slice",
-        fmt::format("'{}' has {} axes but ici.torus_dims is {}", c.ici.max_slice, dims.size(), c.ici.torus_dims));
+        origin_of(at), std::string(at),
+        at == "ici.max_slice"
+            ? fmt::format("'{}' has {} axes but ici.torus_dims is {}", c.ici.max_slice, dims.size(), c.ici.torus_dims)
+            : fmt::format("{} axes, but ici.max_slice '{}' has {}", c.ici.torus_dims, c.ici.max_slice, dims.size()));
   }
   if (c.dma.chunk_bytes % 32 != 0) {
     throw ConfigError(origin_of("dma.chunk_size"), "dma.chunk_size", "must be a whole number of 32-byte granules");
   }
   const std::uint64_t row_bytes = c.vpu.lanes * 4;
   if (c.vmem.size_bytes % row_bytes != 0) {
-    throw ConfigError(origin_of("vmem.size"), "vmem.size",
-                      fmt::format("must be a whole number of {}-byte rows (vpu.lanes x 4 B)", row_bytes));
+    const std::string_view at = blame("vmem.size", "vpu.lanes");
+    throw ConfigError(
+        origin_of(at), std::string(at),
+        at == "vmem.size"
+            ? fmt::format("must be a whole number of {}-byte rows (vpu.lanes x 4 B)", row_bytes)
+            : fmt::format("{} lanes make {}-byte VMEM rows, which do not divide vmem.size ({})", c.vpu.lanes, row_bytes,
+                          format_quantity(static_cast<double>(c.vmem.size_bytes), Quantity::kBytes)));
   }
   if (c.mxu.size % c.vpu.lanes != 0 && c.vpu.lanes % c.mxu.size != 0) {
+    const std::string_view at = blame("mxu.size", "vpu.lanes");
     throw ConfigError(
-        origin_of("mxu.size"), "mxu.size",
-        fmt::format("{} does not tile the {} vector lanes (one must divide the other)", c.mxu.size, c.vpu.lanes));
+        origin_of(at), std::string(at),
+        at == "mxu.size"
+            ? fmt::format("{} does not tile the {} vector lanes (one must divide the other)", c.mxu.size, c.vpu.lanes)
+            : fmt::format("{} does not tile mxu.size {} (one must divide the other)", c.vpu.lanes, c.mxu.size));
   }
   return c;
 }
@@ -410,6 +459,12 @@ std::string format_param(const ChipConfig& config, const ParamSpec& spec) {
   const double number =
       std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<std::uint64_t>(v));
   return format_quantity(number, spec.quantity);
+}
+
+std::string format_range(const ParamSpec& spec) {
+  if (spec.is_text) return "text";
+  return fmt::format("{} to {}", range_bound(spec.min_value, spec.quantity),
+                     range_bound(spec.max_value, spec.quantity));
 }
 
 std::string chip_config_json(const ChipConfig& config) {

@@ -135,8 +135,9 @@ struct ParamSpec {
   std::string path;  // dotted, e.g. "hbm.bandwidth"
   Quantity quantity;
   std::string description;
-  double min_value = 0;  // inclusive lower bound in base units
-  bool is_text = false;  // free text (only ici.max_slice)
+  double min_value = 0;  // inclusive range in base units, checked by resolve_chip
+  double max_value = 0;
+  bool is_text = false;  // free text (only ici.max_slice; no range)
   using FieldRef = std::variant<double*, std::uint64_t*, std::string*>;
   FieldRef (*field)(ChipConfig&) = nullptr;
 };
@@ -149,6 +150,8 @@ const ParamSpec* find_param(std::string_view path);
 std::variant<double, std::uint64_t, std::string> param_value(const ChipConfig& config, const ParamSpec& spec);
 // The same with a readable unit: "820 GB/s", "16 GiB", "4 cycles".
 std::string format_param(const ChipConfig& config, const ParamSpec& spec);
+// The valid range of `spec` with units: "1 to 64", "4 KiB to 1 GiB".
+std::string format_range(const ParamSpec& spec);
 
 // One layer of configuration as written, before validation.
 struct ChipSpec {
@@ -164,16 +167,23 @@ struct ChipSpec {
   std::map<std::string, Value, std::less<>> values;
 };
 
-// Parses a preset/chip file's text. `origin` names it in errors. Unknown
-// fields, malformed leaves and provenance keys other than source/derived/
-// assumed/note/unit are rejected with ConfigError.
+// Parses a preset/chip file's text. `origin` names it in errors. Text that
+// is not JSON, larger than 1 MiB or nested more than 64 deep (see
+// common/json_file.hpp), unknown fields, malformed leaves and provenance keys
+// other than source/derived/assumed/note/unit are rejected with ConfigError.
 ChipSpec parse_chip_spec(std::string_view json_text, const std::string& origin);
+// Reads and parses a chip file with the same checks (a regular file of at
+// most 1 MiB); ConfigError names the file.
+ChipSpec read_chip_spec(const std::string& path);
 
 // Applies "path=value" (from --set) to `spec`. Throws ConfigError on an
 // unknown path or a missing '='.
 void apply_override(ChipSpec& spec, std::string_view assignment);
 
-// Resolves layers (base first, later layers win) into a validated ChipConfig.
+// Resolves layers (base first, later layers win) into a validated ChipConfig:
+// every parameter within its range, then the rules between parameters. A
+// rule two parameters break together is blamed on the one set by the later
+// layer (the user's change rather than the preset it overrides).
 ChipConfig resolve_chip(std::span<const ChipSpec> layers);
 
 // The resolved config as JSON: {"name", "description", "origins",

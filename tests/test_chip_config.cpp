@@ -1,11 +1,17 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "common/chip_config.hpp"
 #include "common/embedded_file.hpp"
+#include "common/json_file.hpp"
 #include "common/presets.hpp"
 #include "tests/test_support.hpp"
 
@@ -20,6 +26,46 @@ std::string read(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A file of this test process's own (test cases run in parallel processes).
+std::string scratch_file(const std::string& name, const std::string& content) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tpuemu_test_" + std::to_string(::getpid()) + "_" + name)).string();
+  std::ofstream(path, std::ios::binary) << content;
+  return path;
+}
+
+// Objects nested `depth` deep: {"a": {"a": ... 1 ... }}.
+std::string nested_objects(int depth) {
+  std::string text;
+  for (int i = 0; i < depth; ++i) text += R"({"a": )";
+  text += "1";
+  text.append(static_cast<std::size_t>(depth), '}');
+  return text;
+}
+
+std::string load_error(const ChipRequest& request) {
+  try {
+    load_chip(request);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string set_error(const std::vector<std::string>& overrides) {
+  ChipRequest r;
+  r.preset = "v5e";
+  r.overrides = overrides;
+  return load_error(r);
+}
+
+// A value of `spec` in base units, written the way --set takes it.
+std::string value_text(const ParamSpec& spec, double value) {
+  const bool whole =
+      spec.quantity == Quantity::kCount || spec.quantity == Quantity::kCycles || spec.quantity == Quantity::kBytes;
+  return whole ? fmt::format("{}", static_cast<std::uint64_t>(value)) : fmt::format("{:.17g}", value);
 }
 
 }  // namespace
@@ -140,7 +186,8 @@ TEST_CASE("config: validation errors name file and field", "[config]") {
   };
   CHECK(layer_error(R"({"hbm": {"bandwidth": "-1GB/s"}})") ==
         "user.json: field 'hbm.bandwidth': bandwidth must not be negative, got '-1GB/s'");
-  CHECK(layer_error(R"({"mxu": {"count": 0}})") == "user.json: field 'mxu.count': 0 is below the minimum 1");
+  CHECK(layer_error(R"({"mxu": {"count": 0}})") ==
+        "user.json: field 'mxu.count': 0 is below the minimum 1 (range 1 to 64)");
   CHECK(layer_error(R"({"clock": "fast"})") == "user.json: field 'clock': expected a number with a unit, got 'fast'");
   CHECK(layer_error(R"({"ici": {"max_slice": "16x16x16"}})") ==
         "user.json: field 'ici.max_slice': '16x16x16' has 3 axes but ici.torus_dims is 2");
@@ -171,4 +218,156 @@ TEST_CASE("config: unknown --set path and missing '=' are refused", "[config]") 
   ChipSpec s;
   CHECK_THROWS_WITH(apply_override(s, "hbm.bandwith=1"), Catch::Contains("did you mean 'hbm.bandwidth'"));
   CHECK_THROWS_WITH(apply_override(s, "hbm.bandwidth"), Catch::Contains("expected PATH=VALUE"));
+}
+
+TEST_CASE("json reader: nesting deeper than 64 is refused before parsing, with line and column", "[config]") {
+  CHECK_NOTHROW(parse_json(std::string(64, '[') + std::string(64, ']'), "ok.json"));
+  CHECK_THROWS_WITH(parse_json(std::string(65, '[') + std::string(65, ']'), "deep.json"),
+                    "deep.json: parse error at line 1, column 65: objects and arrays nested more than 64 deep");
+  // Brackets inside strings do not count; escaped quotes do not end a string.
+  CHECK_NOTHROW(parse_json(R"({"a": "[[[[\"{{{{"})", "strings.json", JsonLimits{1024, 1}));
+  CHECK_THROWS_WITH(parse_json("{\n  \"a\": {\"b\": 1}}", "two.json", JsonLimits{1024, 1}),
+                    "two.json: parse error at line 2, column 8: objects and arrays nested more than 1 deep");
+  // The chip reader: 10,000 levels (once a stack overflow) are refused.
+  CHECK_THROWS_WITH(parse_chip_spec(nested_objects(10'000), "deep.json"),
+                    "deep.json: parse error at line 1, column 385: objects and arrays nested more than 64 deep");
+  const std::string path = scratch_file("deep.json", nested_objects(10'000));
+  ChipRequest r;
+  r.chip_file = path;
+  CHECK(load_error(r) == path + ": parse error at line 1, column 385: objects and arrays nested more than 64 deep");
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("json reader: files over 1 MiB, directories and devices are refused before reading", "[config]") {
+  // Exactly 1 MiB is read; one byte more is refused.
+  const std::string fits = scratch_file("fits.json", "[1]" + std::string((1 << 20) - 3, ' '));
+  CHECK(read_json_file(fits) == nlohmann::json::array({1}));
+  const std::string big = scratch_file("big.json", "[1]" + std::string((1 << 20) - 2, ' '));
+  ChipRequest r;
+  r.chip_file = big;
+  CHECK(load_error(r) == big + ": file is 1048577 bytes, more than the limit of 1 MiB");
+  CHECK_THROWS_WITH(parse_json(std::string((1 << 20) + 1, ' '), "text.json"),
+                    "text.json: 1048577 bytes of JSON, more than the limit of 1 MiB");
+  std::filesystem::remove(fits);
+  std::filesystem::remove(big);
+
+  r.chip_file = TPUEMU_TEST_DATA;
+  CHECK(load_error(r) == std::string(TPUEMU_TEST_DATA) + ": is a directory, not a file");
+  r.chip_file = "/dev/null";
+  CHECK(load_error(r) == "/dev/null: is not a regular file");
+  r.chip_file = std::string(TPUEMU_TEST_DATA) + "/no_such.json";
+  CHECK(load_error(r) == r.chip_file + ": cannot open file: no such file");
+}
+
+TEST_CASE("json reader: a malformed file is named with line and column", "[config]") {
+  CHECK_THROWS_WITH(
+      read_json_file(std::string(TPUEMU_TEST_DATA) + "/bad_syntax.json"),
+      Catch::StartsWith(std::string(TPUEMU_TEST_DATA) + "/bad_syntax.json: parse error at line 3, column"));
+  CHECK_THROWS_AS(parse_json("{\"a\": 1e999}", "overflow.json"), InputFileError);
+}
+
+TEST_CASE("config: every parameter has a range that holds every shipped preset", "[config]") {
+  for (const ParamSpec& p : chip_params()) {
+    INFO(p.path);
+    if (p.is_text) continue;
+    CHECK(p.min_value <= p.max_value);
+    CHECK(format_range(p) != "");
+    for (const std::string& name : preset_names()) {
+      INFO(name);
+      const ChipConfig c = preset(name);
+      const auto v = param_value(c, p);
+      const double value =
+          std::holds_alternative<double>(v) ? std::get<double>(v) : static_cast<double>(std::get<std::uint64_t>(v));
+      // Generous headroom: no preset sits at an end of a range that is not a hard limit (0, 1, 3 axes).
+      CHECK(value >= p.min_value);
+      CHECK(value <= p.max_value);
+    }
+  }
+}
+
+TEST_CASE("config: each parameter refuses min-1 and max+1 by name, and accepts min and max", "[config]") {
+  // Where an end of a range breaks a rule between parameters, the companion
+  // overrides that keep the chip consistent.
+  const std::map<std::string, std::vector<std::string>> companions = {
+      {"ici.torus_dims=1", {"ici.max_slice=16"}},
+      {"ici.torus_dims=3", {"ici.max_slice=16x16x16"}},
+  };
+  for (const ParamSpec& p : chip_params()) {
+    if (p.is_text) continue;
+    INFO(p.path << " range " << format_range(p));
+    const bool whole =
+        p.quantity != Quantity::kFrequency && p.quantity != Quantity::kBandwidth && p.quantity != Quantity::kTime;
+    // Out of range: one below (when the minimum is above 0) and one above.
+    std::vector<double> outside{whole ? p.max_value + 1 : p.max_value * 2};
+    if (p.min_value > 0) outside.push_back(whole ? p.min_value - 1 : p.min_value / 2);
+    for (const double bad : outside) {
+      const std::string text = value_text(p, bad);
+      INFO(text);
+      CHECK_THAT(set_error({p.path + "=" + text}),
+                 Catch::StartsWith(fmt::format("--set: field '{}': {} is {} the", p.path, text,
+                                               bad < p.min_value ? "below" : "above")) &&
+                     Catch::EndsWith(fmt::format("(range {})", format_range(p))));
+    }
+    for (const double good : {p.min_value, p.max_value}) {
+      const std::string assignment = p.path + "=" + value_text(p, good);
+      INFO(assignment);
+      std::vector<std::string> overrides{assignment};
+      if (const auto it = companions.find(assignment); it != companions.end()) {
+        overrides.insert(overrides.end(), it->second.begin(), it->second.end());
+      }
+      CHECK(set_error(overrides) == "no error");
+    }
+  }
+}
+
+TEST_CASE("config: absurd sizes are refused before anything is allocated", "[config]") {
+  CHECK(set_error({"mxu.count=1000000"}) ==
+        "--set: field 'mxu.count': 1000000 is above the maximum 64 (range 1 to 64)");
+  CHECK(set_error({"tensorcores_per_chip=1000"}) ==
+        "--set: field 'tensorcores_per_chip': 1000 is above the maximum 8 (range 1 to 8)");
+  CHECK(set_error({"vmem.size=2GiB"}) ==
+        "--set: field 'vmem.size': 2GiB is above the maximum 1 GiB (range 4 KiB to 1 GiB)");
+  CHECK(set_error({"clock=1e308THz"}) ==
+        "--set: field 'clock': 1e308THz is above the maximum 10 GHz (range 1 MHz to 10 GHz)");
+  CHECK(set_error({"ici.torus_dims=4"}) == "--set: field 'ici.torus_dims': 4 is above the maximum 3 (range 1 to 3)");
+}
+
+TEST_CASE("config: a rule two parameters break is blamed on the one the later layer set", "[config]") {
+  // vpu.lanes=7 makes 28-byte rows, which 128 MiB of VMEM is not a whole number of.
+  CHECK(set_error({"vpu.lanes=7"}) ==
+        "--set: field 'vpu.lanes': 7 lanes make 28-byte VMEM rows, which do not divide vmem.size (128 MiB)");
+  CHECK(set_error({"vmem.size=1000000"}) ==
+        "--set: field 'vmem.size': must be a whole number of 512-byte rows (vpu.lanes x 4 B)");
+  // 96 lanes fit 96 MiB of VMEM (set by the same layer) but not the preset's 128x128 MXU.
+  CHECK(set_error({"vmem.size=96MiB", "vpu.lanes=96"}) ==
+        "--set: field 'vpu.lanes': 96 does not tile mxu.size 128 (one must divide the other)");
+  CHECK(set_error({"mxu.size=96"}) ==
+        "--set: field 'mxu.size': 96 does not tile the 128 vector lanes (one must divide the other)");
+  CHECK(set_error({"ici.torus_dims=3"}) == "--set: field 'ici.torus_dims': 3 axes, but ici.max_slice '16x16' has 2");
+  // Both set by the same layer: the rule's own parameter.
+  CHECK(set_error({"vpu.lanes=7", "vmem.size=4096"}) ==
+        "--set: field 'vmem.size': must be a whole number of 28-byte rows (vpu.lanes x 4 B)");
+  // A chip file's lanes against an override's vmem.size: the override is blamed.
+  ChipRequest r;
+  r.chip_file = scratch_file("lanes.json", R"({"base": "v5e", "name": "l", "vpu": {"lanes": 64}})");
+  r.overrides = {"vmem.size=4160"};
+  CHECK(load_error(r) == "--set: field 'vmem.size': must be a whole number of 256-byte rows (vpu.lanes x 4 B)");
+  std::filesystem::remove(r.chip_file);
+}
+
+TEST_CASE("config: an unknown base in a chip file names the file and the field", "[config]") {
+  ChipRequest r;
+  r.chip_file = scratch_file("base_v9.json", R"({"base": "v9", "name": "future"})");
+  CHECK(load_error(r) == r.chip_file + ": field 'base': unknown chip preset 'v9' (known: edu, v4p, v5e, v5p, v6e)");
+  std::filesystem::remove(r.chip_file);
+  // --chip is still named as --chip.
+  ChipRequest by_flag;
+  by_flag.preset = "v9";
+  CHECK(load_error(by_flag) == "--chip: unknown chip preset 'v9' (known: edu, v4p, v5e, v5p, v6e)");
+}
+
+TEST_CASE("config: a long unknown field is answered without a quadratic suggestion search", "[config]") {
+  const std::string key(100'000, 'x');
+  CHECK_THROWS_WITH(parse_chip_spec("{\"" + key + "\": 1}", "long.json"),
+                    Catch::EndsWith("unknown field (see `tpuemu params` for the list)"));
 }

@@ -103,13 +103,18 @@ int params_command(const std::vector<std::string>& args) {
   bool help = false;
   const auto vm = parse_options("params", "", args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
-  fmt::print("{:<26} {:<11} {}\n", "parameter", "unit", "meaning");
+  fmt::print("{:<26} {:<7} {:<24} {}\n", "parameter", "unit", "range", "meaning");
   for (const ParamSpec& spec : chip_params()) {
-    fmt::print("{:<26} {:<11} {}\n", spec.path, spec.is_text ? "text" : base_unit(spec.quantity), spec.description);
+    fmt::print("{:<26} {:<7} {:<24} {}\n", spec.path, spec.is_text ? "text" : base_unit(spec.quantity),
+               spec.is_text ? "AxB or AxBxC" : format_range(spec), spec.description);
   }
   fmt::print(
       "\nUnits: frequency Hz/kHz/MHz/GHz; size B/KB/MB/GB (x1000) or KiB/MiB/GiB (x1024); bandwidth "
-      "<size>/s; time s/ms/us/ns/ps; cycles as plain integers. A bare number is in the base unit.\n");
+      "<size>/s; time s/ms/us/ns/ps; cycles as plain integers. A bare number is in the base unit.\n"
+      "Ranges (inclusive) hold every shipped preset with room for what-if studies, and refuse sizes that would only "
+      "exhaust the host or overflow cycle counts; a chip must also satisfy the rules between parameters (vmem.size "
+      "a whole number of vpu.lanes x 4 B rows, mxu.size and vpu.lanes dividing one another, dma.chunk_size a "
+      "multiple of 32 B, ici.max_slice with ici.torus_dims axes).\n");
   return kExitOk;
 }
 

@@ -12,6 +12,7 @@
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
 #include "chip/run.hpp"
+#include "common/json_file.hpp"
 #include "common/npy.hpp"
 #include "common/numerics.hpp"
 #include "isa/assembler.hpp"
@@ -118,13 +119,7 @@ int run_case_command(const std::vector<std::string>& args) {
     request.tracer = trace.tracer.get();
     request.options.strict = vm->count("strict") != 0U;
     request.options.max_cycles = max_cycles(*vm);
-    std::ifstream in(dir / "case.json");
-    if (!in) throw std::invalid_argument(fmt::format("{}: cannot open case.json", dir.string()));
-    try {
-      c = json::parse(in);
-    } catch (const json::exception& e) {
-      throw std::invalid_argument(fmt::format("{}/case.json: {}", dir.string(), e.what()));
-    }
+    c = read_json_file((dir / "case.json").string());  // InputFileError names the file
     const auto& chain = c.at("kernel_chain");
     programs.reserve(chain.size());
     for (const auto& kernel : chain)
