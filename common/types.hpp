@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <ostream>
+#include <string_view>
 
 namespace tpuemu {
 
@@ -60,6 +61,21 @@ using CoreId = StrongInt<CoreIdTag, std::uint32_t>;
 
 // Memory spaces a program can name. Addresses in different spaces never mix.
 enum class MemorySpace : std::uint8_t { kHbm, kVmem, kSmem, kSflag };
+
+// The space's name as LLO writes it (`space=vmem`).
+constexpr std::string_view memory_space_name(MemorySpace space) {
+  switch (space) {
+    case MemorySpace::kHbm:
+      return "hbm";
+    case MemorySpace::kVmem:
+      return "vmem";
+    case MemorySpace::kSmem:
+      return "smem";
+    case MemorySpace::kSflag:
+      return "sflag";
+  }
+  return "?";
+}
 
 template <MemorySpace Space>
 struct AddressTag {};

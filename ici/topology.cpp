@@ -248,7 +248,12 @@ std::vector<std::size_t> parse_axis_list(std::string_view text, std::size_t axis
   auto fail = [&](const std::string& problem) -> TopologyError {
     return TopologyError(fmt::format("{} '{}': {}", option, text, problem));
   };
-  const std::string hint = fmt::format("{} (axes: {})", expected, axis_list(axis_count));
+  // "like x,z or 'none'" reads "like x,z (axes: x, y) or 'none'".
+  const std::size_t none = expected.find(" or 'none'");
+  const std::string hint = none == std::string_view::npos
+                               ? fmt::format("{} (axes: {})", expected, axis_list(axis_count))
+                               : fmt::format("{} (axes: {}){}", expected.substr(0, none), axis_list(axis_count),
+                                             expected.substr(none));
   auto trim = [](std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);

@@ -104,7 +104,8 @@ Topology make_topology(const TopologyRequest& request, const ChipConfig& chip);
 
 // Parses `option`'s value, a comma-separated list of axis letters ("x,z",
 // "y"), into axis indices in the order given. Throws TopologyError naming
-// `option` (with `expected` as the hint) on an unknown letter, an axis the
+// `option` (with `expected` as the hint, the axes listed after it, or before
+// its tail " or 'none'") on an unknown letter, an axis the
 // topology does not have, a repeated axis or an empty item.
 std::vector<std::size_t> parse_axis_list(std::string_view text, std::size_t axis_count, std::string_view option,
                                          std::string_view expected);

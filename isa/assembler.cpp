@@ -501,6 +501,16 @@ class Assembler {
     void skip() {
       while (pos < s.size() && is_space(s[pos])) ++pos;
     }
+    // a OP b, refused when the exact result does not fit 64 bits.
+    template <typename Op>
+    std::int64_t checked(Op op, std::int64_t a, std::int64_t b, std::size_t at) const {
+      std::int64_t r = 0;
+      if (op(a, b, &r)) throw LineError{base + at, "constant expression overflows 64 bits"};
+      return r;
+    }
+    static bool add(std::int64_t a, std::int64_t b, std::int64_t* r) { return __builtin_add_overflow(a, b, r); }
+    static bool sub(std::int64_t a, std::int64_t b, std::int64_t* r) { return __builtin_sub_overflow(a, b, r); }
+    static bool mul(std::int64_t a, std::int64_t b, std::int64_t* r) { return __builtin_mul_overflow(a, b, r); }
     bool eat(std::string_view op) {
       skip();
       if (s.substr(pos).starts_with(op)) {
@@ -525,7 +535,9 @@ class Assembler {
         if (eat("<<")) {
           const std::int64_t k = parse_sum();
           if (k < 0 || k > 62) throw LineError{base + pos, "shift amount out of range"};
-          v = static_cast<std::int64_t>(static_cast<std::uint64_t>(v) << k);
+          const auto shifted = static_cast<std::int64_t>(static_cast<std::uint64_t>(v) << k);
+          if ((shifted >> k) != v) throw LineError{base + pos, "constant expression overflows 64 bits"};
+          v = shifted;
         } else if (eat(">>")) {
           const std::int64_t k = parse_sum();
           if (k < 0 || k > 62) throw LineError{base + pos, "shift amount out of range"};
@@ -539,9 +551,11 @@ class Assembler {
       std::int64_t v = parse_product();
       for (;;) {
         if (eat("+")) {
-          v += parse_product();
+          const std::size_t at = pos;
+          v = checked(add, v, parse_product(), at);
         } else if (eat("-")) {
-          v -= parse_product();
+          const std::size_t at = pos;
+          v = checked(sub, v, parse_product(), at);
         } else {
           return v;
         }
@@ -551,12 +565,14 @@ class Assembler {
       std::int64_t v = parse_unary();
       for (;;) {
         if (eat("*")) {
-          v *= parse_unary();
+          const std::size_t at = pos;
+          v = checked(mul, v, parse_unary(), at);
         } else if (eat("/") || eat("%")) {
           const bool is_div = s[pos - 1] == '/';
           const std::size_t at = pos;
           const std::int64_t d = parse_unary();
           if (d == 0) throw LineError{base + at, "division by zero in constant expression"};
+          if (d == -1 && v == INT64_MIN) throw LineError{base + at, "constant expression overflows 64 bits"};
           v = is_div ? v / d : v % d;
         } else {
           return v;
@@ -564,7 +580,10 @@ class Assembler {
       }
     }
     std::int64_t parse_unary() {
-      if (eat("-")) return -parse_unary();
+      if (eat("-")) {
+        const std::size_t at = pos;
+        return checked(sub, 0, parse_unary(), at);
+      }
       if (eat("(")) {
         const std::int64_t v = parse_or();
         if (!eat(")")) throw LineError{base + pos, "expected ')' in constant expression"};
@@ -592,6 +611,7 @@ class Assembler {
   // #allocationN[_spill] [shape = '...', space=vmem, size = 0x1000, offset = 0x0, tag = '...'] (stackN)
   void parse_allocation(std::string_view text, std::size_t pos) {
     Allocation a;
+    a.source = loc_at(pos);
     std::size_t p = pos + 11;
     const std::size_t id_start = p;
     while (p < text.size() && is_digit(text[p])) ++p;
@@ -1242,7 +1262,13 @@ class Assembler {
       o.integer = *v;
       return o;
     }
-    if (const auto it = constants_.find(word); it != constants_.end()) return it->second;
+    if (const auto it = constants_.find(word); it != constants_.end()) {
+      const Operand& c = it->second;
+      if (c.kind == Operand::Kind::kInt && (c.integer < -(1LL << 31) || c.integer > 0xFFFFFFFFLL)) {
+        throw LineError{start, fmt::format("constant '{}' = {} does not fit in 32 bits", word, c.integer)};
+      }
+      return c;
+    }
     throw LineError{start,
                     fmt::format("unexpected '{}': expected an operand (register, number, [..] reference)", word)};
   }
@@ -1647,21 +1673,7 @@ std::string disassemble(const Program& program) {
       "= control target key start\nLH: loop header\nLB: loop body\nLE: loop exit\nPB: predicated region body\n"
       "PF: predicated region fallthrough\nCT: control target\n= control target key end\n\n";
   for (const auto& a : program.allocations) {
-    std::string space;
-    switch (a.space) {
-      case MemorySpace::kVmem:
-        space = "vmem";
-        break;
-      case MemorySpace::kSmem:
-        space = "smem";
-        break;
-      case MemorySpace::kSflag:
-        space = "sflag";
-        break;
-      case MemorySpace::kHbm:
-        space = "hbm";
-        break;
-    }
+    const std::string_view space = memory_space_name(a.space);
     out += fmt::format("#allocation{}{} [shape = '{}', space={}, size = 0x{:x}", a.id, a.spill ? "_spill" : "", a.shape,
                        space, a.size);
     if (a.offset) out += fmt::format(", offset = 0x{:x}", *a.offset);

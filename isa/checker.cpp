@@ -42,6 +42,51 @@ std::string_view register_param(RegClass cls) {
   return "";
 }
 
+// Bytes a memory space holds on `chip`.
+std::uint64_t space_capacity(const ChipConfig& chip, MemorySpace space) {
+  switch (space) {
+    case MemorySpace::kVmem:
+      return chip.vmem.size_bytes;
+    case MemorySpace::kSmem:
+      return chip.smem.size_bytes;
+    case MemorySpace::kSflag:
+      return chip.sflag.count * 4;
+    case MemorySpace::kHbm:
+      return chip.hbm.size_bytes;
+  }
+  return 0;
+}
+
+std::string_view space_param(MemorySpace space) {
+  switch (space) {
+    case MemorySpace::kVmem:
+      return "vmem.size";
+    case MemorySpace::kSmem:
+      return "smem.size";
+    case MemorySpace::kSflag:
+      return "sflag.count";
+    case MemorySpace::kHbm:
+      return "hbm.size";
+  }
+  return "";
+}
+
+// Every allocation lies inside its memory space on `chip`.
+void check_allocations(const Program& program, const ChipConfig& chip, std::vector<Diagnostic>& violations) {
+  for (const Allocation& a : program.allocations) {
+    const std::uint64_t offset = a.offset.value_or(0);
+    const std::uint64_t capacity = space_capacity(chip, a.space);
+    std::uint64_t end = 0;
+    if (__builtin_add_overflow(offset, a.size, &end) || end > capacity) {
+      violations.push_back(at(program, a.source,
+                              fmt::format("#allocation{}{} (offset 0x{:x}, size 0x{:x}) does not fit {}: {} has {} "
+                                          "bytes of it ({})",
+                                          a.id, a.spill ? "_spill" : "", offset, a.size, memory_space_name(a.space),
+                                          chip.name, capacity, space_param(a.space))));
+    }
+  }
+}
+
 }  // namespace
 
 CheckResult check_program(const Program& program, const ChipConfig& chip) {
@@ -57,6 +102,7 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
                          chip.name, count, register_param(r.cls), reg_prefix(r.cls), reg_prefix(r.cls), count - 1)));
     }
   };
+  check_allocations(program, chip, result.violations);
   for (const Bundle& bundle : program.bundles) {
     std::array<std::size_t, kSlotClassCount> in_bundle{};
     for (const Op& op : bundle.ops) {

@@ -141,7 +141,13 @@ struct Allocation {
   std::uint64_t size = 0;
   std::optional<std::uint64_t> offset;  // bytes; placed by the assembler if absent
   std::string tag;
-  bool operator==(const Allocation&) const = default;
+  // Where the text declared it, for diagnostics. Images do not keep it (line
+  // 0), and equality ignores it: the table's meaning is the same.
+  SourceLoc source;
+  bool operator==(const Allocation& other) const {
+    return id == other.id && spill == other.spill && shape == other.shape && space == other.space &&
+           size == other.size && offset == other.offset && tag == other.tag;
+  }
 };
 
 struct Program {

@@ -35,3 +35,11 @@ tpuemu_cli_test(bad.run_endless_loop_default_limit 3 "program fault: chip 0 core
 tpuemu_cli_test(bad.pod_endless_loop_stdout_quiet 3 "^tpuemu run: program fault: chip 0 core 0 bundle 0x0 .*cycle limit \\(100 cycles" run ${D}/run/endless_loop.llo --topology 2 --max-cycles 100)
 set_tests_properties(cli.bad.pod_endless_loop_stdout_quiet PROPERTIES ENVIRONMENT EXPECT_STDOUT_EMPTY=1)
 tpuemu_cli_test(bad.max_cycles_zero 2 "option '--max-cycles' is invalid: expected a whole number >= 1" run ${D}/run/endless_loop.llo --max-cycles 0)
+
+# The allocation table is checked against every memory space at load; .const values are checked where they are used.
+tpuemu_cli_test(bad.run_allocation_beyond_vmem 2 "huge_allocation.llo:2:1: error: #allocation0 \\(offset 0x0, size 0xffffffffffff\\) does not fit vmem: v5e has 134217728 bytes of it \\(vmem.size\\)" run ${D}/bad/huge_allocation.llo)
+tpuemu_cli_test(bad.check_next_allocation_beyond_vmem 2 "huge_allocation.llo:3:1: error: #allocation1 \\(offset 0x1000000000000, size 0x1000\\) does not fit vmem" check ${D}/bad/huge_allocation.llo)
+tpuemu_cli_test(bad.run_smem_allocation_too_big 2 "smem_too_big.llo:2:1: error: #allocation0 \\(offset 0x0, size 0x10000000\\) does not fit smem: v5e has 1048576 bytes of it \\(smem.size\\)" run ${D}/bad/smem_too_big.llo)
+tpuemu_cli_test(bad.asm_const_beyond_32_bits 2 "const_beyond_32_bits.llo:2:14: error: constant 'A' = 4294967296 does not fit in 32 bits" asm ${D}/bad/const_beyond_32_bits.llo -o const.tpub)
+tpuemu_cli_test(bad.asm_const_product_overflow 2 "const_product_overflow.llo:1:33: error: constant expression overflows 64 bits" asm ${D}/bad/const_product_overflow.llo -o const.tpub)
+tpuemu_cli_test(bad.asm_const_shift_overflow 2 "const_shift_overflow.llo:2:18: error: constant expression overflows 64 bits" asm ${D}/bad/const_shift_overflow.llo -o const.tpub)

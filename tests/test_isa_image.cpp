@@ -115,10 +115,10 @@ Program every_kind_program() {
   p.name = "every_kind";
   p.files = {"main.llo", "include/helpers.llo"};
   p.allocations = {
-      Allocation{3, false, "s32[2]{0}", MemorySpace::kSflag, 8, 16, "sync flags"},
-      Allocation{8, true, "f32[8,128]{1,0}", MemorySpace::kVmem, 4096, std::nullopt, "spill"},
-      Allocation{9, false, "u8[4096]", MemorySpace::kHbm, 0xFFFF'FFFF'FFFFULL, 0x1234'5678'9ABCULL, ""},
-      Allocation{10, false, "s32[1]", MemorySpace::kSmem, 4, 0, "counter"},
+      Allocation{3, false, "s32[2]{0}", MemorySpace::kSflag, 8, 16, "sync flags", {}},
+      Allocation{8, true, "f32[8,128]{1,0}", MemorySpace::kVmem, 4096, std::nullopt, "spill", {}},
+      Allocation{9, false, "u8[4096]", MemorySpace::kHbm, 0xFFFF'FFFF'FFFFULL, 0x1234'5678'9ABCULL, "", {}},
+      Allocation{10, false, "s32[1]", MemorySpace::kSmem, 4, 0, "counter", {}},
   };
 
   std::vector<Operand> operands;
@@ -212,7 +212,7 @@ Program small_program() {
   Program p;
   p.name = "small";
   p.files = {"small.llo"};
-  p.allocations = {Allocation{1, false, "f32[8,128]", MemorySpace::kVmem, 4096, 0, "x"}};
+  p.allocations = {Allocation{1, false, "f32[8,128]", MemorySpace::kVmem, 4096, 0, "x", {}}};
   Op op;
   op.opcode = OpId::kVaddS32;
   op.dest_kind = Op::DestKind::kReg;
