@@ -95,7 +95,8 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
         buf.scalar = true;
         continue;
       }
-      if (!b.is_output && !buf.produced && inputs.count(it->second) == 0U) {
+      // Timing-only runs move no data: an input buffer without host data is fine.
+      if (!b.is_output && !buf.produced && inputs.count(it->second) == 0U && request.options.compute_numerics) {
         throw std::invalid_argument(fmt::format(
             "kernel {} reads buffer '{}' ({}), which no earlier kernel produces and the host does not provide", s,
             it->second, b.space));
@@ -323,7 +324,9 @@ RunResult run_program(const RunRequest& request) {
     step.operand_buffers[b.index] = name;
     const auto it = request.inputs.find(b.index);
     if (it == request.inputs.end()) {
-      if (!b.is_output) {
+      // Timing-only runs need no array data; a by-value operand steers the
+      // program (loop counts), so it needs its value either way.
+      if (!b.is_output && (request.options.compute_numerics || b.space == "<no memory space>")) {
         throw std::invalid_argument(fmt::format("operand {} ({}[{}], input) has no data: pass --in {}=FILE.npy",
                                                 b.index, b.dtype, fmt::join(b.shape, ","), b.index));
       }

@@ -43,3 +43,20 @@ tpuemu_cli_test(bad.run_smem_allocation_too_big 2 "smem_too_big.llo:2:1: error: 
 tpuemu_cli_test(bad.asm_const_beyond_32_bits 2 "const_beyond_32_bits.llo:2:14: error: constant 'A' = 4294967296 does not fit in 32 bits" asm ${D}/bad/const_beyond_32_bits.llo -o const.tpub)
 tpuemu_cli_test(bad.asm_const_product_overflow 2 "const_product_overflow.llo:1:33: error: constant expression overflows 64 bits" asm ${D}/bad/const_product_overflow.llo -o const.tpub)
 tpuemu_cli_test(bad.asm_const_shift_overflow 2 "const_shift_overflow.llo:2:18: error: constant expression overflows 64 bits" asm ${D}/bad/const_shift_overflow.llo -o const.tpub)
+
+# Output paths are checked before the run; refused inputs exit 2, not as program faults.
+tpuemu_cli_test(bad.demo_report_unwritable 2 "tpuemu demo: --report /nonexistent/r.json: cannot write this file \\(folder /nonexistent" demo --report /nonexistent/r.json)
+tpuemu_cli_test(bad.pod_demo_report_unwritable 2 "tpuemu demo: --report /nonexistent/r.json: cannot write this file" demo --topology 2 --report /nonexistent/r.json)
+tpuemu_cli_test(bad.demo_single_chip_report_unwritable 2 "tpuemu demo: --report /nonexistent/r.json: cannot write this file" demo --single-chip --report /nonexistent/r.json)
+tpuemu_cli_test(bad.run_case_report_unwritable 2 "tpuemu run-case: --report /nonexistent/r.json: cannot write this file" run-case ${D} --report /nonexistent/r.json)
+tpuemu_cli_test(bad.run_out_unwritable 2 "tpuemu run: --out /nonexistent/o.npy: cannot write this file" run ${MM} --out 2=/nonexistent/o.npy)
+tpuemu_cli_test(bad.run_report_is_directory 2 "tpuemu run: --report ${D}: cannot write this file \\(it is a directory\\)" run ${MM} --report ${D})
+tpuemu_cli_test(bad.pod_out_unwritable 2 "tpuemu run: --out /nonexistent/o_0.npy: cannot write this file" run ${P}/ring_shift.llo --topology 2 --out 1=/nonexistent/o_{chip}.npy)
+tpuemu_cli_test(bad.collective_json_unwritable 2 "tpuemu collective: --json /nonexistent/c.json: cannot write this file" collective --topology 2 --sizes 1M --json /nonexistent/c.json)
+tpuemu_cli_test(bad.gen_output_unwritable 2 "tpuemu gen: --output /nonexistent/a.llo: cannot write this file" gen add --n 1024 -o /nonexistent/a.llo)
+tpuemu_cli_test(bad.collective_beyond_hbm 2 "size 17179869184: the buffers need 25769803776 bytes of HBM per chip but v5e has 17179869184" collective --topology 2 --sizes 16G --no-data)
+tpuemu_cli_test(bad.run_in_twice 2 "--in 0=.*: operand 0 is given twice" run ${MM} --in 0=${D}/run/x_8x128.npy)
+tpuemu_cli_test(bad.pod_in_twice 2 "--in 0=a_{chip}.npy: operand 0 is given twice" run ${P}/ring_shift.llo --topology 2 --in 0=a_{chip}.npy --in 0=a_{chip}.npy)
+tpuemu_cli_test(bad.run_out_without_data 2 "--out needs the data that a timing-only run \\(--no-data\\) does not compute" run ${MM} --no-data --out 2=o.npy)
+# Timing-only runs read no array inputs: files that do not exist (or never end) are not opened.
+tpuemu_cli_test(bad.run_no_data_reads_no_inputs 0 "cycles +1937" run ${P}/matmul_8x128.llo --no-data --in 0=/nonexistent/a.npy --in 1=/dev/zero)

@@ -7,11 +7,11 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "chip/host_memory.hpp"
+#include "chip/fault.hpp"
 #include "chip/pod.hpp"
 #include "common/numerics.hpp"
 #include "common/parse_number.hpp"
@@ -21,6 +21,7 @@
 #include "programs/collectives.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
 namespace {
@@ -88,6 +89,9 @@ struct Row {
   std::uint64_t peak_rss_bytes = 0;
   std::string check = "skipped (--no-data)";
   std::string fault;
+  // The exit code `fault` maps to: a program fault (3), or an input the run
+  // refused before starting (2: buffers beyond HBM, ...).
+  int fault_exit = kExitProgramFault;
   bool ok = true;
 };
 
@@ -171,9 +175,12 @@ Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& 
            {"check", r.check},
            {"fault", r.fault},
            {"ok", r.ok}};
+    } catch (const chip::LoadError& e) {  // refused before the run: bad input
+      j = {{"bytes", spec.bytes}, {"fault", e.what()},   {"ok", false},         {"cycles", 0},
+           {"seconds", 0.0},      {"host_seconds", 0.0}, {"check", "not run"},  {"fault_exit", kExitBadInput}};
     } catch (const std::exception& e) {
-      j = {{"bytes", spec.bytes}, {"fault", e.what()},   {"ok", false},       {"cycles", 0},
-           {"seconds", 0.0},      {"host_seconds", 0.0}, {"check", "not run"}};
+      j = {{"bytes", spec.bytes}, {"fault", e.what()},   {"ok", false},        {"cycles", 0},
+           {"seconds", 0.0},      {"host_seconds", 0.0}, {"check", "not run"}, {"fault_exit", kExitProgramFault}};
     }
     const std::string text = j.dump();
     std::size_t written = 0;
@@ -212,6 +219,7 @@ Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& 
   row.check = j.at("check").get<std::string>();
   row.fault = j.at("fault").get<std::string>();
   row.ok = j.at("ok").get<bool>();
+  row.fault_exit = j.value("fault_exit", kExitProgramFault);
   return row;
 }
 
@@ -249,6 +257,7 @@ int collective_command(const std::vector<std::string>& args) {
   const bool data = vm->count("no-data") == 0U;
   const std::string routing = (*vm)["routing"].as<std::string>();
   try {
+    if (vm->count("json") != 0U) check_writable("--json", (*vm)["json"].as<std::string>());
     chip = load_chip(chip_request(*vm));
     topology = topology_from(*vm, (*vm)["topology"].as<std::string>(), chip);
     (void)ici::routing_policy(routing);
@@ -310,7 +319,7 @@ int collective_command(const std::vector<std::string>& args) {
   nlohmann::json rows = nlohmann::json::array();
   std::string formula;
   std::vector<std::string> host_lines;
-  bool all_ok = true;
+  int exit_code = kExitOk;  // a fault's code, else 1 if a check failed
   for (const std::uint64_t v : sizes) {
     spec.bytes = v;
     const programs::CollectivePrediction prediction = programs::predict_collective(spec, topology, chip);
@@ -318,10 +327,10 @@ int collective_command(const std::vector<std::string>& args) {
     const Row row = measure_in_child(spec, topology, chip, data, routing, max_cycles(*vm));
     if (!row.ok && !row.fault.empty()) {
       fmt::print(stderr, "tpuemu collective: size {}: {}\n", v, row.fault);
-      all_ok = false;
+      exit_code = row.fault_exit;
       break;
     }
-    all_ok = all_ok && row.ok;
+    if (!row.ok) exit_code = kExitFailure;
     const double algbw = static_cast<double>(v) / row.seconds;
     const double busbw = algbw * bus_factor;
     const double linkbw = busbw / links_in_use;
@@ -369,15 +378,12 @@ int collective_command(const std::vector<std::string>& args) {
                         {"data", data},
                         {"formula", formula},
                         {"rows", rows}};
-    const std::string path = (*vm)["json"].as<std::string>();
-    std::ofstream out(path);
-    out << j.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "tpuemu collective: cannot write '{}'\n", path);
+    if (auto error = write_text_file("--json", (*vm)["json"].as<std::string>(), j.dump(2) + "\n")) {
+      fmt::print(stderr, "tpuemu collective: {}\n", *error);
       return kExitBadInput;
     }
   }
-  return all_ok ? kExitOk : kExitProgramFault;
+  return exit_code;
 }
 
 }  // namespace tpuemu::cli

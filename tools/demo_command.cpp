@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
 
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
@@ -17,6 +16,7 @@
 #include "programs/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/output_files.hpp"
 #include "tools/pod_report.hpp"
 #include "tools/roofline.hpp"
 #include "tools/run_report.hpp"
@@ -49,6 +49,7 @@ int chip_demo(const std::vector<std::string>& args) {
   request.options.max_cycles = max_cycles(*vm);
   isa::Program program;
   try {
+    if (vm->count("report") != 0U) check_writable("--report", (*vm)["report"].as<std::string>());
     request.chip = load_chip(chip_request(*vm));
     programs::MatmulSpec spec;
     spec.m = m;
@@ -105,8 +106,10 @@ int chip_demo(const std::vector<std::string>& args) {
              summary.result.cores.front().bundles,
              static_cast<double>(summary.result.cores.front().bundles) / host_seconds);
   if (vm->count("report") != 0U) {
-    std::ofstream out((*vm)["report"].as<std::string>());
-    out << report_json(summary).dump(2) << "\n";
+    if (auto error = write_text_file("--report", (*vm)["report"].as<std::string>(), report_json(summary).dump(2) + "\n")) {
+      fmt::print(stderr, "tpuemu demo: {}\n", *error);
+      return kExitBadInput;
+    }
   }
   if (mismatches != 0) {
     fmt::print("check     FAIL: {} of {} elements differ from the host reference; first C[{},{}] = {} (expected {})\n",
@@ -161,6 +164,7 @@ int pod_demo(const std::vector<std::string>& args) {
   TraceOutput trace;
   ProfileOutput profile;
   try {
+    if (vm->count("report") != 0U) check_writable("--report", (*vm)["report"].as<std::string>());
     chip = load_chip(chip_request(*vm));
     trace = trace_output(*vm, chip.clock_hz);
     profile = profile_output(*vm);
@@ -295,8 +299,11 @@ int pod_demo(const std::vector<std::string>& args) {
   }
   fmt::print("\nhost      {:.2f} s to emulate {} chips\n", host_seconds, r.chips.size());
   if (vm->count("report") != 0U) {
-    std::ofstream out((*vm)["report"].as<std::string>());
-    out << pod_report_json(summary).dump(2) << "\n";
+    if (auto error =
+            write_text_file("--report", (*vm)["report"].as<std::string>(), pod_report_json(summary).dump(2) + "\n")) {
+      fmt::print(stderr, "tpuemu demo: {}\n", *error);
+      return kExitBadInput;
+    }
   }
   if (mismatches != 0) {
     fmt::print("check     FAIL: {} elements of Y differ from the host reference\n", mismatches);

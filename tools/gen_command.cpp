@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 
 #include "common/npy.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
 
@@ -37,7 +37,14 @@ int gen_command(const std::vector<std::string>& args) {
   if (!vm) return help ? kExitOk : kExitBadInput;
   const std::string kind = vm->count("kind") != 0U ? (*vm)["kind"].as<std::string>() : "";
   std::string text;
+  const std::string out = (*vm)["output"].as<std::string>();
   try {
+    if (out != "-") check_writable("--output", out);
+    if (vm->count("inputs") != 0U) {
+      for (const char* suffix : {".a.npy", ".b.npy", ".expected.npy"}) {
+        check_writable("--inputs", (*vm)["inputs"].as<std::string>() + suffix);
+      }
+    }
     const ChipConfig chip = load_chip(chip_request(*vm));
     auto need = [&](const char* name) -> std::uint64_t {
       if (vm->count(name) == 0U) throw std::invalid_argument(fmt::format("gen {}: --{} is required", kind, name));
@@ -82,16 +89,12 @@ int gen_command(const std::vector<std::string>& args) {
     fmt::print(stderr, "tpuemu gen: --inputs: {}\n", e.what());
     return kExitBadInput;
   }
-  const std::string out = (*vm)["output"].as<std::string>();
   if (out == "-") {
     fmt::print("{}", text);
     return kExitOk;
   }
-  std::ofstream file(out);
-  file << text;
-  file.close();
-  if (!file) {
-    fmt::print(stderr, "tpuemu gen: cannot write '{}'\n", out);
+  if (auto error = write_text_file("--output", out, text)) {
+    fmt::print(stderr, "tpuemu gen: {}\n", *error);
     return kExitBadInput;
   }
   return kExitOk;

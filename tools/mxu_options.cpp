@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include "mxu/rtl/rtl_mxu.hpp"
+#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
 
@@ -28,8 +28,7 @@ MxuModels mxu_models(const po::variables_map& vm, const ChipConfig& chip) {
     if (!models.rtl_vcd.ends_with(".vcd")) {
       throw std::invalid_argument(fmt::format("--rtl-vcd {}: the file name must end in .vcd", models.rtl_vcd));
     }
-    std::ofstream probe(models.rtl_vcd);
-    if (!probe) throw std::invalid_argument(fmt::format("--rtl-vcd {}: cannot write this file", models.rtl_vcd));
+    check_writable("--rtl-vcd", models.rtl_vcd);
   }
   if (!models.rtl) return models;
   const auto sizes = mxu::rtl::built_sizes();

@@ -18,6 +18,7 @@
 #include "isa/assembler.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/output_files.hpp"
 #include "tools/trace_options.hpp"
 #include "tools/program_loader.hpp"
 #include "tools/run_report.hpp"
@@ -114,6 +115,7 @@ int run_case_command(const std::vector<std::string>& args) {
   std::optional<NpyArray> expected_bits;
   TraceOutput trace;
   try {
+    if (vm->count("report") != 0U) check_writable("--report", (*vm)["report"].as<std::string>());
     request.chip = load_chip(chip_request(*vm));
     trace = trace_output(*vm, request.chip.clock_hz);
     request.tracer = trace.tracer.get();
@@ -320,8 +322,10 @@ int run_case_command(const std::vector<std::string>& args) {
                       {"exact", exact},
                       {"max_relative_error", max_rel},
                       {"max_ulp", max_ulp}};
-    std::ofstream out((*vm)["report"].as<std::string>());
-    out << report.dump(2) << "\n";
+    if (auto error = write_text_file("--report", (*vm)["report"].as<std::string>(), report.dump(2) + "\n")) {
+      fmt::print(stderr, "tpuemu run-case: {}\n", *error);
+      return kExitBadInput;
+    }
   }
   if (mismatches != 0) {
     auto show = [&](const NpyArray& a) {

@@ -22,6 +22,7 @@
 #include "tools/cli.hpp"
 #include "tools/mxu_options.hpp"
 #include "tools/options.hpp"
+#include "tools/output_files.hpp"
 #include "tools/pod_report.hpp"
 #include "tools/program_loader.hpp"
 #include "tools/roofline.hpp"
@@ -50,6 +51,30 @@ std::string per_chip_path(const std::string& pattern, std::uint32_t chip) {
     out.replace(pos, 6, std::to_string(chip));
   }
   return out;
+}
+
+// Before the run: --out and --expect need data (refused with --no-data), name
+// each operand once, and every --out file (of each of `chips`) and the
+// --report file must be writable.
+void check_outputs(const po::variables_map& vm, std::uint32_t chips) {
+  for (const char* key : {"out", "expect"}) {
+    if (vm.count(key) == 0U) continue;
+    if (vm.count("no-data") != 0U) {
+      throw std::invalid_argument(
+          fmt::format("--{} needs the data that a timing-only run (--no-data) does not compute: drop one of them", key));
+    }
+    std::map<std::uint32_t, bool> seen;
+    for (const auto& text : vm[key].as<std::vector<std::string>>()) {
+      const auto b = parse_binding(text);
+      if (!b) continue;  // reported where the binding is read
+      if (seen[b->first]) throw std::invalid_argument(fmt::format("--{} {}: operand {} is given twice", key, text, b->first));
+      seen[b->first] = true;
+      if (std::string_view(key) == "out") {
+        for (std::uint32_t c = 0; c < chips; ++c) check_writable("--out", per_chip_path(b->second, c));
+      }
+    }
+  }
+  if (vm.count("report") != 0U) check_writable("--report", vm["report"].as<std::string>());
 }
 
 // The .npy files of --in and --expect, read on the host threads
@@ -163,6 +188,7 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
     request.profile = profile.profile.get();
     topology = topology_from(vm, vm["topology"].as<std::string>(), request.chip);
     request.topology = topology;
+    check_outputs(vm, topology.chip_count());
     request.routing = vm["routing"].as<std::string>();
     program = load_program(program_path);
     request.program = &program;
@@ -176,7 +202,9 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
         const auto b = parse_binding(text);
         if (!b) throw std::invalid_argument(fmt::format("--{} {}: expected IDX=FILE.npy", key, text));
         if (std::string(key) == "in") {
-          inputs[b->first] = b->second;
+          if (!inputs.emplace(b->first, b->second).second) {
+            throw std::invalid_argument(fmt::format("--in {}: operand {} is given twice", text, b->first));
+          }
         } else {
           if (topology.chip_count() > 1 && b->second.find("{chip}") == std::string::npos) {
             throw std::invalid_argument(fmt::format("--out {}: a pod has {} chips; put {{chip}} in the file name", text,
@@ -332,13 +360,34 @@ int run_command(const std::vector<std::string>& args) {
     request.options.compute_numerics = vm->count("no-data") == 0U;
     request.options.max_cycles = max_cycles(*vm);
     request.quantum_cycles = std::max<std::uint64_t>(1, (*vm)["quantum"].as<std::uint64_t>());
-    NpyPrefetch files(vm->count("no-data") == 0U ? npy_files(*vm) : std::vector<std::string>{});
+    const bool timing_only = vm->count("no-data") != 0U;
+    check_outputs(*vm, 1);
+    // A timing-only run reads only the inputs passed by value (they steer
+    // the program); array inputs carry data it does not move.
+    std::map<std::uint32_t, bool> by_value;  // operand index -> passed by value
+    if (timing_only) {
+      chip::check_fits(program, request.chip);
+      for (const auto& b : chip::decode_program(program, request.chip).bindings) {
+        by_value[b.index] = b.space == "<no memory space>";
+      }
+    }
+    NpyPrefetch files(timing_only ? std::vector<std::string>{} : npy_files(*vm));
     if (vm->count("in") != 0U) {
       for (const auto& text : (*vm)["in"].as<std::vector<std::string>>()) {
         const auto b = parse_binding(text);
         if (!b) throw std::invalid_argument(fmt::format("--in {}: expected IDX=FILE.npy", text));
-        request.inputs[b->first] = files.take(b->second);
+        if (request.input_origins.count(b->first) != 0U) {
+          throw std::invalid_argument(fmt::format("--in {}: operand {} is given twice", text, b->first));
+        }
         request.input_origins[b->first] = b->second;
+        if (timing_only) {
+          const auto it = by_value.find(b->first);
+          if (it == by_value.end()) {
+            throw std::invalid_argument(fmt::format("--in {}: the program has no operand {}", b->first, b->first));
+          }
+          if (!it->second) continue;
+        }
+        request.inputs[b->first] = files.take(b->second);
       }
     }
     if (vm->count("out") != 0U) {

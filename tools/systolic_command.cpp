@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <random>
 
 #include "common/numerics.hpp"
@@ -10,6 +9,7 @@
 #include "mxu/small_tile.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
+#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
 
@@ -38,9 +38,10 @@ int systolic_command(const std::vector<std::string>& args) {
   }
   if (vm->count("vcd") != 0U) {
     vcd = (*vm)["vcd"].as<std::string>();
-    std::ofstream probe(vcd);
-    if (!probe) {
-      fmt::print(stderr, "tpuemu systolic: --vcd {}: cannot write this file\n", vcd);
+    try {
+      check_writable("--vcd", vcd);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "tpuemu systolic: {}\n", e.what());
       return kExitBadInput;
     }
   }

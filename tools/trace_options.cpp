@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "common/parse_number.hpp"
+#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
 
@@ -33,8 +34,7 @@ std::string waveform_path(const po::variables_map& vm) {
   if (vm.count("vcd") == 0U) return {};
   const std::string path = vm["vcd"].as<std::string>();
   if (!path.ends_with(".vcd")) throw std::invalid_argument(fmt::format("--vcd {}: the file name must end in .vcd", path));
-  std::ofstream probe(path);
-  if (!probe) throw std::invalid_argument(fmt::format("--vcd {}: cannot write this file", path));
+  check_writable("--vcd", path);
   return path;
 }
 
@@ -87,10 +87,7 @@ ProfileOutput profile_output(const po::variables_map& vm) {
     throw std::invalid_argument(fmt::format("--memory-profile {}: the file name must end in .json", out.json_path));
   }
   out.svg_path = out.json_path.substr(0, out.json_path.size() - 5) + ".svg";
-  for (const auto& path : {out.json_path, out.svg_path}) {
-    std::ofstream probe(path);
-    if (!probe) throw std::invalid_argument(fmt::format("--memory-profile: cannot write {}", path));
-  }
+  for (const auto& path : {out.json_path, out.svg_path}) check_writable("--memory-profile", path);
   out.profile = std::make_unique<chip::MemoryProfile>();
   return out;
 }
@@ -112,10 +109,7 @@ TraceOutput trace_output(const po::variables_map& vm, double clock_hz) {
     return out;
   }
   out.path = vm["trace"].as<std::string>();
-  {
-    std::ofstream probe(out.path);
-    if (!probe) throw std::invalid_argument(fmt::format("--trace {}: cannot write this file", out.path));
-  }
+  check_writable("--trace", out.path);
   chip::Tracer::Options options;
   options.clock_hz = clock_hz;
   options.max_events = vm["trace-max-events"].as<std::uint64_t>();
