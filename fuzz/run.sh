@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang into build-fuzz/, makes a seed corpus
 # (the LLO dumps of ../shared/llo, programs/ and tests/data/, and their .tpub
-# images), replays every saved crash in fuzz/regressions/<target>/, then fuzzes
-# each target for a bounded time. Exits non-zero if any input crashes, trips a
+# images; the chip presets, tests/data's chip files and the presets' resolved
+# dumps; the small .npy files of tests/data/ and ../shared/llo), replays every
+# saved crash in fuzz/regressions/<target>/, then fuzzes each target for a
+# bounded time. Exits non-zero if any input crashes, trips a
 # sanitizer, times out or exhausts memory.
 #
 # Usage: fuzz/run.sh
@@ -17,7 +19,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 build=${TPUEMU_FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${TPUEMU_FUZZ_SECONDS:-60}
-targets=(fuzz_assembler fuzz_image)
+targets=(fuzz_assembler fuzz_image fuzz_chip_config fuzz_npy)
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not found; install clang and libclang-rt-14-dev" >&2
@@ -49,6 +51,17 @@ for i in "${!llo_files[@]}"; do
   cp "${llo_files[$i]}" "$seeds/fuzz_assembler/$(printf '%03d' "$i")-$(basename "${llo_files[$i]}")"
 done
 "$build/bin/fuzz_make_seeds" "$seeds/fuzz_image" "$seeds/fuzz_assembler.dict" "${llo_files[@]}"
+
+# Chip files for fuzz_chip_config; .npy files up to 64 KiB for fuzz_npy.
+"$build/bin/fuzz_make_seeds" --chip "$seeds/fuzz_chip_config" "$seeds/fuzz_chip_config.dict"
+cp configs/chips/*.json tests/data/*.json "$seeds/fuzz_chip_config/"
+mkdir -p "$seeds/fuzz_npy"
+npy_dirs=(tests/data)
+[[ -d $corpus ]] && npy_dirs+=("$corpus")
+mapfile -t npy_files < <(find "${npy_dirs[@]}" -name '*.npy' -size -65k | sort)
+for i in "${!npy_files[@]}"; do
+  cp "${npy_files[$i]}" "$seeds/fuzz_npy/$(printf '%03d' "$i")-$(basename "${npy_files[$i]}")"
+done
 
 # 3. Regressions, then fuzzing; every target runs even after a failure.
 failed=()
