@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <csignal>
 #include <set>
+
+#include "chip/stop_request.hpp"
 
 namespace tpuemu::chip {
 
@@ -95,6 +98,17 @@ void ChipModule::core_thread(std::size_t index) {
       while (!fault) {
         const std::uint64_t limit = core.cycle() + quantum_;
         const Core::Status status = core.run_until(limit);
+        if (const int signal_number = stop_requested(); signal_number != 0) [[unlikely]] {
+          if (!fault) {
+            fault = fmt::format("interrupted by {}: {}",
+                                signal_number == SIGINT    ? std::string("SIGINT")
+                                : signal_number == SIGTERM ? std::string("SIGTERM")
+                                                           : fmt::format("signal {}", signal_number),
+                                core.position());
+          }
+          sc_core::sc_stop();
+          break;
+        }
         if (core.tracer() != nullptr && core.tracer()->overflowed()) {
           if (!fault) fault = core.tracer()->overflow_message();
           sc_core::sc_stop();

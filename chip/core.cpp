@@ -102,6 +102,11 @@ std::string Core::where_bundle(std::uint32_t bundle_index) const {
                      src.source.line);
 }
 
+std::string Core::position() const {
+  if (pc_ >= program_->bundles.size()) return fmt::format("chip {} core {} (finished) at cycle {}", shared.chip_id, core_index, now_);
+  return fmt::format("{} at cycle {}", where_bundle(pc_), now_);
+}
+
 bool Core::guard_true(const ExecOp& op) const {
   if (op.guard < 0) return true;
   const bool p = preds[static_cast<std::size_t>(op.guard)] != 0;

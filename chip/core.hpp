@@ -153,6 +153,9 @@ class Core {
   void drain();
 
   [[nodiscard]] std::uint64_t cycle() const { return now_; }
+  // "chip 0 core 1 bundle 0x1c (prog.llo:12) at cycle 4096": where the core
+  // stands, for reports of a run stopped from outside.
+  [[nodiscard]] std::string position() const;
   [[nodiscard]] const CoreStats& stats() const { return stats_; }
   [[nodiscard]] bool halted() const { return halted_; }
   // Starts `next` at the current cycle with the core's state (registers,

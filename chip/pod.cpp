@@ -67,6 +67,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
   // The network's own failure (a trace over its limit): the run stops.
   std::optional<std::string> fault;
   [[nodiscard]] const ici::Network& network() const { return network_; }
+  [[nodiscard]] bool waveform_overflowed() const { return waves_ != nullptr && waves_->overflowed(); }
 
  private:
   // Catches what the network or a delivery throws and never returns
@@ -344,6 +345,7 @@ PodResult run_pod(const PodRequest& request) {
 
   PodResult result;
   result.fault = pod.fault;
+  result.waveform_overflowed = pod.waveform_overflowed();
   for (const auto& [name, buf] : buffers) result.buffers.emplace(name, buf.binding);
   result.step_end_cycles.assign(steps.size(), 0);
   std::vector<std::string> waiting;

@@ -83,6 +83,7 @@ struct PodResult {
   std::uint64_t core_syncs = 0;    // cores catching up with SystemC time (quantum ends)
   // The first program fault, or a deadlock report naming every waiting core.
   std::optional<std::string> fault;
+  bool waveform_overflowed = false;  // the fault is the waveform's limit (--vcd-max-changes)
 };
 
 // Throws LoadError (program does not fit the chip, operands the pod cannot

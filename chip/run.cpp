@@ -204,6 +204,7 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
   // 5. Collect.
   ChainResult result;
   result.run.fault = chip.fault;
+  result.run.waveform_overflowed = waves != nullptr && waves->overflowed();
   collect_units(chip, result.run);
   result.run.seconds = static_cast<double>(result.run.cycles) / request.chip.clock_hz;
   result.run.bindings = execs.back().bindings;

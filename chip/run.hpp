@@ -55,6 +55,9 @@ struct RunResult {
   std::map<std::uint32_t, std::vector<std::uint8_t>> output_bytes;  // device layout, by operand index
   std::vector<OperandBinding> bindings;
   std::optional<std::string> fault;  // set when the program faulted
+  // The fault is the waveform's limit (--vcd-max-changes), not the program's:
+  // an input the user narrows, not a program error.
+  bool waveform_overflowed = false;
 };
 
 // Throws LoadError (program cannot run on this chip) or std::invalid_argument

@@ -43,6 +43,8 @@ class Waveform : public sc_core::sc_module {
   std::uint32_t word(const std::string& name);
   void change(std::uint32_t signal, double cycle, std::uint32_t value);
   [[nodiscard]] std::uint64_t changes() const { return changes_; }
+  // The run was stopped because the waveform reached max_changes.
+  [[nodiscard]] bool overflowed() const { return changes_ > max_changes_; }
 
  private:
   struct Change {

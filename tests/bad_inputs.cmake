@@ -60,3 +60,7 @@ tpuemu_cli_test(bad.pod_in_twice 2 "--in 0=a_{chip}.npy: operand 0 is given twic
 tpuemu_cli_test(bad.run_out_without_data 2 "--out needs the data that a timing-only run \\(--no-data\\) does not compute" run ${MM} --no-data --out 2=o.npy)
 # Timing-only runs read no array inputs: files that do not exist (or never end) are not opened.
 tpuemu_cli_test(bad.run_no_data_reads_no_inputs 0 "cycles +1937" run ${P}/matmul_8x128.llo --no-data --in 0=/nonexistent/a.npy --in 1=/dev/zero)
+
+# SIGINT/SIGTERM stop a run like a fault (exit 130/143); the waveform's limit is a bad input (2), not a program fault.
+add_test(NAME cli.bad.signals_stop_runs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/signals.sh $<TARGET_FILE:tpuemu> ${D}/run/endless_loop.llo)
+set_tests_properties(cli.bad.signals_stop_runs PROPERTIES LABELS cli)

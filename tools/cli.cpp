@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "chip/stop_request.hpp"
 #include "common/log.hpp"
 #include "tools/chips_command.hpp"
 #include "tools/collective_command.hpp"
@@ -58,7 +59,8 @@ std::string usage() {
       "  -q, --quiet     less log output (repeatable)\n"
       "  -h, --help      this text\n"
       "  --version       print the version\n"
-      "\nexit codes: 0 ok, 1 check failed, 2 bad usage or input, 3 emulated program fault\n";
+      "\nexit codes: 0 ok, 1 check failed, 2 bad usage or input, 3 emulated program fault (or --max-cycles\n"
+      "reached), 4 internal error (a bug in tpuemu), 130/143 stopped by SIGINT/SIGTERM\n";
   return out;
 }
 
@@ -106,12 +108,16 @@ int run(int argc, char** argv) {
   }
   for (const auto& c : kCommands) {
     if (c.name == args[0]) {
+      // SIGINT/SIGTERM stop a run as a fault does (its message, then exit 128 + the signal).
+      chip::install_stop_signal_handlers(/*second_kills=*/true);
+      int code = kExitInternalError;
       try {
-        return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
+        code = c.run(std::vector<std::string>(args.begin() + 1, args.end()));
       } catch (const std::exception& e) {
-        fmt::print(stderr, "tpuemu {}: internal error: {}\n", c.name, e.what());
-        return kExitFailure;
+        fmt::print(stderr, "tpuemu {}: internal error (a bug in tpuemu; please report it): {}\n", c.name, e.what());
       }
+      if (const int signal_number = chip::stop_requested(); signal_number != 0) return 128 + signal_number;
+      return code;
     }
   }
   fmt::print(stderr, "tpuemu: unknown command or flag '{}'\n\n{}", args[0], usage());

@@ -13,6 +13,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;       // the run completed but a check failed (e.g. FAIL)
 inline constexpr int kExitBadInput = 2;      // usage, preset, assembly or input-file errors
 inline constexpr int kExitProgramFault = 3;  // the emulated program faulted or deadlocked
+inline constexpr int kExitInternalError = 4;  // a bug in tpuemu (an exception no command expected)
 
 struct Command {
   std::string_view name;

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -19,6 +17,7 @@
 #include "isa/assembler.hpp"
 #include "programs/collective_reference.hpp"
 #include "programs/collectives.hpp"
+#include "tools/child_process.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
 #include "tools/output_files.hpp"
@@ -150,64 +149,43 @@ Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology,
 
 Row measure_in_child(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,
                      bool data, const std::string& routing, std::uint64_t max_cycles) {
-  int fds[2];
-  if (pipe(fds) != 0) throw std::runtime_error("pipe() failed");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid < 0) throw std::runtime_error("fork() failed");
-  if (pid == 0) {
-    close(fds[0]);
-    nlohmann::json j;
-    try {
-      const Row r = measure(spec, topology, chip, data, routing, max_cycles);
-      rusage usage{};
-      getrusage(RUSAGE_SELF, &usage);
-      j = {{"bytes", r.bytes},
-           {"cycles", r.cycles},
-           {"seconds", r.seconds},
-           {"host_seconds", r.host_seconds},
-           {"bundles", r.bundles},
-           {"network_events", r.network_events},
-           {"core_resumes", r.core_resumes},
-           {"core_syncs", r.core_syncs},
-           {"peak_rss_bytes", static_cast<std::uint64_t>(usage.ru_maxrss) * 1024},
-           {"check", r.check},
-           {"fault", r.fault},
-           {"ok", r.ok}};
-    } catch (const chip::LoadError& e) {  // refused before the run: bad input
-      j = {{"bytes", spec.bytes}, {"fault", e.what()},   {"ok", false},         {"cycles", 0},
-           {"seconds", 0.0},      {"host_seconds", 0.0}, {"check", "not run"},  {"fault_exit", kExitBadInput}};
-    } catch (const std::exception& e) {
-      j = {{"bytes", spec.bytes}, {"fault", e.what()},   {"ok", false},        {"cycles", 0},
-           {"seconds", 0.0},      {"host_seconds", 0.0}, {"check", "not run"}, {"fault_exit", kExitProgramFault}};
-    }
-    const std::string text = j.dump();
-    std::size_t written = 0;
-    while (written < text.size()) {
-      const ssize_t n = write(fds[1], text.data() + written, text.size() - written);
-      if (n <= 0) break;
-      written += static_cast<std::size_t>(n);
-    }
-    close(fds[1]);
-    _exit(0);
-  }
-  close(fds[1]);
-  std::string text;
-  char buffer[4096];
-  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const ChildOutcome outcome = run_in_child(
+      [&] {
+        nlohmann::json j;
+        try {
+          const Row r = measure(spec, topology, chip, data, routing, max_cycles);
+          rusage usage{};
+          getrusage(RUSAGE_SELF, &usage);
+          j = {{"bytes", r.bytes},
+               {"cycles", r.cycles},
+               {"seconds", r.seconds},
+               {"host_seconds", r.host_seconds},
+               {"bundles", r.bundles},
+               {"network_events", r.network_events},
+               {"core_resumes", r.core_resumes},
+               {"core_syncs", r.core_syncs},
+               {"peak_rss_bytes", static_cast<std::uint64_t>(usage.ru_maxrss) * 1024},
+               {"check", r.check},
+               {"fault", r.fault},
+               {"ok", r.ok}};
+        } catch (const chip::LoadError& e) {  // refused before the run: bad input
+          j = {{"bytes", spec.bytes}, {"fault", e.what()},   {"ok", false},        {"cycles", 0},
+               {"seconds", 0.0},      {"host_seconds", 0.0}, {"check", "not run"}, {"fault_exit", kExitBadInput}};
+        } catch (const std::exception& e) {
+          j = {{"bytes", spec.bytes}, {"fault", e.what()},   {"ok", false},        {"cycles", 0},
+               {"seconds", 0.0},      {"host_seconds", 0.0}, {"check", "not run"}, {"fault_exit", kExitProgramFault}};
+        }
+        return j.dump();
+      },
+      /*quiet=*/false);
   Row row;
   row.bytes = spec.bytes;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
+  if (!outcome.output) {
     row.ok = false;
-    row.fault = WIFSIGNALED(status) ? fmt::format("the emulation died of signal {}", WTERMSIG(status))
-                                    : std::string("the emulation ended without a result");
+    row.fault = outcome.death;
     return row;
   }
-  const auto j = nlohmann::json::parse(text);
+  const auto j = nlohmann::json::parse(*outcome.output);
   row.cycles = j.at("cycles").get<std::uint64_t>();
   row.seconds = j.at("seconds").get<double>();
   row.host_seconds = j.at("host_seconds").get<double>();

@@ -257,6 +257,10 @@ int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
     fmt::print(stderr, "tpuemu run: {}\n", *error);
     return kExitBadInput;
   }
+  if (summary.result.fault && summary.result.waveform_overflowed) {  // the waveform's limit, not the program's
+    fmt::print(stderr, "tpuemu run: --vcd {}: {}\n", request.vcd, *summary.result.fault);
+    return kExitBadInput;
+  }
   if (summary.result.fault) {
     fmt::print(stderr, "tpuemu run: program fault: {}\n", *summary.result.fault);
   } else {
@@ -466,6 +470,10 @@ int run_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   compute_summary_roofline(summary);
+  if (summary.result.fault && summary.result.waveform_overflowed) {  // the waveform's limit, not the program's
+    fmt::print(stderr, "tpuemu run: --vcd {}: {}\n", request.vcd, *summary.result.fault);
+    return kExitBadInput;
+  }
   if (summary.result.fault) {
     fmt::print(stderr, "tpuemu run: program fault: {}\n", *summary.result.fault);
   } else {

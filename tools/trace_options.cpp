@@ -2,13 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdio>
 #include <fstream>
 
 #include "common/parse_number.hpp"
+#include "tools/child_process.hpp"
 #include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
@@ -40,37 +38,17 @@ std::string waveform_path(const po::variables_map& vm) {
 
 std::optional<std::string> trace_dry_run(const TraceOutput& trace, const std::function<bool(chip::Tracer&)>& dry_run) {
   if (!trace.tracer) return std::nullopt;
-  int fds[2];
-  if (pipe(fds) != 0) return std::nullopt;
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return std::nullopt;
-  }
-  if (pid == 0) {
-    close(fds[0]);
-    // Quiet: the real run prints what there is to say.
-    if (std::freopen("/dev/null", "w", stdout) == nullptr || std::freopen("/dev/null", "w", stderr) == nullptr) _exit(1);
-    char verdict = '?';
-    try {
-      chip::Tracer tracer(trace.tracer->options());
-      verdict = dry_run(tracer) ? 'o' : 'k';
-    } catch (...) {  // the real run reports it
-    }
-    const ssize_t written = write(fds[1], &verdict, 1);
-    close(fds[1]);
-    _exit(written == 1 ? 0 : 1);
-  }
-  close(fds[1]);
-  char verdict = '?';
-  const ssize_t got = read(fds[0], &verdict, 1);
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (got != 1 || verdict != 'o') return std::nullopt;
+  const ChildOutcome outcome = run_in_child(
+      [&] {
+        chip::Tracer tracer(trace.tracer->options());
+        try {
+          return std::string(dry_run(tracer) ? "overflow" : "fits");
+        } catch (...) {  // the real run reports it
+          return std::string("failed");
+        }
+      },
+      /*quiet=*/true);  // the real run prints what there is to say
+  if (outcome.output != "overflow") return std::nullopt;
   return fmt::format("--trace {}: a timing-only dry run found that {}", trace.path, trace.tracer->overflow_message());
 }
 
