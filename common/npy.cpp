@@ -12,6 +12,8 @@
 #include <optional>
 #include <utility>
 
+#include "common/input_file.hpp"
+
 namespace tpuemu {
 namespace {
 
@@ -516,6 +518,11 @@ NpyArray parse_npy(std::span<const std::uint8_t> bytes, const std::string& origi
 
 NpyArray read_npy(const std::string& path) {
   // The header first, then the data straight into the array (one pass over it).
+  try {
+    (void)check_input_file(path, kMaxNpyBytes);
+  } catch (const InputFileError& e) {
+    throw NpyError(e.what());
+  }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) throw NpyError(fmt::format("{}: cannot open file", path));
   const std::streamoff size = in.tellg();

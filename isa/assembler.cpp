@@ -12,6 +12,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "common/input_file.hpp"
+
 namespace tpuemu::isa {
 namespace {
 
@@ -441,17 +443,21 @@ class Assembler {
     std::vector<std::filesystem::path> candidates{std::filesystem::path(file_name_).parent_path() / name};
     for (const auto& dir : options_.include_dirs) candidates.emplace_back(std::filesystem::path(dir) / name);
     for (const auto& path : candidates) {
-      std::ifstream in(path, std::ios::binary);
-      if (!in) continue;
+      std::error_code ec;
+      if (!std::filesystem::exists(path, ec)) continue;
       if (std::find(include_stack_.begin(), include_stack_.end(), path.lexically_normal().string()) !=
           include_stack_.end()) {
         throw LineError{pos, fmt::format("'{}' includes itself", name)};
       }
-      std::ostringstream ss;
-      ss << in.rdbuf();
+      std::string text;
+      try {
+        text = read_input_file(path.string(), kMaxProgramTextBytes);
+      } catch (const InputFileError& e) {
+        throw LineError{pos, fmt::format("cannot include '{}': {}", name, e.message())};
+      }
       include_stack_.push_back(path.lexically_normal().string());
       const LogicalLine* saved = line_;
-      process_file(ss.str(), path.string(), depth + 1);
+      process_file(text, path.string(), depth + 1);
       line_ = saved;
       include_stack_.pop_back();
       return;
@@ -1532,7 +1538,9 @@ bool Bundle::operator==(const Bundle& o) const {
 }
 
 std::string format_diagnostic(const Diagnostic& d) {
-  std::string out = fmt::format("{}:{}:{}: error: {}", d.file, d.line, d.column, d.message);
+  // A diagnostic about the whole file (line 0: it cannot be read) has no position.
+  std::string out = d.line == 0 ? fmt::format("{}: error: {}", d.file, d.message)
+                                : fmt::format("{}:{}:{}: error: {}", d.file, d.line, d.column, d.message);
   if (!d.line_text.empty()) {
     std::string caret;
     for (std::uint32_t i = 1; i < d.column && i <= d.line_text.size(); ++i)
@@ -1565,16 +1573,16 @@ std::vector<Allocation> parse_allocation_table(std::string_view text, const std:
 }
 
 Program assemble_file(const std::string& path, const AssembleOptions& options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string text;
+  try {
+    text = read_input_file(path, kMaxProgramTextBytes);
+  } catch (const InputFileError& e) {
     Diagnostic d;
     d.file = path;
-    d.message = "cannot open file";
+    d.message = e.message();
     throw AsmError({d});
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return assemble(ss.str(), path, options);
+  return assemble(text, path, options);
 }
 
 std::string format_operand(const Operand& o) {

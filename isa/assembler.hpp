@@ -15,12 +15,12 @@ namespace tpuemu::isa {
 // One problem in a source file, with the line it is on for a caret display.
 struct Diagnostic {
   std::string file;
-  std::uint32_t line = 0;    // 1-based
+  std::uint32_t line = 0;    // 1-based; 0 = about the whole file (it cannot be read)
   std::uint32_t column = 0;  // 1-based
   std::string message;
   std::string line_text;
 };
-// "file:line:col: error: message\n    <line>\n    <caret>"
+// "file:line:col: error: message\n    <line>\n    <caret>", or "file: error: message" for line 0
 std::string format_diagnostic(const Diagnostic& d);
 
 // Thrown by the assembler with every problem found (at most 20); what() holds

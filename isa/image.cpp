@@ -10,6 +10,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "common/input_file.hpp"
+
 namespace tpuemu::isa {
 namespace {
 
@@ -669,10 +671,13 @@ void write_image(const std::string& path, const Program& program) {
 }
 
 Program read_image(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ImageError(fmt::format("{}: cannot open file", path));
-  const std::vector<std::uint8_t> image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw ImageError(fmt::format("{}: cannot read file", path));
+  std::string bytes;
+  try {
+    bytes = read_input_file(path, kMaxProgramTextBytes);
+  } catch (const InputFileError& e) {
+    throw ImageError(e.what());
+  }
+  const std::vector<std::uint8_t> image(bytes.begin(), bytes.end());
   return decode_image(image, path);
 }
 

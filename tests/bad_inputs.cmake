@@ -64,3 +64,15 @@ tpuemu_cli_test(bad.run_no_data_reads_no_inputs 0 "cycles +1937" run ${P}/matmul
 # SIGINT/SIGTERM stop a run like a fault (exit 130/143); the waveform's limit is a bad input (2), not a program fault.
 add_test(NAME cli.bad.signals_stop_runs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/signals.sh $<TARGET_FILE:tpuemu> ${D}/run/endless_loop.llo)
 set_tests_properties(cli.bad.signals_stop_runs PROPERTIES LABELS cli)
+
+# Inputs are regular files of bounded size, checked before they are read; a program must hold bundles.
+tpuemu_cli_test(bad.run_directory 2 "tests/data: error: is a directory, not a file" run ${D})
+tpuemu_cli_test(bad.check_directory 2 "data: error: is a directory, not a file" check ${D})
+tpuemu_cli_test(bad.asm_directory 2 "data: error: is a directory, not a file" asm ${D} -o dir.tpub)
+tpuemu_cli_test(bad.run_dev_zero 2 "^/dev/zero: error: is not a regular file" run /dev/zero)
+tpuemu_cli_test(bad.run_in_dev_zero 2 "tpuemu run: /dev/zero: is not a regular file" run ${P}/matmul_8x128.llo --in 0=/dev/zero --in 1=${D}/run/w_128x128.npy)
+tpuemu_cli_test(bad.run_in_directory 2 "tpuemu run: ${D}: is a directory, not a file" run ${P}/matmul_8x128.llo --in 0=${D} --in 1=${D}/run/w_128x128.npy)
+tpuemu_cli_test(bad.disasm_dev_zero 2 "/dev/zero: error: is not a regular file" disasm /dev/zero)
+tpuemu_cli_test(bad.run_empty_program 2 "empty.llo:1:1: error: no bundles: the file holds no program" run ${D}/bad/empty.llo)
+tpuemu_cli_test(bad.check_empty_program 2 "empty.llo:1:1: error: no bundles" check ${D}/bad/empty.llo)
+tpuemu_cli_test(bad.include_dev_zero 2 "include_dev_zero.llo:2:10: error: cannot include '/dev/zero': is not a regular file" run ${D}/bad/include_dev_zero.llo)

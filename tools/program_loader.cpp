@@ -1,9 +1,8 @@
 #include "tools/program_loader.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "common/input_file.hpp"
 #include "common/log.hpp"
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
@@ -37,15 +36,23 @@ std::string sibling_allocation_file(const std::string& path) {
 }  // namespace
 
 isa::Program load_program(const std::string& path) {
-  if (path.ends_with(".tpub")) return isa::read_image(path);
-  isa::Program program = isa::assemble_file(path);
+  isa::Program program = path.ends_with(".tpub") ? isa::read_image(path) : isa::assemble_file(path);
+  if (program.bundles.empty()) {
+    isa::Diagnostic d;
+    d.file = path;
+    d.line = 1;
+    d.column = 1;
+    d.message = "no bundles: the file holds no program (it is empty, or only comments, labels and directives)";
+    throw isa::AsmError({d});
+  }
   if (program.allocations.empty()) {
     const std::string table = sibling_allocation_file(path);
     if (!table.empty()) {
-      std::ifstream in(table, std::ios::binary);
-      std::ostringstream ss;
-      ss << in.rdbuf();
-      program.allocations = isa::parse_allocation_table(ss.str(), table);
+      program.allocations = isa::parse_allocation_table(read_input_file(table, kMaxProgramTextBytes), table);
+      // Diagnostics of an allocation name the table's file.
+      const auto table_file = static_cast<std::uint32_t>(program.files.size());
+      program.files.push_back(table);
+      for (auto& a : program.allocations) a.source.file = table_file;
       TPUEMU_LOG_INFO("allocations of {} read from {}", path, table);
     }
   }
