@@ -76,3 +76,12 @@ tpuemu_cli_test(bad.disasm_dev_zero 2 "/dev/zero: error: is not a regular file" 
 tpuemu_cli_test(bad.run_empty_program 2 "empty.llo:1:1: error: no bundles: the file holds no program" run ${D}/bad/empty.llo)
 tpuemu_cli_test(bad.check_empty_program 2 "empty.llo:1:1: error: no bundles" check ${D}/bad/empty.llo)
 tpuemu_cli_test(bad.include_dev_zero 2 "include_dev_zero.llo:2:10: error: cannot include '/dev/zero': is not a regular file" run ${D}/bad/include_dev_zero.llo)
+
+# --expect with a *.bits.npy file compares raw bits (bf16 as uint16), as --out writes them.
+set(ADD_BF16 ${TPUEMU_LLO_CORPUS}/vector_add_bf16)
+if(EXISTS ${ADD_BF16}/expected.bits.npy)
+  tpuemu_cli_test(bad.run_expect_bits 0 "check +operand 2 vs .*expected.bits.npy: bit-exact \\(2048 elements\\)" run ${ADD_BF16}/1772770874393474645-add.3-74-final_bundles.txt --in 0=${ADD_BF16}/inputs/x.bits.npy --in 1=${ADD_BF16}/inputs/y.bits.npy --expect 2=${ADD_BF16}/expected.bits.npy)
+  # Raw bits in a file not named *.bits.npy: the message names both dtypes and the naming rule.
+  configure_file(${ADD_BF16}/expected.bits.npy ${CMAKE_CURRENT_BINARY_DIR}/expected_bits_plain_name.npy COPYONLY)
+  tpuemu_cli_test(bad.run_expect_dtype_named 1 "vs .*expected_bits_plain_name.npy: dtype float32 differs from the expected file's uint16 \\(raw bits" run ${ADD_BF16}/1772770874393474645-add.3-74-final_bundles.txt --in 0=${ADD_BF16}/inputs/x.bits.npy --in 1=${ADD_BF16}/inputs/y.bits.npy --expect 2=${CMAKE_CURRENT_BINARY_DIR}/expected_bits_plain_name.npy)
+endif()

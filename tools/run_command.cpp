@@ -149,7 +149,9 @@ std::string compare_bits(const NpyArray& got, const NpyArray& expected) {
                        fmt::join(expected.shape, ","));
   }
   if (got.dtype != expected.dtype || got.data.size() != expected.data.size()) {
-    return "dtype differs from the expected file's";
+    return fmt::format("dtype {} differs from the expected file's {} (raw bits of bf16/f8 outputs compare with a "
+                       "file named *.bits.npy)",
+                       to_string(got.dtype), to_string(expected.dtype));
   }
   const std::uint64_t count = got.element_count();
   if (got.data == expected.data) return fmt::format("bit-exact ({} elements)", count);
@@ -512,7 +514,8 @@ int run_command(const std::vector<std::string>& args) {
     for (const auto& [index, path] : expects) {
       for (const auto& b : summary.result.bindings) {
         if (b.index != index) continue;
-        const std::string verdict = compare_bits(host_output(b, false), expected_arrays.at(path));
+        // A *.bits.npy file holds raw bits (bf16/f8 as uint16/uint8), as --out writes them.
+        const std::string verdict = compare_bits(host_output(b, path.ends_with(".bits.npy")), expected_arrays.at(path));
         fmt::print("check     operand {} vs {}: {}\n", index, path, verdict);
         expectations_met = expectations_met && verdict.starts_with("bit-exact");
       }
