@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/embedded_file.hpp"
+#include "common/log.hpp"
 
 namespace tpuemu {
 namespace {
@@ -69,7 +70,12 @@ ChipConfig load_chip(const ChipRequest& request) {
     for (const auto& o : request.overrides) apply_override(overrides, o);
     layers.push_back(std::move(overrides));
   }
-  return resolve_chip(layers);
+  ChipConfig chip = resolve_chip(layers);
+  std::string origins;
+  for (const auto& layer : layers) origins += (origins.empty() ? "" : " + ") + layer.origin;
+  TPUEMU_LOG_INFO("chip {}: {} (TensorCores per chip: {}; MXUs per core: {} of {}x{})", chip.name, origins,
+                  chip.tensorcores_per_chip, chip.mxu.count, chip.mxu.size, chip.mxu.size);
+  return chip;
 }
 
 }  // namespace tpuemu

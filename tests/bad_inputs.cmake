@@ -85,3 +85,9 @@ if(EXISTS ${ADD_BF16}/expected.bits.npy)
   configure_file(${ADD_BF16}/expected.bits.npy ${CMAKE_CURRENT_BINARY_DIR}/expected_bits_plain_name.npy COPYONLY)
   tpuemu_cli_test(bad.run_expect_dtype_named 1 "vs .*expected_bits_plain_name.npy: dtype float32 differs from the expected file's uint16 \\(raw bits" run ${ADD_BF16}/1772770874393474645-add.3-74-final_bundles.txt --in 0=${ADD_BF16}/inputs/x.bits.npy --in 1=${ADD_BF16}/inputs/y.bits.npy --expect 2=${CMAKE_CURRENT_BINARY_DIR}/expected_bits_plain_name.npy)
 endif()
+
+# Messages: suggestions, visible -v, edu in the demo.
+tpuemu_cli_test(bad.unknown_command_suggestion 2 "unknown command or flag 'colective'; did you mean 'collective'\\?" colective)
+tpuemu_cli_test(bad.verbose_shows_info 0 "\\[info\\] chip v5e: .*\\[info\\] program .*matmul_8x128.llo: 34 bundles, 4 allocations" -v run ${P}/matmul_8x128.llo --no-data)
+tpuemu_cli_test(bad.demo_edu_refused 2 "tpuemu demo: the demo multiplies bf16 tiles on 128x128 MXUs; edu has 8x8 MXUs" demo --chip edu)
+tpuemu_cli_test(bad.demo_single_chip_edu_refused 2 "tpuemu demo: the demo multiplies bf16 tiles on 128x128 MXUs; edu has 8x8 MXUs" demo --single-chip --chip edu)

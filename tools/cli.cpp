@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "chip/stop_request.hpp"
+#include "common/edit_distance.hpp"
 #include "common/log.hpp"
 #include "tools/chips_command.hpp"
 #include "tools/collective_command.hpp"
@@ -120,7 +121,18 @@ int run(int argc, char** argv) {
       return code;
     }
   }
-  fmt::print(stderr, "tpuemu: unknown command or flag '{}'\n\n{}", args[0], usage());
+  // A near miss gets a suggestion (two edits at most, and fewer than the word's length).
+  std::string_view closest;
+  std::size_t best = 3;
+  for (const auto& c : kCommands) {
+    const std::size_t d = edit_distance(args[0], c.name);
+    if (d < best && d < args[0].size()) {
+      best = d;
+      closest = c.name;
+    }
+  }
+  const std::string hint = closest.empty() ? std::string() : fmt::format("; did you mean '{}'?", closest);
+  fmt::print(stderr, "tpuemu: unknown command or flag '{}'{}\n\n{}", args[0], hint, usage());
   return kExitBadInput;
 }
 

@@ -45,6 +45,7 @@ isa::Program load_program(const std::string& path) {
     d.message = "no bundles: the file holds no program (it is empty, or only comments, labels and directives)";
     throw isa::AsmError({d});
   }
+  TPUEMU_LOG_INFO("program {}: {} bundles, {} allocations", path, program.bundles.size(), program.allocations.size());
   if (program.allocations.empty()) {
     const std::string table = sibling_allocation_file(path);
     if (!table.empty()) {

@@ -17,6 +17,7 @@ packages=(
   libbenchmark-dev
   clang libclang-rt-14-dev
   gtkwave
+  python3-numpy  # the docs' steps make and read .npy files with numpy
 )
 
 missing=()
