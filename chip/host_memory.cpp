@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
+#include "chip/exec_program.hpp"
 #include "chip/fault.hpp"
 #include "common/parse_number.hpp"
 
@@ -19,6 +21,22 @@ std::string gib(std::uint64_t bytes) {
 }
 
 }  // namespace
+
+std::uint64_t core_data_bytes(const std::vector<ExecProgram>& programs, const ChipConfig& chip) {
+  std::uint64_t vmem_per_core = 0;
+  for (const auto& e : programs) {
+    for (const auto& a : e.program->allocations) {
+      if (a.space == MemorySpace::kVmem) vmem_per_core += a.size;
+    }
+  }
+  std::uint64_t bytes = std::min(vmem_per_core, chip.vmem.size_bytes) * chip.tensorcores_per_chip;
+  // An MXU that multiplies with numerics holds its weight tile (and, with host threads, briefly older ones).
+  const bool uses_mxu = std::any_of(programs.begin(), programs.end(), [](const ExecProgram& e) {
+    return std::any_of(e.ops.begin(), e.ops.end(), [](const ExecOp& op) { return op.info->slot == SlotClass::kMxu; });
+  });
+  if (uses_mxu) bytes += kHostBytesPerMxuTile * chip.mxu.count * chip.tensorcores_per_chip;
+  return bytes;
+}
 
 HostMemoryEstimate estimate_pod_host_memory(std::uint64_t chips, std::uint64_t cores_per_chip,
                                             std::uint64_t data_bytes_per_chip) {
@@ -44,9 +62,13 @@ void check_host_memory(const HostMemoryEstimate& estimate, const std::string& wh
   const auto limit = host_memory_limit();
   if (!limit || estimate.total() <= *limit) return;
   throw LoadError(fmt::format(
-      "{} needs about {} of host memory ({} chips x {:.1f} KiB), more than the {} available (MemAvailable, or "
-      "TPUEMU_HOST_MEMORY_LIMIT); run timing only (--no-data), a smaller size or fewer chips",
-      what, gib(estimate.total()), estimate.chips, static_cast<double>(estimate.bytes_per_chip) / 1024, gib(*limit)));
+      "{} needs about {} of host memory ({}), more than the {} available (MemAvailable, or "
+      "TPUEMU_HOST_MEMORY_LIMIT); run timing only (--no-data), a smaller size{}",
+      what, gib(estimate.total()),
+      estimate.chips == 1 ? std::string("one chip")
+                          : fmt::format("{} chips x {:.1f} KiB", estimate.chips,
+                                        static_cast<double>(estimate.bytes_per_chip) / 1024),
+      gib(*limit), estimate.chips == 1 ? "" : " or fewer chips"));
 }
 
 }  // namespace tpuemu::chip

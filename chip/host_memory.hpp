@@ -13,6 +13,9 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "common/chip_config.hpp"
 
 namespace tpuemu::chip {
 
@@ -30,6 +33,13 @@ struct HostMemoryEstimate {
 // Fixed costs plus `data_bytes_per_chip` (0 for timing-only runs).
 HostMemoryEstimate estimate_pod_host_memory(std::uint64_t chips, std::uint64_t cores_per_chip,
                                             std::uint64_t data_bytes_per_chip);
+
+struct ExecProgram;
+
+// With numerics, what each chip's cores touch besides the buffers: the VMEM
+// their programs allocate (at most VMEM) and, if a program multiplies, every
+// MXU's weight tile.
+std::uint64_t core_data_bytes(const std::vector<ExecProgram>& programs, const ChipConfig& chip);
 
 // The host memory a run may use: the environment variable
 // TPUEMU_HOST_MEMORY_LIMIT (bytes, or with K/M/G/T: powers of 1024) if set,

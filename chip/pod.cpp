@@ -296,18 +296,7 @@ PodResult run_pod(const PodRequest& request) {
     for (const auto& [name, buf] : buffers) {
       data_bytes += device_bytes(buf.binding) * (buf.produced && request.read_outputs ? 2 : 1);
     }
-    std::uint64_t vmem_per_core = 0;
-    for (const auto& e : execs) {
-      for (const auto& a : e.program->allocations) {
-        if (a.space == MemorySpace::kVmem) vmem_per_core += a.size;
-      }
-    }
-    data_bytes += std::min(vmem_per_core, request.chip.vmem.size_bytes) * request.chip.tensorcores_per_chip;
-    // An MXU that multiplies with numerics holds its weight tile (and, with host threads, briefly older ones).
-    const bool uses_mxu = std::any_of(execs.begin(), execs.end(), [](const ExecProgram& e) {
-      return std::any_of(e.ops.begin(), e.ops.end(), [](const ExecOp& op) { return op.info->slot == SlotClass::kMxu; });
-    });
-    if (uses_mxu) data_bytes += kHostBytesPerMxuTile * request.chip.mxu.count * request.chip.tensorcores_per_chip;
+    data_bytes += core_data_bytes(execs, request.chip);
   }
   check_host_memory(
       estimate_pod_host_memory(request.topology.chip_count(), request.chip.tensorcores_per_chip, data_bytes),

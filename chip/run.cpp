@@ -9,6 +9,7 @@
 #include "chip/chip_module.hpp"
 #include "chip/exec_program.hpp"
 #include "chip/host_io.hpp"
+#include "chip/host_memory.hpp"
 #include "chip/simulate.hpp"
 #include "isa/checker.hpp"
 
@@ -119,6 +120,16 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
     }
   }
   vmem_next = align_up(vmem_next, kAlign);
+  // Refuse what cannot fit the host before any device copy is made.
+  if (request.options.compute_numerics) {
+    std::uint64_t data_bytes = core_data_bytes(execs, request.chip);
+    for (const auto& [name, buf] : buffers) {
+      if (buf.scalar) continue;
+      data_bytes += device_bytes(buf.binding) * buf.spaces.size() * (buf.produced ? 2 : 1);
+    }
+    check_host_memory(estimate_pod_host_memory(1, request.chip.tensorcores_per_chip, data_bytes),
+                      fmt::format("the run on {}", request.chip.name));
+  }
   std::map<std::string, std::vector<std::uint8_t>> device_data;
   for (auto& [name, buf] : buffers) {
     if (buf.scalar) continue;

@@ -91,3 +91,7 @@ tpuemu_cli_test(bad.unknown_command_suggestion 2 "unknown command or flag 'colec
 tpuemu_cli_test(bad.verbose_shows_info 0 "\\[info\\] chip v5e: .*\\[info\\] program .*matmul_8x128.llo: 34 bundles, 4 allocations" -v run ${P}/matmul_8x128.llo --no-data)
 tpuemu_cli_test(bad.demo_edu_refused 2 "tpuemu demo: the demo multiplies bf16 tiles on 128x128 MXUs; edu has 8x8 MXUs" demo --chip edu)
 tpuemu_cli_test(bad.demo_single_chip_edu_refused 2 "tpuemu demo: the demo multiplies bf16 tiles on 128x128 MXUs; edu has 8x8 MXUs" demo --single-chip --chip edu)
+
+# A single-chip run with data that cannot fit the host is refused before any device copy (exit 2).
+tpuemu_cli_test(bad.demo_host_memory_single_chip 2 "tpuemu demo: the run on v5e needs about 57.9 MiB of host memory \\(one chip\\), more than the 1.0 MiB available" demo --single-chip)
+set_tests_properties(cli.bad.demo_host_memory_single_chip PROPERTIES ENVIRONMENT TPUEMU_HOST_MEMORY_LIMIT=1M)
