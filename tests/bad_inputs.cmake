@@ -95,3 +95,6 @@ tpuemu_cli_test(bad.demo_single_chip_edu_refused 2 "tpuemu demo: the demo multip
 # A single-chip run with data that cannot fit the host is refused before any device copy (exit 2).
 tpuemu_cli_test(bad.demo_host_memory_single_chip 2 "tpuemu demo: the run on v5e needs about 57.9 MiB of host memory \\(one chip\\), more than the 1.0 MiB available" demo --single-chip)
 set_tests_properties(cli.bad.demo_host_memory_single_chip PROPERTIES ENVIRONMENT TPUEMU_HOST_MEMORY_LIMIT=1M)
+tpuemu_cli_test(bad.wrap_and_no_wrap 2 "--wrap x and --no-wrap contradict each other" topology 4x4 --wrap x --no-wrap)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key/case.json "{\"kernels\": 3}\n")
+tpuemu_cli_test(bad.run_case_missing_key 2 "case_missing_key/case.json: not a case description: key 'kernel_chain' not found$" run-case ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key)

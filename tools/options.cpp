@@ -138,6 +138,10 @@ ici::Topology topology_from(const po::variables_map& vm, const std::string& shap
   request.shape = shape;
   request.force = vm.count("force") != 0U;
   const std::size_t axes = static_cast<std::size_t>(std::count(shape.begin(), shape.end(), 'x')) + 1;
+  if (vm.count("no-wrap") != 0U && vm.count("wrap") != 0U) {
+    throw ici::TopologyError(fmt::format("--wrap {} and --no-wrap contradict each other: give one of them",
+                                         vm["wrap"].as<std::string>()));
+  }
   if (vm.count("no-wrap") != 0U) request.wrap = std::vector<bool>(axes, false);
   if (vm.count("wrap") != 0U) request.wrap = ici::parse_wrap_axes(vm["wrap"].as<std::string>(), axes);
   return ici::make_topology(request, chip);

@@ -183,8 +183,12 @@ int run_case_command(const std::vector<std::string>& args) {
   } catch (const NpyError& e) {
     fmt::print(stderr, "tpuemu run-case: {}\n", e.what());
     return kExitBadInput;
-  } catch (const json::exception& e) {
-    fmt::print(stderr, "tpuemu run-case: {}/case.json: {}\n", dir.string(), e.what());
+  } catch (const json::exception& e) {  // a field missing or of the wrong type
+    std::string_view what = e.what();    // "[json.exception.out_of_range.403] key 'x' not found"
+    if (const auto close = what.find("] "); what.starts_with("[json.exception") && close != std::string_view::npos) {
+      what.remove_prefix(close + 2);
+    }
+    fmt::print(stderr, "tpuemu run-case: {}/case.json: not a case description: {}\n", dir.string(), what);
     return kExitBadInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu run-case: {}\n", e.what());
