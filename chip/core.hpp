@@ -21,6 +21,7 @@
 #include "chip/fabric.hpp"
 #include "chip/fault.hpp"
 #include "chip/memory_profile.hpp"
+#include "chip/run_options.hpp"
 #include "chip/trace.hpp"
 #include "chip/waveform.hpp"
 #include "common/chip_config.hpp"
@@ -53,15 +54,6 @@ struct ChipShared {
   // Set when the chip is part of a pod: its place in it and the network.
   PodIdentity identity;
   Fabric* fabric = nullptr;
-};
-
-struct RunOptions {
-  bool strict = false;           // register hazards are faults, not stalls
-  bool compute_numerics = true;  // false = timing-only (identical cycle counts)
-  // A core about to issue a bundle at this cycle (or later) faults instead,
-  // naming the bundle: an endless loop stops (the CLI's --max-cycles).
-  std::uint64_t max_cycles = kDefaultMaxCycles;
-  static constexpr std::uint64_t kDefaultMaxCycles = 100'000'000;
 };
 
 // A DMA the core issued: when it completes, its bytes land and its flag is

@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets with clang into build-fuzz/, makes a seed corpus
 # (the LLO dumps of ../shared/llo, programs/ and tests/data/, and their .tpub
 # images; the chip presets, tests/data's chip files and the presets' resolved
-# dumps; the small .npy files of tests/data/ and ../shared/llo), replays every
+# dumps; the small .npy files of tests/data/ and ../shared/llo; a few command
+# lines), replays every
 # saved crash in fuzz/regressions/<target>/, then fuzzes each target for a
 # bounded time. Exits non-zero if any input crashes, trips a
 # sanitizer, times out or exhausts memory.
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 build=${TPUEMU_FUZZ_BUILD_DIR:-build-fuzz}
 seconds=${TPUEMU_FUZZ_SECONDS:-60}
-targets=(fuzz_assembler fuzz_image fuzz_chip_config fuzz_npy)
+targets=(fuzz_assembler fuzz_image fuzz_chip_config fuzz_npy fuzz_options)
 
 if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not found; install clang and libclang-rt-14-dev" >&2
@@ -62,6 +63,14 @@ mapfile -t npy_files < <(find "${npy_dirs[@]}" -name '*.npy' -size -65k | sort)
 for i in "${!npy_files[@]}"; do
   cp "${npy_files[$i]}" "$seeds/fuzz_npy/$(printf '%03d' "$i")-$(basename "${npy_files[$i]}")"
 done
+
+# Command lines for fuzz_options: arguments separated by NUL bytes.
+mkdir -p "$seeds/fuzz_options"
+seed_line() { local name=$1; shift; printf '%s\0' "$@" > "$seeds/fuzz_options/$name"; }
+seed_line basic 8x16 --chip v5e --n 4 --seed 7 --rtol 1e-5
+seed_line wrap 4x4x4 --chip v5p --wrap x,z --max-cycles 1e6
+seed_line nowrap 16 --no-wrap --force --set hbm.bandwidth=1.0e12 --in 0=a.npy --in 1=b.npy
+seed_line bad --n -1 --seed 4294967296 --rtol nan --wrap x,,y --max-cycles 0
 
 # 3. Regressions, then fuzzing; every target runs even after a failure.
 failed=()

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "chip/core.hpp"
+#include "chip/run_options.hpp"
 #include "common/presets.hpp"
 #include "ici/topology.hpp"
 
