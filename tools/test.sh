@@ -2,7 +2,8 @@
 # The whole test suite: installs dependencies, builds and runs every CTest test
 # in a RelWithDebInfo build (build/), then again in an ASan+UBSan build
 # (build-asan/), then replays the fuzzers' saved crashes and fuzzes the
-# assembler and the image decoder for a bounded time (fuzz/run.sh).
+# assembler, the image decoder, the chip file and .npy readers and the option
+# parser for a bounded time (fuzz/run.sh).
 # Slow cases carry the CTest label `slow` and run only with TPUEMU_SLOW=1.
 # The dump corpus (../shared/llo) runs as the label llo-corpus.
 #   TPUEMU_SKIP_ASAN=1 / TPUEMU_SKIP_FUZZ=1   skip those stages
