@@ -170,7 +170,7 @@ class Core {
   memory::DenseMemory vmem;
   memory::DenseMemory smem;
   std::vector<std::int32_t> flags;
-  std::vector<mxu::Mxu> mxus;
+  std::vector<mxu::Mxu> mxus;  // none when mxu.size exceeds a vreg's lanes (not modelled)
   memory::DmaPort vmem_port;
   // Operand bindings: index -> address (HBM in 512-byte units, VMEM in rows)
   // or scalar value, set by the host before the run.

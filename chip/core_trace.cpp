@@ -39,7 +39,7 @@ void Core::trace_bundle(const ExecBundle& bundle) {
       case SlotClass::kMxu: {
         const bool multiply = op->id == isa::OpId::kVmatmul || op->id == isa::OpId::kVmatmulLatch ||
                               op->id == isa::OpId::kVmatmulMsk || op->id == isa::OpId::kVmatmulMskLatch;
-        if (multiply && op->unit < tracks_.mxu.size()) {
+        if (multiply && op->unit < tracks_.mxu.size() && op->unit < mxus.size()) {
           const auto feed = static_cast<double>(mxus[op->unit].last_feed_cycle);
           tracer_->span(shared.chip_id, tracks_.mxu[op->unit], "matmul", feed,
                         feed + static_cast<double>(chip.mxu.cycles_per_tile),
@@ -86,7 +86,7 @@ void Core::wave_bundle(const ExecBundle& bundle) {
     vpu = vpu || op->info->slot == SlotClass::kValu;
     const bool multiply = op->id == isa::OpId::kVmatmul || op->id == isa::OpId::kVmatmulLatch ||
                           op->id == isa::OpId::kVmatmulMsk || op->id == isa::OpId::kVmatmulMskLatch;
-    if (multiply && op->unit < wave_.mxu_busy.size()) {
+    if (multiply && op->unit < wave_.mxu_busy.size() && op->unit < mxus.size()) {
       // Busy for cycles_per_tile; a multiply issued as it ends keeps it high.
       const std::uint64_t feed = mxus[op->unit].last_feed_cycle;
       waves_->change(wave_.mxu_busy[op->unit].id, static_cast<double>(feed), 1);

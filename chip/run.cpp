@@ -325,6 +325,7 @@ RunResult run_program(const RunRequest& request) {
   ChainStep step;
   step.program = request.program;
   std::map<std::string, const NpyArray*> inputs;  // request's arrays, not copied
+  check_fits(*request.program, request.chip);  // the program's own faults before those of its inputs
   const ExecProgram exec = decode_program(*request.program, request.chip);
   for (const auto& [index, array] : request.inputs) {
     bool bound = false;

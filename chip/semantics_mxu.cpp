@@ -11,6 +11,11 @@ namespace tpuemu::chip {
 namespace {
 
 mxu::Mxu& unit(Core& c, const ExecOp& op) {
+  // Not reached after isa::check_program, which refuses these programs first.
+  if (c.mxus.empty()) {
+    throw ProgramFault(fmt::format("mxu{}: {}'s {}x{} MXU is not modelled", op.unit, c.chip.name, c.chip.mxu.size,
+                                   c.chip.mxu.size));
+  }
   if (op.unit >= c.mxus.size()) {
     throw ProgramFault(
         fmt::format("mxu{} does not exist: {} has {} MXUs per core", op.unit, c.chip.name, c.mxus.size()));

@@ -113,7 +113,14 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
       const std::uint64_t units = info.unit_kind == UnitKind::kMxu   ? chip.mxu.count
                                   : info.unit_kind == UnitKind::kXlu ? chip.xlu.count
                                                                      : 1;
-      if (info.unit_kind != UnitKind::kNone && op.unit >= units) {
+      if (info.unit_kind == UnitKind::kMxu && chip.mxu.size > chip.vpu.lanes) {
+        result.violations.push_back(
+            at(program, op.source,
+               fmt::format("{}: {}'s {}x{} MXU is not modelled (the model's vreg interface to an MXU is {} lanes "
+                           "wide, mxu.size at most vpu.lanes); programs without MXU ops run",
+                           mnemonic_text(op.opcode, op.unit), chip.name, chip.mxu.size, chip.mxu.size,
+                           chip.vpu.lanes)));
+      } else if (info.unit_kind != UnitKind::kNone && op.unit >= units) {
         result.violations.push_back(
             at(program, op.source,
                fmt::format("{}: {} has {} {} per core ({}0..{}{})", mnemonic_text(op.opcode, op.unit), chip.name, units,

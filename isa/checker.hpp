@@ -1,5 +1,6 @@
 // Static checks of an assembled program against a chip preset: bundle slot
-// capacities, unit indices (mxuN, xluN) and register indices. Also the
+// capacities, unit indices (mxuN, xluN), MXU ops on an MXU wider than a vreg
+// (not modelled: each is refused) and register indices. Also the
 // per-kernel summary `tpuemu check` prints.
 #pragma once
 

@@ -47,7 +47,16 @@ std::string isa_reference_markdown() {
       "- **latency**: the latency class; its cycle count comes from the preset (`latency.<class>`).\n"
       "- **semantics from**: `observed` = stated by the upstream documentation of the dumps and confirmed by "
       "the dumps themselves; `inferred` = deduced from the dumps and their JAX sources only; `assumed` = not "
-      "in the dumps, tpuemu's own choice (including the pod extensions).\n\n";
+      "in the dumps, tpuemu's own choice (including the pod extensions).\n\n"
+      "## MXU size and the vreg interface\n\n"
+      "The MXU ops move whole vregs (8 sublanes x 128 lanes): a weight push carries 8 K-rows of weights, a "
+      "multiply 8 LHS rows of up to 128 K lanes, a pop 8 rows of 128 f32 results. An array of `mxu.size` n up to "
+      "128 uses lanes 0..n-1 of each (the `edu` preset's 8x8 array: K and result columns 0..7). An array wider "
+      "than a vreg (v6e's 256x256) is **not modelled**: how 256 K rows and 256 result columns travel through "
+      "128-lane vregs is not published, and tpuemu does not guess it. On such a chip `tpuemu check` and the check "
+      "before every run refuse each MXU op at its position (`prog.llo:33:162: error: vmatpush.msra.mxu0: v6e's "
+      "256x256 MXU is not modelled ...`, exit 2), and `tpuemu gen matmul` and the demos refuse the chip; programs "
+      "without MXU ops (vector code, DMAs, collectives) run on it.\n\n";
   std::string_view group;
   std::size_t observed = 0;
   std::size_t inferred = 0;

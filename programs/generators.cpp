@@ -558,6 +558,12 @@ class MatmulGen {
 }  // namespace
 
 std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip) {
+  if (chip.mxu.size > chip.vpu.lanes) {
+    throw std::invalid_argument(fmt::format(
+        "matmul: {}'s {}x{} MXU is not modelled (the model's vreg interface to an MXU is {} lanes wide); the generator "
+        "targets MXUs of at most 128x128 (e.g. --chip v5e)",
+        chip.name, chip.mxu.size, chip.mxu.size, chip.vpu.lanes));
+  }
   if (chip.mxu.size < 128) return generate_small_matmul(spec, chip);
   MatmulGen gen(spec, chip);
   return gen.run();

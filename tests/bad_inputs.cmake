@@ -98,3 +98,13 @@ set_tests_properties(cli.bad.demo_host_memory_single_chip PROPERTIES ENVIRONMENT
 tpuemu_cli_test(bad.wrap_and_no_wrap 2 "--wrap x and --no-wrap contradict each other" topology 4x4 --wrap x --no-wrap)
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key/case.json "{\"kernels\": 3}\n")
 tpuemu_cli_test(bad.run_case_missing_key 2 "case_missing_key/case.json: not a case description: key 'kernel_chain' not found$" run-case ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key)
+
+# v6e's 256x256 MXU is not modelled: every MXU op is refused before the run (file:line:col), exit 2; the rest of v6e runs.
+set(V6E_MXU "v6e's 256x256 MXU is not modelled \\(the model's vreg interface to an MXU is 128 lanes wide")
+tpuemu_cli_test(bad.v6e_matmul_refused 2 "^tpuemu run: [^\\n]*matmul_8x128.llo:33:162: error: vmatpush.msra.mxu0: ${V6E_MXU}[^\\n]*; programs without MXU ops run\\n\\(17 more; see `tpuemu check`\\)" run ${MM} --chip v6e)
+tpuemu_cli_test(bad.v6e_matmul_refused_no_data 2 "^tpuemu run: [^\\n]*matmul_8x128.llo:33:162: error: vmatpush.msra.mxu0: ${V6E_MXU}" run ${P}/matmul_8x128.llo --chip v6e --no-data)
+tpuemu_cli_test(bad.v6e_matmul_refused_pod 2 "matmul_8x128.llo:33:162: error: vmatpush.msra.mxu0: ${V6E_MXU}" run ${MM} --chip v6e --topology 2)
+tpuemu_cli_test(bad.v6e_check_every_mxu_op 2 "matmul_8x128.llo:53:3: error: vmatmul.f32.vlgmr.msra.gmra.mxu0: ${V6E_MXU}.*matmul_8x128.llo:54:3: error: vpop.f32.mrf.mxu0: ${V6E_MXU}" check ${P}/matmul_8x128.llo --chip v6e)
+tpuemu_cli_test(bad.v6e_gen_matmul_refused 2 "tpuemu gen: matmul: ${V6E_MXU}\\); the generator targets MXUs of at most 128x128" gen matmul --chip v6e --m 8 --k 128 --n 128)
+tpuemu_cli_test(bad.v6e_demo_refused 2 "^tpuemu demo: the demo multiplies bf16 tiles on 128x128 MXUs; ${V6E_MXU}\\): programs without MXU ops run on v6e" demo --chip v6e)
+tpuemu_cli_test(bad.v6e_demo_single_chip_refused 2 "^tpuemu demo: the demo multiplies bf16 tiles on 128x128 MXUs; ${V6E_MXU}" demo --single-chip --chip v6e)

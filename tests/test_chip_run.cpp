@@ -8,6 +8,8 @@
 #include "chip/run.hpp"
 #include "common/presets.hpp"
 #include "isa/assembler.hpp"
+#include "isa/checker.hpp"
+#include "isa/op_table.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
 #include "tests/test_support.hpp"
@@ -88,11 +90,15 @@ TEST_CASE("run: the generated matmul fits v4p's 32 vregs and runs on its two cor
   check_bit_exact(run_matmul({48, 384, 256, "bf16", true}, "v4p"));
 }
 
-TEST_CASE("run: add over a ragged length equals a + b bit for bit", "[run][numerics]") {
+namespace {
+
+// Runs the generated add of `n` floats on `chip_name`; counts the elements of
+// c that differ from a + b.
+std::size_t add_mismatches(const std::string& chip_name, std::uint64_t n) {
   chip::RunRequest request;
-  request.chip = preset("v5e");
+  request.chip = preset(chip_name);
   programs::AddSpec spec;
-  spec.n = 100000;
+  spec.n = n;
   spec.chunk_bytes = 64 * 1024;
   const isa::Program program = isa::assemble(programs::generate_add(spec, request.chip), "add.llo");
   request.program = &program;
@@ -109,5 +115,39 @@ TEST_CASE("run: add over a ragged length equals a + b bit for bit", "[run][numer
     const float expected = a[i] + b[i];
     mismatches += std::memcmp(&c.as_f32()[i], &expected, 4) != 0 ? 1 : 0;
   }
-  CHECK(mismatches == 0);
+  return mismatches;
+}
+
+}  // namespace
+
+TEST_CASE("run: add over a ragged length equals a + b bit for bit", "[run][numerics]") {
+  CHECK(add_mismatches("v5e", 100000) == 0);
+}
+
+TEST_CASE("run: a program without MXU ops runs on v6e (256x256 MXUs, not modelled)", "[run][numerics][v6e]") {
+  CHECK(add_mismatches("v6e", 100000) == 0);
+}
+
+TEST_CASE("run: every MXU op on v6e is refused before the run, at its source position", "[run][v6e]") {
+  const std::string text = programs::generate_matmul({8, 128, 128, "bf16", true}, preset("v5e"));
+  const isa::Program program = isa::assemble(text, "matmul.llo");
+  std::size_t mxu_ops = 0;
+  for (const auto& bundle : program.bundles) {
+    for (const auto& op : bundle.ops) mxu_ops += isa::op_info(op.opcode).unit_kind == isa::UnitKind::kMxu ? 1 : 0;
+  }
+  REQUIRE(mxu_ops > 0);
+  CHECK(isa::check_program(program, preset("v5e")).violations.empty());
+  const isa::CheckResult check = isa::check_program(program, preset("v6e"));
+  REQUIRE(check.violations.size() == mxu_ops);
+  for (const auto& d : check.violations) {
+    CHECK(d.file == "matmul.llo");
+    CHECK(d.line > 0);
+    CHECK_THAT(d.message, Catch::Matches(".*mxu[0-3]: v6e's 256x256 MXU is not modelled \\(the model's vreg interface "
+                                         "to an MXU is 128 lanes wide.*; programs without MXU ops run"));
+  }
+  chip::RunRequest request;
+  request.chip = preset("v6e");
+  request.program = &program;
+  // Refused at the check before the run, not for the inputs it lacks.
+  CHECK_THROWS_WITH(chip::run_program(request), Catch::StartsWith(isa::format_diagnostic(check.violations.front())));
 }

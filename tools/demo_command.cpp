@@ -27,8 +27,14 @@ namespace tpuemu::cli {
 namespace {
 
 // The demos multiply bf16 tiles on 128x128 MXUs (`tpuemu gen matmul`'s default).
-void refuse_narrow_mxu(const ChipConfig& chip) {
-  if (chip.mxu.size >= 128) return;
+void refuse_other_mxu(const ChipConfig& chip) {
+  if (chip.mxu.size == 128) return;
+  if (chip.mxu.size > chip.vpu.lanes) {
+    throw std::invalid_argument(fmt::format(
+        "the demo multiplies bf16 tiles on 128x128 MXUs; {}'s {}x{} MXU is not modelled (the model's vreg interface "
+        "to an MXU is {} lanes wide): programs without MXU ops run on {}, e.g. `tpuemu collective --chip {}`",
+        chip.name, chip.mxu.size, chip.mxu.size, chip.vpu.lanes, chip.name, chip.name));
+  }
   throw std::invalid_argument(fmt::format(
       "the demo multiplies bf16 tiles on 128x128 MXUs; {} has {}x{} MXUs: try `tpuemu gen matmul --chip {} --m 8 --k 8 "
       "--n 8` (f32) and `tpuemu run`, or `tpuemu systolic`",
@@ -64,7 +70,7 @@ int chip_demo(const std::vector<std::string>& args) {
     spec.m = m;
     spec.k = k;
     spec.n = n;
-    refuse_narrow_mxu(request.chip);
+    refuse_other_mxu(request.chip);
     program = isa::assemble(programs::generate_matmul(spec, request.chip), "demo_matmul.llo");
   } catch (const ConfigError& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
@@ -202,7 +208,7 @@ int pod_demo(const std::vector<std::string>& args) {
     spec.m = b / n;
     spec.k = d;
     spec.n = f;
-    refuse_narrow_mxu(chip);
+    refuse_other_mxu(chip);
     matmul_program = isa::assemble(programs::generate_matmul(spec, chip), "demo_matmul.llo");
   } catch (const ConfigError& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());

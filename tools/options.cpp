@@ -112,7 +112,8 @@ std::uint64_t max_cycles(const po::variables_map& vm) {
 
 void add_chip_options(po::options_description& options) {
   options.add_options()("chip", po::value<std::string>(),
-                        "chip preset name (v4p, v5e, v5p, v6e) or path of a chip JSON file")(
+                        fmt::format("chip preset name ({}) or path of a chip JSON file", fmt::join(preset_names(), ", "))
+                            .c_str())(
       "chip-file", po::value<std::string>(), "JSON chip file overriding the preset (may name its own \"base\")")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override one parameter, e.g. --set hbm.bandwidth=1.0e12 (repeatable; see `tpuemu params`)");

@@ -423,6 +423,9 @@ int run_command(const std::vector<std::string>& args) {
   } catch (const NpyError& e) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
+  } catch (const chip::LoadError& e) {  // --no-data checks the program here
+    fmt::print(stderr, "tpuemu run: {}\n", e.what());
+    return kExitBadInput;
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
