@@ -17,6 +17,7 @@
 #include "chip/run.hpp"
 #include "common/host_pool.hpp"
 #include "common/npy.hpp"
+#include "common/parse_number.hpp"
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
 #include "tools/cli.hpp"
@@ -36,12 +37,9 @@ namespace {
 std::optional<std::pair<std::uint32_t, std::string>> parse_binding(const std::string& text) {
   const auto eq = text.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) return std::nullopt;
-  std::uint32_t index = 0;
-  for (char c : text.substr(0, eq)) {
-    if (c < '0' || c > '9' || index > 100000) return std::nullopt;
-    index = index * 10 + static_cast<std::uint32_t>(c - '0');
-  }
-  return std::make_pair(index, text.substr(eq + 1));
+  const auto index = parse_unsigned(text.substr(0, eq));
+  if (!index || *index > UINT32_MAX) return std::nullopt;
+  return std::make_pair(static_cast<std::uint32_t>(*index), text.substr(eq + 1));
 }
 
 // "x_{chip}.npy" with chip 3 -> "x_3.npy"; a path without {chip} is the same for every chip.
