@@ -108,3 +108,18 @@ tpuemu_cli_test(bad.v6e_check_every_mxu_op 2 "matmul_8x128.llo:53:3: error: vmat
 tpuemu_cli_test(bad.v6e_gen_matmul_refused 2 "tpuemu gen: matmul: ${V6E_MXU}\\); the generator targets MXUs of at most 128x128" gen matmul --chip v6e --m 8 --k 128 --n 128)
 tpuemu_cli_test(bad.v6e_demo_refused 2 "^tpuemu demo: the demo multiplies bf16 tiles on 128x128 MXUs; ${V6E_MXU}\\): programs without MXU ops run on v6e" demo --chip v6e)
 tpuemu_cli_test(bad.v6e_demo_single_chip_refused 2 "^tpuemu demo: the demo multiplies bf16 tiles on 128x128 MXUs; ${V6E_MXU}" demo --single-chip --chip v6e)
+
+# The bounded JSON reader and parameter ranges; the inputs are generated (10,000 levels are 60 KB).
+string(REPEAT "{\"a\": " 10000 _deep_open)
+string(REPEAT "}" 10000 _deep_close)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/deep.json "${_deep_open}1${_deep_close}")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/bad_case/case.json "{\"kernel_chain\": [}\n")
+tpuemu_cli_test(bad.chips_deep_nesting 2 "deep.json: parse error at line 1, column 385: objects and arrays nested more than 64 deep" chips --chip-file ${CMAKE_CURRENT_BINARY_DIR}/deep.json)
+tpuemu_cli_test(bad.chips_chip_file_directory 2 "data: is a directory, not a file" chips --chip-file ${D})
+tpuemu_cli_test(bad.chips_set_out_of_range 2 "--set: field 'mxu.count': 1000000 is above the maximum 64 \\(range 1 to 64\\)" chips v5e --set mxu.count=1000000)
+tpuemu_cli_test(bad.chips_set_lanes_blamed 2 "--set: field 'vpu.lanes': 7 lanes make 28-byte VMEM rows" chips v5e --set vpu.lanes=7)
+tpuemu_cli_test(bad.run_case_malformed_json 2 "bad_case/case.json: parse error at line 1, column 19" run-case ${CMAKE_CURRENT_BINARY_DIR}/bad_case)
+tpuemu_cli_test(bad.chips_set_tensorcores_out_of_range 2 "--set: field 'tensorcores_per_chip': 1000 is above the maximum 8" chips v5e --set tensorcores_per_chip=1000)
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/base_v9.json "{\"base\": \"v9\"}\n")
+tpuemu_cli_test(bad.chips_unknown_base 2 "base_v9.json: field 'base': unknown chip preset 'v9'" chips --chip-file ${CMAKE_CURRENT_BINARY_DIR}/base_v9.json)
+# A waveform over --vcd-max-changes exits 2, not 3: cli.vcd_overflow (tests/CMakeLists.txt, with the other VCD tests).
