@@ -479,11 +479,12 @@ std::string chip_config_json(const ChipConfig& config) {
     if (!spec.is_text && !base_unit(spec.quantity).empty()) leaf["unit"] = base_unit(spec.quantity);
     const auto& prov = config.provenance.at(spec.path);
     leaf[std::string(to_string(prov.kind))] = prov.text;
-    params[json::json_pointer("/" + [&] {
-      std::string p = spec.path;
-      std::replace(p.begin(), p.end(), '.', '/');
-      return p;
-    }())] = leaf;
+    // "/" + path, built in place: GCC 12 at -O3 reports a false -Wrestrict on
+    // `const char* + std::string&&` (GCC bug 105651).
+    std::string pointer = "/";
+    pointer += spec.path;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    params[json::json_pointer(pointer)] = leaf;
   }
   out["params"] = params;
   out["derived"] = {
