@@ -59,11 +59,10 @@ std::vector<std::vector<float>> reduce_stream(const CollectivePlan& plan, const 
                                               const std::vector<const std::uint8_t*>& inputs, std::size_t part,
                                               std::size_t dir) {
   const std::uint64_t n = plan.group_size;
-  const std::uint64_t offset = (part * plan.directions + dir) * plan.unit_bytes;
   std::vector<std::vector<float>> partial(n * n);
   for (std::uint64_t x = 0; x < n; ++x) {
     for (std::uint64_t r = 0; r < n; ++r)
-      partial[x * n + r] = load(inputs[x] + r * plan.chunk_bytes + offset, plan.unit_bytes, plan.bf16);
+      partial[x * n + r] = load(inputs[x] + plan.unit_offset(r, part, dir, topology), plan.unit_bytes, plan.bf16);
   }
   const std::int64_t s = dir == 0 ? 1 : -1;
   const std::vector<std::size_t>& order = plan.orders[part];
@@ -147,12 +146,12 @@ std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec
         for (std::size_t p = 0; p < plan.parts; ++p) {
           for (std::size_t d = 0; d < plan.directions; ++d) {
             const auto partial = reduce_stream(plan, topology, group_inputs, p, d);
-            const std::uint64_t offset = (p * plan.directions + d) * plan.unit_bytes;
             for (std::uint64_t x = 0; x < n; ++x) {
               if (plan.op == Op::kReduceScatter) {
-                store(partial[x * n + x], out(x) + offset, plan.bf16);
+                store(partial[x * n + x], out(x) + (p * plan.directions + d) * plan.unit_bytes, plan.bf16);
               } else {
-                for (std::uint64_t r = 0; r < n; ++r) store(partial[r * n + r], out(x) + r * q + offset, plan.bf16);
+                for (std::uint64_t r = 0; r < n; ++r)
+                  store(partial[r * n + r], out(x) + plan.unit_offset(r, p, d, topology), plan.bf16);
               }
             }
           }

@@ -78,9 +78,12 @@ std::vector<Phase> phases_of(const CollectivePlan& plan, const ici::Topology& to
       out.push_back(make(false, o[t], {o.begin(), o.begin() + static_cast<std::ptrdiff_t>(t)}));
     }
   } else if (plan.op == Op::kAllReduce) {
+    // Gather phase t: varying o[m-1] (fastest, as the layout) .. o[i+1].
     for (std::size_t t = 0; t < m; ++t) {
       const std::size_t i = m - 1 - t;
-      out.push_back(make(false, o[i], {o.begin() + static_cast<std::ptrdiff_t>(i) + 1, o.end()}));
+      std::vector<std::size_t> v;
+      for (std::size_t a = m; a-- > i + 1;) v.push_back(o[a]);
+      out.push_back(make(false, o[i], v));
     }
   }
   return out;
@@ -220,7 +223,33 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
     for (std::size_t i = 0; i < plan.axes.size(); ++i) order.push_back(plan.axes[(p + i) % plan.axes.size()]);
     plan.orders.push_back(order);
   }
+  // Unit layout (header: "Layout").
+  const std::uint64_t streams = plan.parts * plan.directions;
+  for (std::size_t p = 0; p < plan.parts; ++p) {
+    std::vector<std::uint64_t> stride(ici::kMaxAxes, 0);
+    if (plan.op == Op::kAllReduce) {
+      std::uint64_t s = plan.unit_bytes;
+      for (std::size_t i = plan.orders[p].size(); i-- > 0;) {
+        stride[plan.orders[p][i]] = s;
+        s *= topology.length(plan.orders[p][i]);
+      }
+    } else {
+      for (std::size_t a : plan.axes) stride[a] = plan.rank_stride[a] * plan.chunk_bytes;
+    }
+    plan.unit_stride.push_back(stride);
+    for (std::size_t d = 0; d < plan.directions; ++d) {
+      const std::uint64_t k = p * plan.directions + d;
+      plan.unit_base.push_back(plan.op == Op::kAllReduce ? k * (plan.bytes / streams) : k * plan.unit_bytes);
+    }
+  }
   return plan;
+}
+
+std::uint64_t CollectivePlan::unit_offset(std::uint64_t r, std::size_t part, std::size_t dir,
+                                          const ici::Topology& topology) const {
+  std::uint64_t at = unit_base[part * directions + dir];
+  for (std::size_t a : axes) at += r / rank_stride[a] % topology.length(a) * unit_stride[part][a];
+  return at;
 }
 
 CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topology& topology) {
@@ -450,8 +479,24 @@ class CollectiveGen {
   [[nodiscard]] std::uint64_t f_copy() const { return arrive_flags_ + 4 * streams_.size(); }
   [[nodiscard]] std::uint64_t flag_count() const { return plan_.op == Op::kAllToAll ? 3 : f_copy() + 1; }
 
+  // The stream's first unit and a unit's distance per digit on `axis`, in
+  // granules (CollectivePlan::unit_offset).
   [[nodiscard]] std::uint64_t unit_offset(const Stream& st) const {
-    return (st.part * plan_.directions + st.dir) * ug_;
+    return plan_.unit_base[st.part * plan_.directions + st.dir] / kGranule;
+  }
+  [[nodiscard]] std::uint64_t unit_stride(const Stream& st, std::size_t axis) const {
+    return plan_.unit_stride[st.part][axis] / kGranule;
+  }
+  // Whether the chunk of job j is one contiguous range of units in
+  // enumeration order (then pieces may span units).
+  [[nodiscard]] bool contiguous(const Stream& st, const Job& j) const {
+    const Phase& ph = st.phases[j.phase];
+    std::uint64_t expected = ug_;
+    for (std::size_t a : ph.varying) {
+      if (unit_stride(st, a) != expected) return false;
+      expected *= topo_.length(a);
+    }
+    return true;
   }
   [[nodiscard]] std::uint64_t q_granules() const { return plan_.chunk_bytes / kGranule; }
   static std::int64_t sign(const Stream& st) { return st.dir == 0 ? 1 : -1; }
@@ -471,6 +516,7 @@ class CollectiveGen {
       return 4 * streams_.size() * ceil_div(piece, kGroupBytes) * kGroupBytes;
     };
     auto fits = [&](std::uint64_t piece) { return !plan_.reduces() || vmem_bytes(piece) <= chip_.vmem.size_bytes / 2; };
+    std::uint64_t target = u;
     if (plan_.piece_bytes != 0) {
       piece_ = plan_.piece_bytes;
       if (!fits(piece_)) {
@@ -489,14 +535,43 @@ class CollectiveGen {
                     ? kMax
                     : std::min(kMax, ceil_div(static_cast<std::uint64_t>(cover / per_byte), kGroupBytes) * kGroupBytes);
       }
-      const std::uint64_t target = std::min(std::max(u / 4, least), kMax);
+      target = std::min(std::max(u / 4, least), kMax);
       std::uint64_t d = ceil_div(u, target);
       while (g % d != 0 || !fits(u / d)) ++d;
       piece_ = u / d;
     }
-    pg_ = piece_ / kGranule;
-    pieces_per_unit_ = ug_ / pg_;
-    rows_pad_ = ceil_div(piece_, kGroupBytes) * kGroupRows;
+    std::uint64_t largest = piece_;
+    // Rounds whose chunks are contiguous and equal for every stream, where a
+    // unit is below the target: pieces of about half the target that divide
+    // the chunk (so a 128-byte unit no longer means 128-byte DMAs). Half, not
+    // the whole target: all-reduce on v5e 4x4 and 16x16, v5p 4x4x4 and 8x8x8
+    // at 32 KiB, 1 MiB and 4 MiB was never slower than with unit-sized
+    // pieces that way, and at most 15 % slower than the better of the two.
+    // (Contiguous chunks: all-reduce's layout, ring all-gather.)
+    std::size_t rounds = 0;
+    for (const Stream& st : streams_) rounds = std::max(rounds, st.jobs.size());
+    for (std::size_t r = 0; r < rounds; ++r) {
+      RoundPiece rp{piece_ / kGranule, ug_ / (piece_ / kGranule), false};
+      std::uint64_t chunk = 0;
+      bool same = plan_.piece_bytes == 0 && u < target;
+      for (const Stream& st : streams_) {
+        if (r >= st.jobs.size()) continue;
+        const std::uint64_t c = st.phases[st.jobs[r].phase].units * u;
+        same = same && contiguous(st, st.jobs[r]) && (chunk == 0 || chunk == c);
+        chunk = c;
+      }
+      if (same && chunk > u) {
+        const std::uint64_t cg = chunk / kGranule;
+        std::uint64_t d = ceil_div(chunk, std::max(u, target / 2));
+        while (cg % d != 0 || !fits(chunk / d)) ++d;
+        if (chunk / d > u) {
+          rp = RoundPiece{cg / d, 1, true};
+          largest = std::max(largest, chunk / d);
+        }
+      }
+      round_pieces_.push_back(rp);
+    }
+    rows_pad_ = ceil_div(largest, kGroupBytes) * kGroupRows;
   }
 
   void header() {
@@ -553,17 +628,26 @@ class CollectiveGen {
     emit(S::kSalu, "%s3 = sshll.u32 %s0, 4");
     emit(S::kSalu, "%s4 = sshll.u32 %s1, 4");
     if (plan_.reduces() && !streams_.empty()) emit(S::kSalu, "%s5 = sshll.u32 %s2, 4");
-    // s10: output + rank * Q, in granules.
+    // s10: output + this chip's unit of part 0 without its stream base
+    // (rank * Q but for all-reduce), in granules.
     emit(S::kSalu, "%s10 = sadd.s32 %s4, 0");
     for (std::size_t a : plan_.axes) {
-      emit(S::kSalu, fmt::format("%s17 = smul.u32 %{}, {}", coord(a), plan_.rank_stride[a] * q_granules()));
+      emit(S::kSalu, fmt::format("%s17 = smul.u32 %{}, {}", coord(a), plan_.unit_stride[0][a] / kGranule));
       emit(S::kSalu, "%s10 = sadd.s32 %s10, %s17");
     }
     if (plan_.reduces()) {
-      // A buffer's flag holds one piece when it is free (see part 1 of a piece).
+      // A buffer's flag holds one piece when it is free (see part 1 of a
+      // piece): the piece of the stream's first round that uses the buffers.
       for (std::size_t k = 0; k < streams_.size(); ++k) {
+        credit_.push_back(piece_ / kGranule);
+        for (std::size_t u = 0; u < streams_[k].jobs.size(); ++u) {
+          if (uses_buffers(streams_[k], streams_[k].jobs[u])) {
+            credit_[k] = round_pieces_[u].pg;
+            break;
+          }
+        }
         for (std::size_t b = 0; b < 2; ++b)
-          emit(S::kSync, fmt::format("{} = vsyncadd {}, {}", token(), flag(f_buffer(k, b)), pg_));
+          emit(S::kSync, fmt::format("{} = vsyncadd {}, {}", token(), flag(f_buffer(k, b)), credit_[k]));
       }
     }
     w_.flush();
@@ -682,7 +766,7 @@ class CollectiveGen {
     for (std::size_t k = 0; k < streams_.size(); ++k) {
       if (const std::uint64_t total = hbm_send_total(streams_[k]); total > 0) wait(flag(f_hbm_send(k)), total);
       if (plan_.reduces()) {
-        for (std::size_t b = 0; b < 2; ++b) wait(flag(f_buffer(k, b)), pg_);
+        for (std::size_t b = 0; b < 2; ++b) wait(flag(f_buffer(k, b)), credit_[k]);
       }
     }
     w_.flush();
@@ -700,7 +784,10 @@ class CollectiveGen {
   }
 
   [[nodiscard]] std::uint64_t pieces(const Stream& st, const Job& j) const {
-    return st.phases[j.phase].units * pieces_per_unit_;
+    return st.phases[j.phase].units * ug_ / pg_;
+  }
+  [[nodiscard]] static bool uses_buffers(const Stream& st, const Job& j) {
+    return st.phases[j.phase].reduce && j.step > 0;
   }
   [[nodiscard]] static bool mixed_pointer(const Job& j, const Stream& st) {
     return !st.phases[j.phase].reduce || j.phase == 0;
@@ -710,6 +797,9 @@ class CollectiveGen {
   }
 
   void round(std::size_t u) {
+    pg_ = round_pieces_[u].pg;
+    pieces_per_unit_ = round_pieces_[u].per_unit;
+    spans_ = round_pieces_[u].spans;
     std::vector<std::size_t> active;
     std::uint64_t n_max = 0;
     std::string what;
@@ -723,7 +813,19 @@ class CollectiveGen {
                           streams_[k].dir == 0 ? "+" : "-", ph.reduce ? "reduce" : "gather", ici::axis_name(ph.axis),
                           j.step);
     }
-    w_.comment(fmt::format("=== round {}: {}", u, what));
+    w_.comment(fmt::format("=== round {}: {}{}", u, what,
+                           spans_ ? fmt::format(" (pieces of {} bytes)", pg_ * kGranule) : ""));
+    // A stream whose buffers held pieces of another size: both free, then
+    // their credit changed to this round's piece.
+    for (std::size_t k : active) {
+      if (!uses_buffers(streams_[k], streams_[k].jobs[u]) || credit_[k] == pg_) continue;
+      for (std::size_t b = 0; b < 2; ++b) {
+        wait(flag(f_buffer(k, b)), credit_[k], false);
+        emit(S::kSync, fmt::format("{} = vsyncadd {}, {}", token(), flag(f_buffer(k, b)),
+                                   imm(static_cast<std::int64_t>(pg_) - static_cast<std::int64_t>(credit_[k]))));
+      }
+      credit_[k] = pg_;
+    }
     for (std::size_t k : active) setup(k, streams_[k].jobs[u]);
     emit(S::kSalu, "%s11 = smov 0");
     emit(S::kSalu, "%s12 = smov 0");
@@ -731,10 +833,7 @@ class CollectiveGen {
     const std::string loop = label("round");
     w_.label(loop);
     bool buffers = false;
-    for (std::size_t k : active) {
-      const Job& j = streams_[k].jobs[u];
-      buffers = buffers || (streams_[k].phases[j.phase].reduce && j.step > 0);
-    }
+    for (std::size_t k : active) buffers = buffers || uses_buffers(streams_[k], streams_[k].jobs[u]);
     if (buffers) {
       emit(S::kSalu, "%s15 = sand.u32 %s11, 1");
       emit(S::kSalu, fmt::format("%s14 = smul.u32 %s15, {}", rows_pad_));
@@ -742,8 +841,7 @@ class CollectiveGen {
     }
     for (std::size_t k : active) guarded(k, u, n_max, [&] { piece_issue(k, u); });
     for (std::size_t k : active) {
-      const Job& j = streams_[k].jobs[u];
-      if (streams_[k].phases[j.phase].reduce && j.step > 0) guarded(k, u, n_max, [&] { piece_reduce(k, u); });
+      if (uses_buffers(streams_[k], streams_[k].jobs[u])) guarded(k, u, n_max, [&] { piece_reduce(k, u); });
     }
     // Next piece: q, the pointers, i.
     if (pieces_per_unit_ > 1)
@@ -770,7 +868,7 @@ class CollectiveGen {
       if (u + 1 < st.jobs.size() && st.jobs[u + 1].phase == j.phase) continue;
       const Phase& ph = st.phases[j.phase];
       if (ph.reduce) {
-        for (std::size_t b = 0; b < 2; ++b) wait(flag(f_buffer(k, b)), pg_, false);
+        for (std::size_t b = 0; b < 2; ++b) wait(flag(f_buffer(k, b)), credit_[k], false);
       } else {
         wait(flag(f_arrive(k, u)), ph.units * ug_);
       }
@@ -811,6 +909,17 @@ class CollectiveGen {
       emit(S::kSalu, fmt::format("%{} = sadd.s32 %s10, {}", ptr(k), unit_offset(st)));
       return;
     }
+    if (plan_.op == Op::kAllReduce && st.part > 0 && ph.reduce && j.phase + 1 == st.scratch.slots.size() &&
+        j.step + 1 == ph.length) {
+      // This chip's unit of the part (its last reduce phase has no varying
+      // digit, so the digit register is free).
+      const std::string d = digit(k);
+      emit(S::kSalu, fmt::format("%{} = sadd.s32 %s4, 0", d));
+      for (std::size_t a : plan_.axes) {
+        emit(S::kSalu, fmt::format("%s19 = smul.u32 %{}, {}", coord(a), unit_stride(st, a)));
+        emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s19", d));
+      }
+    }
     // The step's chunk index: c - sign*step (gather) or c - sign*(step+1) (reduce), mod L.
     const std::int64_t back = ph.reduce ? j.step + 1 : j.step;
     const std::int64_t add = ((-sign(st) * back) % l + l) % l;
@@ -831,11 +940,11 @@ class CollectiveGen {
       return;
     }
     // By rank: base + (sum of own digits on the fixed axes + j on the phase's axis) * Q + unit offset.
-    emit(S::kSalu, fmt::format("%{} = smul.u32 %{}, {}", p, jr, plan_.rank_stride[ph.axis] * q_granules()));
+    emit(S::kSalu, fmt::format("%{} = smul.u32 %{}, {}", p, jr, unit_stride(st, ph.axis)));
     emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %{1}", p, ph.reduce ? "s3" : "s4"));
     for (std::size_t a : plan_.axes) {
       if (a == ph.axis || std::find(ph.varying.begin(), ph.varying.end(), a) != ph.varying.end()) continue;
-      emit(S::kSalu, fmt::format("%s19 = smul.u32 %{}, {}", coord(a), plan_.rank_stride[a] * q_granules()));
+      emit(S::kSalu, fmt::format("%s19 = smul.u32 %{}, {}", coord(a), unit_stride(st, a)));
       emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s19", p));
     }
     if (unit_offset(st) != 0) add_imm(p, p, static_cast<std::int64_t>(unit_offset(st)));
@@ -850,11 +959,12 @@ class CollectiveGen {
     const auto pg = static_cast<std::int64_t>(pg_);
     const std::int64_t back = static_cast<std::int64_t>(pieces_per_unit_ - 1) * pg;
     const bool multi = pieces_per_unit_ > 1;
-    if (ph.varying.empty()) {
+    if (ph.varying.empty() || spans_) {
       add_imm(p, p, pg);
       return;
     }
-    const auto s0 = static_cast<std::int64_t>(plan_.rank_stride[ph.varying[0]] * q_granules());
+    const Stream& st = streams_[k];
+    const auto s0 = static_cast<std::int64_t>(unit_stride(st, ph.varying[0]));
     const std::int64_t j1 = s0 - back;
     if (ph.varying.size() == 1) {
       if (!multi) {
@@ -866,7 +976,7 @@ class CollectiveGen {
       return;
     }
     const std::int64_t l0 = topo_.length(ph.varying[0]);
-    const auto s1 = static_cast<std::int64_t>(plan_.rank_stride[ph.varying[1]] * q_granules());
+    const auto s1 = static_cast<std::int64_t>(unit_stride(st, ph.varying[1]));
     const std::int64_t j2 = s1 - (l0 - 1) * s0 - back;
     const std::string d = digit(k);
     emit(S::kSalu, fmt::format("%p6 = scmp.eq.s32.totalorder %{}, {}", d, l0 - 1));
@@ -970,8 +1080,10 @@ class CollectiveGen {
     if (j.phase + 1 < st.scratch.slots.size()) {
       scratch_address("s19", st.scratch.result[j.phase]);
     } else {
-      // The chunk is complete: to the output (this chip's chunk of it for all-reduce).
-      emit(S::kSalu, fmt::format("%s19 = sadd.s32 %{}, %s13", plan_.op == Op::kAllReduce ? "s10" : "s4"));
+      // The chunk is complete: to the output (this chip's unit of it for
+      // all-reduce: s10 for part 0, the digit register for the others).
+      const std::string own = plan_.op != Op::kAllReduce ? "s4" : st.part == 0 ? "s10" : digit(k);
+      emit(S::kSalu, fmt::format("%s19 = sadd.s32 %{}, %s13", own));
       if (unit_offset(st) != 0) add_imm("s19", "s19", static_cast<std::int64_t>(unit_offset(st)));
     }
     emit(S::kDma, fmt::format("{} = dma.vmem_to_hbm [thread:$0] /*vmem=*/%s18, /*size_in_granules=*/{}, /*hbm=*/%s19, "
@@ -992,7 +1104,7 @@ class CollectiveGen {
   void add_loop(std::size_t k) {
     emit(S::kSalu, fmt::format("%s42 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocA, k)));
     emit(S::kSalu, fmt::format("%s43 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocB, k)));
-    emit(S::kSalu, fmt::format("%s44 = smov {}", rows_pad_ / kGroupRows));
+    emit(S::kSalu, fmt::format("%s44 = smov {}", ceil_div(pg_ * kGranule, kGroupBytes)));
     const std::string loop = label("add");
     w_.label(loop);
     for (int g = 0; g < 4; ++g) {
@@ -1033,9 +1145,19 @@ class CollectiveGen {
   std::vector<std::uint64_t> arrive_base_;
   std::uint64_t arrive_flags_ = 0;
   std::uint64_t ug_ = 0;               // unit, granules
-  std::uint64_t piece_ = 0;            // bytes
-  std::uint64_t pg_ = 0;               // piece, granules
-  std::uint64_t pieces_per_unit_ = 0;  // Pu
+  // Piece of one round: granules, pieces per unit (1 where pieces span
+  // units) and whether they do.
+  struct RoundPiece {
+    std::uint64_t pg;
+    std::uint64_t per_unit;
+    bool spans;
+  };
+  std::vector<RoundPiece> round_pieces_;
+  std::vector<std::uint64_t> credit_;  // per stream: granules a free buffer's flag holds
+  std::uint64_t piece_ = 0;            // bytes, within a unit
+  std::uint64_t pg_ = 0;               // the current round's piece, granules
+  std::uint64_t pieces_per_unit_ = 0;  // the current round's Pu
+  bool spans_ = false;                 // the current round's pieces span units
   std::uint64_t rows_pad_ = 0;         // VMEM rows of one buffer (whole add-loop iterations)
   std::uint32_t token_ = 100;
   int label_ = 0;

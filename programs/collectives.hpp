@@ -23,9 +23,15 @@
 //               length > 1), each in two halves; part p runs the bidir-ring
 //               collective through the axes in the order rotated to start at
 //               listed axis p, all parts concurrently (the book's V / (W K)).
-// A stream is (part p, direction d); unit (r, p, d) is the bytes
-// [r*Q + (p*D + d)*u, +u) with D directions and u = Q / (K*D). A stream moves
-// only its own units. Axis order of part p: O_p = (a_p, a_{p+1}, ...,
+// A stream is (part p, direction d); it moves only its own units (r, p, d),
+// one per rank r, of u = Q / (K*D) bytes each (D directions).
+// Layout. all-gather and reduce-scatter: unit (r, p, d) is the bytes
+// [r*Q + (p*D + d)*u, +u) (chunk r is rank r's, so a stream's units are
+// u bytes every Q). all-reduce, where which rank holds which sum on the way
+// is the program's own business: stream (p, d) owns the contiguous bytes
+// [(p*D + d)*V/(K*D), +V/(K*D)), its units in the order of the mixed-radix
+// number of r's digits on O_p's axes with O_p's last axis fastest, so every
+// ring step's chunk (below) is one contiguous range. Axis order of part p: O_p = (a_p, a_{p+1}, ...,
 // a_{p-1}), indices mod K; reduce-scatter and all-gather go through O_p;
 // all-reduce is the reduce-scatter through O_p followed by the all-gather
 // through O_p reversed. The streams run in lockstep rounds, round i being the
@@ -46,7 +52,9 @@
 //   all-gather step k = 0..L-2: send chunk c - s_d*k (own chunk first), receive
 //     chunk c - s_d*(k+1).
 // Pipelining: every step moves its chunk as pieces of piece_bytes (dividing
-// u); a piece is forwarded as soon as its predecessor piece has arrived, so the
+// u; where a round's chunks are contiguous and a unit is smaller than the
+// generator's target piece, pieces span several units and divide the chunk
+// instead: all-reduce of small V on large pods); a piece is forwarded as soon as its predecessor piece has arrived, so the
 // links stay busy. Received partial sums land in an HBM scratch slot per step
 // (never reused: no back-pressure), are staged into VMEM with the local operand
 // (double-buffered per stream), added on the VPU and sent on from VMEM. The
@@ -99,10 +107,19 @@ struct CollectivePlan {
   std::uint64_t piece_bytes = 0;                 // as given (0: the generator picks)
   std::vector<std::vector<std::size_t>> orders;  // O_p per part, topology axis ids
   std::vector<std::uint64_t> rank_stride;        // per topology axis; 0 if not participating
+  // Where unit (r, p, d) lives in the input and output arrays (bytes):
+  // unit_base[p*D + d] + sum over the participating axes a of digit_a(r) *
+  // unit_stride[p][a] (see "Layout" in the header comment).
+  std::vector<std::uint64_t> unit_base;                // per stream p*D + d
+  std::vector<std::vector<std::uint64_t>> unit_stride;  // per part, per topology axis; 0 if not participating
 
   [[nodiscard]] bool reduces() const { return op == Op::kReduceScatter || op == Op::kAllReduce; }
   // Group rank of a chip (coordinates on the participating axes).
   [[nodiscard]] std::uint64_t rank(const ici::Coords& coords) const;
+  // Byte offset of unit (rank, part, dir) in the input (reduce-scatter,
+  // all-reduce) or output (all-gather, all-reduce) array.
+  [[nodiscard]] std::uint64_t unit_offset(std::uint64_t rank, std::size_t part, std::size_t dir,
+                                          const ici::Topology& topology) const;
 };
 
 // Throws std::invalid_argument as collective_shapes does.

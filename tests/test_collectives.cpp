@@ -227,6 +227,40 @@ TEST_CASE("collectives: large arrays keep programs small (loops over pieces)", "
   }
 }
 
+TEST_CASE("collectives: unit layout per op (all-reduce: each stream's units contiguous)", "[collectives]") {
+  const ici::Topology t = topo("v5p", "4x4x4");
+  const std::uint64_t v = 32768;  // Q = 512, u = 256 (bidir-ring)
+  auto rank = [](std::uint64_t x, std::uint64_t y, std::uint64_t z) { return x + 4 * y + 16 * z; };
+  const CollectivePlan rs = plan_collective(spec("reduce-scatter", "bidir-ring", "f32", v, {0, 1, 2}), t);
+  CHECK(rs.unit_offset(rank(1, 2, 3), 0, 1, t) == rank(1, 2, 3) * 512 + 256);
+  const CollectivePlan ar = plan_collective(spec("all-reduce", "bidir-ring", "f32", v, {0, 1, 2}), t);
+  // Direction 1 owns the second half; O_0 = (x, y, z), z fastest.
+  CHECK(ar.unit_offset(rank(0, 0, 0), 0, 0, t) == 0);
+  CHECK(ar.unit_offset(rank(1, 2, 3), 0, 0, t) == (1 * 16 + 2 * 4 + 3) * 256);
+  CHECK(ar.unit_offset(rank(1, 2, 3), 0, 1, t) == v / 2 + (1 * 16 + 2 * 4 + 3) * 256);
+  // multi-axis part 1: O_1 = (y, z, x), x fastest, from 2 V/6 on.
+  const CollectivePlan ma = plan_collective(spec("all-reduce", "multi-axis", "f32", 3 * v, {0, 1, 2}), t);
+  CHECK(ma.unit_offset(rank(1, 2, 3), 1, 0, t) == 2 * (3 * v / 6) + (2 * 16 + 3 * 4 + 1) * 256);
+}
+
+TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and units are small", "[collectives]") {
+  const ici::Topology t = topo("v5p", "4x4x4");
+  const ChipConfig v5p = preset("v5p");
+  // all-reduce of 32 KiB: 256-byte units; the x steps move 16 units (4 KiB) as
+  // one piece, the y steps 4 units, the z steps (1 unit) unit pieces.
+  const std::string ar = generate_collective(spec("all-reduce", "bidir-ring", "f32", 32768, {0, 1, 2}), t, v5p);
+  CHECK_THAT(ar, Contains("reduce x step 1; stream 1 (0-): reduce x step 1 (pieces of 4096 bytes)"));
+  CHECK_THAT(ar, Contains("reduce y step 1; stream 1 (0-): reduce y step 1 (pieces of 1024 bytes)"));
+  CHECK_THAT(ar, Contains("reduce z step 1; stream 1 (0-): reduce z step 1\n"));
+  CHECK_THAT(ar, Contains("/*size_in_granules=*/128,"));
+  // reduce-scatter's chunks are strided (rank order fixes its layout): unit pieces.
+  const std::string rs = generate_collective(spec("reduce-scatter", "bidir-ring", "f32", 32768, {0, 1, 2}), t, v5p);
+  CHECK_THAT(rs, !Contains("(pieces of"));
+  // Large units keep the generator's piece: 64 MiB, 512 KiB units, 128 KiB pieces.
+  const std::string big = generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0, 1, 2}), t, v5p);
+  CHECK_THAT(big, !Contains("(pieces of"));
+}
+
 TEST_CASE("collectives: the program's identity, operands and remote DMAs", "[collectives]") {
   const std::string text =
       generate_collective(spec("all-reduce", "bidir-ring", "f32", 1 << 20, {1}), topo("v5e", "8x16"), preset("v5e"));
@@ -350,14 +384,19 @@ TEST_CASE("collectives: reference rounds at every ring step in ring order", "[co
       const CollectiveSpec s = spec(op, r.algorithm, r.dtype, 1024, {0});
       const auto out = collective_reference(s, t, inputs_of(t, 1024, bf16, x(r.big)));
       const std::uint64_t q = 1024 / 4 / (bf16 ? 2 : 4);
-      const std::uint64_t half = r.minus.empty() ? q : q / 2;
+      const std::uint64_t directions = r.minus.empty() ? 1 : 2;
+      const std::uint64_t unit = q / directions;
+      // Unit (chunk, d): reduce-scatter's output holds chunk c's units in
+      // direction order; all-reduce's (its layout) direction d's units of
+      // every chunk from d * V/2 on, in chunk order (one axis).
       for (std::uint32_t c = 0; c < 4; ++c) {
         for (std::uint64_t chunk = 0; chunk < 4; ++chunk) {
           if (op == "reduce-scatter" && chunk != c) continue;
-          const std::uint64_t base = op == "reduce-scatter" ? 0 : chunk * q;
-          for (std::uint64_t e = 0; e < q; ++e) {
-            const float want = e < half ? r.plus[chunk] : r.minus[chunk];
-            REQUIRE(element(out[c], base + e, bf16) == want);
+          for (std::uint64_t d = 0; d < directions; ++d) {
+            const std::uint64_t base = op == "reduce-scatter" ? d * unit : d * 4 * unit + chunk * unit;
+            for (std::uint64_t e = 0; e < unit; ++e) {
+              REQUIRE(element(out[c], base + e, bf16) == (d == 0 ? r.plus[chunk] : r.minus[chunk]));
+            }
           }
         }
       }

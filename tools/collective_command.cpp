@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "chip/host_io.hpp"
 #include "chip/host_memory.hpp"
 #include "chip/fault.hpp"
 #include "chip/pod.hpp"
@@ -112,8 +114,13 @@ Row measure(const programs::CollectiveSpec& spec, const ici::Topology& topology,
   request.options.compute_numerics = data;
   request.options.max_cycles = max_cycles;
   if (data) {
+    // A chunk below one (8,128) tile is padded to the operand's device size
+    // (the program reads only its first input_bytes).
     request.input = [&](std::uint32_t id, const std::string&, const chip::OperandBinding& b) {
-      return b.index == 0 ? chip_input(shapes.input_bytes, bf16, id) : std::vector<std::uint8_t>{};
+      if (b.index != 0) return std::vector<std::uint8_t>{};
+      std::vector<std::uint8_t> bytes = chip_input(shapes.input_bytes, bf16, id);
+      bytes.resize(std::max<std::uint64_t>(bytes.size(), chip::device_bytes(b)), 0);
+      return bytes;
     };
   }
   const chip::PodResult result = chip::run_pod(request);

@@ -7,7 +7,8 @@
 #     the book's V/W, V/W, 2V/W, V/(4W);
 #  3. without wraparound, all-gather and all-reduce take at least 1.6x as long;
 #  4. (FULL=1) a 16x16 all-reduce of 256 MiB within 10% of 2V/W, and a v5p
-#     4x4x4 all-reduce.
+#     4x4x4 all-reduce;
+#  5. small all-reduces on a v5p 4x4x4 within 2.2x / 1.6x of the prediction.
 # Usage: collective_acceptance.sh TPUEMU WORKDIR [FULL]
 set -euo pipefail
 tpuemu=$1 work=$2 full=${3:-0}
@@ -32,6 +33,14 @@ for op in all-gather all-reduce; do
   a=$(values "wrap_$op.json" seconds) b=$(values "nowrap_$op.json" seconds)
   awk -v a="$a" -v b="$b" 'BEGIN { exit !(b >= 1.6 * a) }' || fail "$op without wraparound: $b s is not ~2x $a s"
 done
+
+# 5. Small all-reduces on a v5p 4x4x4 stay near the latency-bound prediction
+#    (pieces span the 256-byte units: 1.996x and 1.457x measured; 4.01x and
+#    2.25x when every unit was its own DMA).
+"$tpuemu" collective --op all-reduce --chip v5p --topology 4x4x4 --sizes 32K,1M --no-data --json small_ar.json
+mapfile -t ratio < <(values small_ar.json measured_over_predicted)
+awk -v r="${ratio[0]}" 'BEGIN { exit !(r <= 2.2) }' || fail "v5p 4x4x4 all-reduce 32 KiB: measured/predicted = ${ratio[0]} > 2.2"
+awk -v r="${ratio[1]}" 'BEGIN { exit !(r <= 1.6) }' || fail "v5p 4x4x4 all-reduce 1 MiB: measured/predicted = ${ratio[1]} > 1.6"
 
 if [ "$full" = 1 ]; then
   "$tpuemu" collective --op all-reduce --chip v5e --topology 16x16 --sizes 256M --no-data --json ar16x16.json
