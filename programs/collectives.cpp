@@ -1105,6 +1105,10 @@ class CollectiveGen {
     emit(S::kSalu, fmt::format("%s42 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocA, k)));
     emit(S::kSalu, fmt::format("%s43 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocB, k)));
     emit(S::kSalu, fmt::format("%s44 = smov {}", ceil_div(pg_ * kGranule, kGroupBytes)));
+    if (!plan_.bf16 && pipelined_add_fits()) {
+      pipelined_add_loop();
+      return;
+    }
     const std::string loop = label("add");
     w_.label(loop);
     for (int g = 0; g < 4; ++g) {
@@ -1134,6 +1138,49 @@ class CollectiveGen {
     emit(S::kSalu, "%s44 = ssub.s32 %s44, 1");
     emit(S::kSalu, "%p4 = scmp.gt.s32.totalorder %s44, 0");
     branch("%p4", loop);
+  }
+
+  // The f32 add loop placed by hand: six bundles per 16 KiB (the one store
+  // slot is the limit: four vst, plus a load bundle before and the last store
+  // after), its branch early enough that the delay slots are the rest of the
+  // body. p4 says "the iteration after this one runs": set before the loop and
+  // in each iteration after s44 (iterations left) is decremented, read by the
+  // next iteration's branch. Needs one-cycle loads, adds and stores, 3 load
+  // slots, 2 scalar slots and at most 5 delay slots (every preset has them);
+  // otherwise the scheduled loop below is used.
+  [[nodiscard]] bool pipelined_add_fits() const {
+    const auto one = [&](LatencyClass c) { return chip_.latency(c).value() <= 1; };
+    return one(LatencyClass::kVectorLoad) && one(LatencyClass::kValu) && one(LatencyClass::kVectorStore) &&
+           one(LatencyClass::kSalu) && one(LatencyClass::kBranch) && chip_.slot_capacity_of(S::kLoad) >= 3 &&
+           chip_.slot_capacity_of(S::kSalu) >= 2 && chip_.slot_capacity_of(S::kValu) >= 1 &&
+           chip_.slot_capacity_of(S::kStore) >= 1 && chip_.slot_capacity_of(S::kBranch) >= 1 &&
+           chip_.branch_delay_slots <= 5;
+  }
+  void pipelined_add_loop() {
+    emit(S::kSalu, "%p4 = scmp.gt.s32.totalorder %s44, 1");
+    const std::string loop = label("add");
+    w_.label(loop);
+    auto vld = [](int v, const char* base, int g) {
+      return fmt::format("%v{} = vld [vmem:[%{} + $0x{:x}] sm:$0xff]", v, base, 8 * g);
+    };
+    auto vadd = [](int g) { return fmt::format("%v{} = vadd.f32 %v{}, %v{}", 8 + g, 2 * g, 2 * g + 1); };
+    auto vst = [&](int g) {
+      return fmt::format("{} = vst [vmem:[%s42 + $0x{:x}] sm:$0xff] /*vst_source=*/%v{}", token(), 8 * g, 8 + g);
+    };
+    std::vector<std::vector<std::string>> body = {
+        {vld(0, "s42", 0), vld(1, "s43", 0), vld(2, "s42", 1), "%s44 = ssub.s32 %s44, 1"},
+        {vld(3, "s43", 1), vld(4, "s42", 2), vld(5, "s43", 2), vadd(0)},
+        {vld(6, "s42", 3), vld(7, "s43", 3), vadd(1), vst(0)},
+        {vadd(2), vst(1)},
+        {vadd(3), vst(2)},
+        {vst(3), fmt::format("%s42 = sadd.s32 %s42, {}", kGroupRows), fmt::format("%s43 = sadd.s32 %s43, {}", kGroupRows)},
+    };
+    const std::size_t at = body.size() - 1 - chip_.branch_delay_slots;  // the branch's bundle
+    // The compare reads s44 after bundle 0's decrement and, in the branch's
+    // bundle or later, leaves this iteration's branch the old p4.
+    body[std::max<std::size_t>(at, 1)].push_back("%p4 = scmp.gt.s32.totalorder %s44, 1");
+    body[at].push_back(fmt::format("{} = sbr.rel (%p4) target = {}", token(), loop));
+    for (const auto& b : body) w_.bundle(b);
   }
 
   const CollectiveSpec& spec_;
