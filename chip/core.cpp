@@ -135,17 +135,21 @@ vpu::Vreg& Core::stage_vreg(const ExecOp& op) {
     thread_local vpu::Vreg discarded;
     return discarded;
   }
-  if (staged_vreg_count_ == staged_vregs_.size()) staged_vregs_.emplace_back();
-  auto& slot = staged_vregs_[staged_vreg_count_++];
-  slot.first = op.dest->index;
-  return slot.second;
+  return *stage_vreg_buffer(op);
+}
+
+std::unique_ptr<vpu::Vreg>& Core::stage_vreg_buffer(const ExecOp& op) {
+  if (!options.compute_numerics) {
+    thread_local std::unique_ptr<vpu::Vreg> discarded = std::make_unique<vpu::Vreg>();
+    return discarded;
+  }
+  staged_vregs_.emplace_back(op.dest->index, vregs.take_spare());
+  return staged_vregs_.back().second;
 }
 
 vpu::Vmask& Core::stage_mask(const ExecOp& op) {
-  if (staged_mask_count_ == staged_masks_.size()) staged_masks_.emplace_back();
-  auto& slot = staged_masks_[staged_mask_count_++];
-  slot.first = op.dest->index;
-  return slot.second;
+  staged_masks_.emplace_back(op.dest->index, masks.take_spare());
+  return *staged_masks_.back().second;
 }
 
 std::uint8_t* Core::stage_vmem_write(const ExecOp& /*op*/, std::uint64_t address, std::uint64_t bytes, bool whole) {
@@ -153,9 +157,21 @@ std::uint8_t* Core::stage_vmem_write(const ExecOp& /*op*/, std::uint64_t address
   if (staged_store_count_ == staged_stores_.size()) staged_stores_.emplace_back();
   auto& s = staged_stores_[staged_store_count_++];
   s.address = address;
+  s.size = bytes;
+  s.source = nullptr;
   s.bytes.resize(bytes);
   if (!whole) std::memcpy(s.bytes.data(), vmem.data(address), bytes);  // keep bytes a masked store does not write
   return s.bytes.data();
+}
+
+void Core::stage_vmem_copy(const ExecOp& /*op*/, std::uint64_t address, const std::uint8_t* source,
+                           std::uint64_t bytes) {
+  check_range(vmem, "VMEM", address, bytes);
+  if (staged_store_count_ == staged_stores_.size()) staged_stores_.emplace_back();
+  auto& s = staged_stores_[staged_store_count_++];
+  s.address = address;
+  s.size = bytes;
+  s.source = source;
 }
 
 void Core::check_range(const memory::DenseMemory& mem, std::string_view space, std::uint64_t address,
@@ -396,14 +412,16 @@ void Core::commit() {
       sregs[s.index] = s.value;
     }
   }
-  for (std::size_t i = 0; i < staged_vreg_count_; ++i) vregs[staged_vregs_[i].first] = staged_vregs_[i].second;
-  for (std::size_t i = 0; i < staged_mask_count_; ++i) masks[staged_masks_[i].first] = staged_masks_[i].second;
+  // Stores first: a staged copy may read a vreg this bundle also writes.
   for (std::size_t i = 0; i < staged_store_count_; ++i) {
-    std::memcpy(vmem.data(staged_stores_[i].address), staged_stores_[i].bytes.data(), staged_stores_[i].bytes.size());
+    const StagedStore& s = staged_stores_[i];
+    std::memcpy(vmem.data(s.address), s.source != nullptr ? s.source : s.bytes.data(), s.size);
   }
+  for (auto& [index, result] : staged_vregs_) vregs.install(index, std::move(result));
+  for (auto& [index, result] : staged_masks_) masks.install(index, std::move(result));
   staged_scalars_.clear();
-  staged_vreg_count_ = 0;
-  staged_mask_count_ = 0;
+  staged_vregs_.clear();
+  staged_masks_.clear();
   staged_store_count_ = 0;
   // Scoreboard: destinations become readable after the op's latency.
   for (const ExecOp* op : issued_) {

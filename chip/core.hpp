@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -215,11 +216,18 @@ class Core {
   // move no vector data: vregs keep stale values, which only data-dependent
   // values read back into scalars (vpush) could notice.
   vpu::Vreg& stage_vreg(const ExecOp& op);
+  // The staged result's buffer itself, for a unit that swaps in a buffer it
+  // computed (the MXU's pops); valid until the next stage_vreg*.
+  std::unique_ptr<vpu::Vreg>& stage_vreg_buffer(const ExecOp& op);
   vpu::Vmask& stage_mask(const ExecOp& op);
   // Stages a VMEM write of `bytes` at byte address `address` (checked). The
   // buffer starts as the bytes there now (a masked store keeps what it does
   // not write), or undefined when `whole` (the caller writes every byte).
   std::uint8_t* stage_vmem_write(const ExecOp& op, std::uint64_t address, std::uint64_t bytes, bool whole = false);
+  // Stages a VMEM write of the `bytes` bytes at `source` (checked), copied
+  // when the bundle commits: `source` must hold them unchanged until then (a
+  // vreg does: registers change only at commit, after the stores).
+  void stage_vmem_copy(const ExecOp& op, std::uint64_t address, const std::uint8_t* source, std::uint64_t bytes);
   void set_stall_cause(StallCause c) { ready_cause_ = c; }
   void record_mxu_flops(std::uint64_t f) { stats_.mxu_flops += f; }
   void record_vpu_flops(std::uint64_t f) { stats_.vpu_flops += f; }
@@ -296,12 +304,14 @@ class Core {
     bool predicate;
   };
   std::vector<StagedScalar> staged_scalars_;
-  std::vector<std::pair<std::uint16_t, vpu::Vreg>> staged_vregs_;
-  std::size_t staged_vreg_count_ = 0;
-  std::vector<std::pair<std::uint16_t, vpu::Vmask>> staged_masks_;
-  std::size_t staged_mask_count_ = 0;
+  // Vector results go to spare buffers of the register files, installed
+  // (renamed, not copied) at commit.
+  std::vector<std::pair<std::uint16_t, vpu::RegisterFile<vpu::Vreg>::Buffer>> staged_vregs_;
+  std::vector<std::pair<std::uint16_t, vpu::RegisterFile<vpu::Vmask>::Buffer>> staged_masks_;
   struct StagedStore {
     std::uint64_t address;
+    std::uint64_t size;
+    const std::uint8_t* source;  // stage_vmem_copy's bytes, or null: `bytes`
     std::vector<std::uint8_t> bytes;
   };
   std::vector<StagedStore> staged_stores_;

@@ -178,8 +178,14 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
                       (binding.dtype == "s32" && host.dtype == NpyDtype::kInt32) ||
                       (binding.dtype == "u32" && host.dtype == NpyDtype::kUint32);
       if (!ok) throw wrong(binding.dtype == "f32" ? "float32" : binding.dtype == "s32" ? "int32" : "uint32");
-      for_each_run(
-          l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + at, in + i * 4, n * 4); });
+      over_tile_rows(
+          l,
+          [&](std::uint64_t r0, std::uint64_t r1) {
+            for_each_run(
+                l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + at, in + i * 4, n * 4); },
+                r0, r1);
+          },
+          host_threads);
       break;
     }
     case Element::kBf16:
@@ -277,8 +283,14 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
                                               : NpyDtype::kUint32;
       result.data.resize(n_elements * 4);
       std::uint8_t* const out = result.data.data();
-      for_each_run(
-          l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + i * 4, in + at, n * 4); });
+      over_tile_rows(
+          l,
+          [&](std::uint64_t r0, std::uint64_t r1) {
+            for_each_run(
+                l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + i * 4, in + at, n * 4); },
+                r0, r1);
+          },
+          host_threads);
       break;
     }
     case Element::kBf16: {

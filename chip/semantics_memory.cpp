@@ -66,8 +66,8 @@ void store(Core& core, const ExecOp& op, const vpu::Vmask* element_mask, std::si
   }
   const vpu::Vreg& v = core.vregs[op.op->operands[source_operand].reg.index];
   if (element_mask == nullptr && a.stride == 1 && a.mask == 0xFF && core.vmem.in_range(a.row * kRowBytes, kVregBytes)) {
-    // Eight consecutive rows, all written: one staged write.
-    std::memcpy(core.stage_vmem_write(op, a.row * kRowBytes, kVregBytes, true), v.words.data(), kVregBytes);
+    // Eight consecutive rows, all written: one copy out of the register at commit.
+    core.stage_vmem_copy(op, a.row * kRowBytes, reinterpret_cast<const std::uint8_t*>(v.words.data()), kVregBytes);
     return;
   }
   for (std::size_t s = 0; s < vpu::kSublanes; ++s) {

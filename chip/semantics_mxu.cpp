@@ -83,7 +83,7 @@ void exec_VmatmulMsk(Core& c, const ExecOp& op) {
   multiply(c, op, false, true);
 }
 void exec_VpopMrf(Core& c, const ExecOp& op) {
-  unit(c, op).pop_into(c.stage_vreg(op));
+  unit(c, op).pop_into(c.stage_vreg_buffer(op));
 }
 
 std::uint64_t ready_mxu_matmul(Core& c, const ExecOp& op) {

@@ -38,14 +38,14 @@ bool is_f32_arithmetic(isa::OpId id) {
 void binary(Core& c, const ExecOp& op) {
   if (is_f32_arithmetic(op.id)) c.record_vpu_flops(vpu::kElements);
   if (!c.options.compute_numerics) return;
-  c.stage_vreg(op) = vpu::valu_binary(op.id, arg(c, op, 0), arg(c, op, 1));
+  vpu::valu_binary(op.id, arg(c, op, 0), arg(c, op, 1), c.stage_vreg(op));
 }
 void compare(Core& c, const ExecOp& op) {
   c.stage_mask(op) = vpu::valu_compare(op.id, arg(c, op, 0), arg(c, op, 1));
 }
 void unary(Core& c, const ExecOp& op) {
   if (!c.options.compute_numerics) return;
-  c.stage_vreg(op) = vpu::valu_unary(op.id, arg(c, op, 0));
+  vpu::valu_unary(op.id, arg(c, op, 0), c.stage_vreg(op));  // a staged buffer is no operand's
 }
 void pack(Core& c, const ExecOp& op) {
   if (!c.options.compute_numerics) return;

@@ -4,10 +4,21 @@
 
 namespace tpuemu::memory {
 
-SparseMemory::Page& SparseMemory::page_for_write(std::uint64_t page_index) {
+SparseMemory::Page& SparseMemory::page_for_write(std::uint64_t page_index, bool whole) {
+  // An existing page is found without touching the table (concurrent writes, header).
+  if (const auto it = pages_.find(page_index); it != pages_.end()) return *it->second;
   auto& slot = pages_[page_index];
-  if (!slot) slot = std::make_unique<Page>();  // value-initialised: zeros
+  slot = whole ? std::make_unique_for_overwrite<Page>() : std::make_unique<Page>();  // else zeros
   return *slot;
+}
+
+void SparseMemory::reserve(std::uint64_t address, std::uint64_t bytes) {
+  for (std::uint64_t a = address; a < address + bytes;) {
+    const std::uint64_t offset = a % kPageBytes;
+    const std::uint64_t n = std::min<std::uint64_t>(kPageBytes - offset, address + bytes - a);
+    (void)page_for_write(a / kPageBytes, n == kPageBytes);
+    a += n;
+  }
 }
 
 const SparseMemory::Page* SparseMemory::page_for_read(std::uint64_t page_index) const {
@@ -36,7 +47,7 @@ void SparseMemory::write(std::uint64_t address, std::span<const std::uint8_t> da
     const std::uint64_t a = address + done;
     const std::uint64_t offset = a % kPageBytes;
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kPageBytes - offset, data.size() - done));
-    std::memcpy(page_for_write(a / kPageBytes).data() + offset, data.data() + done, n);
+    std::memcpy(page_for_write(a / kPageBytes, n == kPageBytes).data() + offset, data.data() + done, n);
     done += n;
   }
 }

@@ -34,7 +34,7 @@ struct Mxu::Slot : HostTask {
   std::uint32_t used_k = 0;
   std::uint32_t size = 0;
   KernelKind kernel = KernelKind::kPortable;
-  vpu::Vreg out;
+  std::unique_ptr<vpu::Vreg> out = std::make_unique<vpu::Vreg>();  // swapped out by pops
 
   [[nodiscard]] TileJob job() const {
     return TileJob{shared_lhs ? shared_lhs.get() : &lhs, masked ? &mask : nullptr, weights.get(), used_k, size};
@@ -45,7 +45,7 @@ struct Mxu::Slot : HostTask {
   }
   static void compute(HostTask& task) {
     auto& s = static_cast<Slot&>(task);
-    multiply_tile(s.kernel, s.job(), s.out);
+    multiply_tile(s.kernel, s.job(), *s.out);
   }
 };
 
@@ -210,7 +210,7 @@ std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_ma
       s.kernel = kernel_;
       submit_host_task(s);
     } else {
-      multiply_tile(kernel_, TileJob{&lhs, k_mask, weights_.get(), used_k, size_}, s.out);
+      multiply_tile(kernel_, TileJob{&lhs, k_mask, weights_.get(), used_k, size_}, *s.out);
     }
   }
   results_.push_back(std::move(r));
@@ -234,13 +234,13 @@ void Mxu::pop_into(vpu::Vreg& out) {
   } else if (!r.slot) {
     out = vpu::Vreg{};
   } else if (!r.slot->queued) {
-    out = r.slot->out;
+    out = *r.slot->out;
     spare_slots_.push_back(std::move(r.slot));
   } else {
     Slot& s = *r.slot;
     if (!draining_slots_.empty()) recycle_drained();
     if (wait_host_task(s, kPatience)) {
-      out = s.out;
+      out = *s.out;
       s.release();
       spare_slots_.push_back(std::move(r.slot));
     } else {
@@ -249,6 +249,29 @@ void Mxu::pop_into(vpu::Vreg& out) {
       draining_slots_.push_back(std::move(r.slot));
     }
   }
+  results_.pop_front();
+}
+
+void Mxu::pop_into(std::unique_ptr<vpu::Vreg>& out) {
+  Result& r = results_.front();
+  if (backend_ != nullptr || !r.slot) {
+    pop_into(*out);
+    return;
+  }
+  Slot& s = *r.slot;
+  if (s.queued) {
+    if (!draining_slots_.empty()) recycle_drained();
+    if (!wait_host_task(s, kPatience)) {
+      // The worker computing it stalled (it still writes its buffer): as pop_into above.
+      multiply_tile(s.kernel, s.job(), *out);
+      draining_slots_.push_back(std::move(r.slot));
+      results_.pop_front();
+      return;
+    }
+    s.release();
+  }
+  std::swap(out, s.out);
+  spare_slots_.push_back(std::move(r.slot));
   results_.pop_front();
 }
 

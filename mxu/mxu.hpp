@@ -127,6 +127,9 @@ class Mxu {
   vpu::Vreg pop();
   // pop() into `out` (saves a copy).
   void pop_into(vpu::Vreg& out);
+  // pop() into `*out` (not null), or, when the result sits in a buffer of the
+  // unit, by swapping that buffer with `out` (saves another).
+  void pop_into(std::unique_ptr<vpu::Vreg>& out);
 
   [[nodiscard]] std::size_t queued() const { return results_.size(); }
   [[nodiscard]] bool fifo_full() const { return results_.size() >= fifo_depth_; }

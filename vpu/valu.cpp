@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "common/numerics.hpp"
@@ -78,11 +80,47 @@ void map_lanes(VecArg a, VecArg b, Out& out, F f) {
   });
 }
 
+// out[i] = result_bits(f(a[i], b[i])) for f32 arithmetic, 4 lanes at a time
+// (GCC vector extensions: SSE2 on x86-64, NEON on Arm). Each lane is the
+// same IEEE operation as the scalar code's and NaNs are canonicalised the same
+// way, so the bits are those of result_bits(f(x, y)) lane by lane.
+using F32x4 = float __attribute__((vector_size(16)));
+using U32x4 = std::uint32_t __attribute__((vector_size(16)));
+using S32x4 = std::int32_t __attribute__((vector_size(16)));
+constexpr std::size_t kChunk = sizeof(F32x4) / sizeof(float);
+static_assert(kElements % kChunk == 0);
+
+F32x4 chunk_of(VecArg operand, std::size_t i) {
+  F32x4 v;
+  if (operand.reg != nullptr) {
+    std::memcpy(&v, &operand.reg->words[i], sizeof v);
+  } else {
+    const float x = as_f32(operand.imm);
+    v = F32x4{x, x, x, x};
+  }
+  return v;
+}
+template <typename F>
+void map_f32_chunks(VecArg a, VecArg b, Vreg& out, F f) {
+  for (std::size_t i = 0; i < kElements; i += kChunk) {
+    const F32x4 r = f(chunk_of(a, i), chunk_of(b, i));
+    const auto nan = reinterpret_cast<U32x4>(static_cast<S32x4>(r != r));  // all ones where NaN
+    U32x4 bits;
+    std::memcpy(&bits, &r, sizeof bits);
+    bits = (bits & ~nan) | (kCanonicalNan & nan);
+    std::memcpy(&out.words[i], &bits, sizeof bits);
+  }
+}
+
 // The operand as a vreg: itself, or its broadcast written into `scratch`.
 const Vreg& materialise(VecArg operand, Vreg& scratch) {
   if (operand.reg != nullptr) return *operand.reg;
   scratch.words.fill(operand.imm);
   return scratch;
+}
+const Vreg& materialise(VecArg operand, std::optional<Vreg>& scratch) {
+  if (operand.reg != nullptr) return *operand.reg;
+  return materialise(operand, scratch.emplace());
 }
 
 // Output sublane p (0-3 from `low`, 4-7 from `high`) = narrow(operand sublane
@@ -103,16 +141,16 @@ Vreg pack_sublane_pairs(const Vreg& high, const Vreg& low, Narrow narrow) {
 
 // Output row r = widen(the 16-bit element of row r of the packed tile whose
 // first sublane is `first_sublane`).
-Vreg unpack_bf16_tile(const Vreg& packed, std::size_t first_sublane) {
-  Vreg out;
-  for (std::size_t row = 0; row < kSublanes; ++row) {
-    const unsigned shift = (row % 2) * 16U;
+void unpack_bf16_tile(const Vreg& packed, std::size_t first_sublane, Vreg& out) {
+  for (std::size_t pair = 0; pair < kSublanes / 2; ++pair) {
+    const std::uint32_t* __restrict words = &packed.words[(first_sublane + pair) * kLanes];
+    std::uint32_t* __restrict even = &out.words[2 * pair * kLanes];
+    std::uint32_t* __restrict odd = even + kLanes;
     for (std::size_t lane = 0; lane < kLanes; ++lane) {
-      const std::uint32_t word = packed.at(first_sublane + row / 2, lane);
-      out.at(row, lane) = ((word >> shift) & 0xFFFFU) << 16;
+      even[lane] = words[lane] << 16;        // row 2p: the low half
+      odd[lane] = words[lane] & 0xFFFF0000U;  // row 2p + 1: the high half
     }
   }
-  return out;
 }
 
 Vreg unpack_f8_tile0(const Vreg& packed) {
@@ -145,8 +183,13 @@ static_assert(decode_vcmask(64512).first_sublane == 0 && decode_vcmask(64512).la
 }  // namespace
 
 Vreg valu_binary(isa::OpId op, VecArg a, VecArg b) {
-  using U = std::uint32_t;
   Vreg out;
+  valu_binary(op, a, b, out);
+  return out;
+}
+
+void valu_binary(isa::OpId op, VecArg a, VecArg b, Vreg& out) {
+  using U = std::uint32_t;
   auto& w = out.words;
   switch (op) {
     case OpId::kVaddS32:
@@ -177,13 +220,13 @@ Vreg valu_binary(isa::OpId op, VecArg a, VecArg b) {
       map_lanes(a, b, w, [](U x, U y) { return static_cast<U>(static_cast<std::int32_t>(x) >> (y & 31U)); });
       break;
     case OpId::kVaddF32:
-      map_lanes(a, b, w, [](U x, U y) { return result_bits(as_f32(x) + as_f32(y)); });
+      map_f32_chunks(a, b, out, [](F32x4 x, F32x4 y) { return x + y; });
       break;
     case OpId::kVsubF32:
-      map_lanes(a, b, w, [](U x, U y) { return result_bits(as_f32(x) - as_f32(y)); });
+      map_f32_chunks(a, b, out, [](F32x4 x, F32x4 y) { return x - y; });
       break;
     case OpId::kVmulF32:
-      map_lanes(a, b, w, [](U x, U y) { return result_bits(as_f32(x) * as_f32(y)); });
+      map_f32_chunks(a, b, out, [](F32x4 x, F32x4 y) { return x * y; });
       break;
     case OpId::kVmaxF32:
       map_lanes(a, b, w, [](U x, U y) { return result_bits(ieee_maximum(as_f32(x), as_f32(y))); });
@@ -194,7 +237,6 @@ Vreg valu_binary(isa::OpId op, VecArg a, VecArg b) {
     default:
       throw_unhandled_op("valu_binary", op, "a two-operand VALU op");
   }
-  return out;
 }
 
 Vmask valu_compare(isa::OpId op, VecArg a, VecArg b) {
@@ -251,10 +293,15 @@ Vmask valu_compare(isa::OpId op, VecArg a, VecArg b) {
 }
 
 Vreg valu_unary(isa::OpId op, VecArg a) {
-  using U = std::uint32_t;
   Vreg out;
+  valu_unary(op, a, out);
+  return out;
+}
+
+void valu_unary(isa::OpId op, VecArg a, Vreg& out) {
+  using U = std::uint32_t;
   auto& w = out.words;
-  Vreg scratch;
+  std::optional<Vreg> scratch;  // an immediate's broadcast, made only when needed
   switch (op) {
     case OpId::kVclz:
       map_lanes(a, w, [](U x) { return static_cast<U>(std::countl_zero(x)); });
@@ -275,10 +322,10 @@ Vreg valu_unary(isa::OpId op, VecArg a) {
       map_lanes(a, w, [](U x) -> U { return x << 16; });
       break;
     case OpId::kVunpackCLoBf16:
-      out = unpack_bf16_tile(materialise(a, scratch), 0);
+      unpack_bf16_tile(materialise(a, scratch), 0, out);
       break;
     case OpId::kVunpackCHiBf16:
-      out = unpack_bf16_tile(materialise(a, scratch), kSublanesPerPackedTile);
+      unpack_bf16_tile(materialise(a, scratch), kSublanesPerPackedTile, out);
       break;
     case OpId::kVunpackC0F8e4m3b11:
       out = unpack_f8_tile0(materialise(a, scratch));
@@ -286,7 +333,6 @@ Vreg valu_unary(isa::OpId op, VecArg a) {
     default:
       throw_unhandled_op("valu_unary", op, "a one-operand VALU op");
   }
-  return out;
 }
 
 Vreg vpack(isa::OpId op, VecArg high, VecArg low) {

@@ -65,6 +65,8 @@ inline VecArg splat(std::uint32_t bits) {
 //  vmin(-0, +0) = -0); the dumps show neither case.
 // Throws std::invalid_argument naming the mnemonic for any other op.
 Vreg valu_binary(isa::OpId op, VecArg a, VecArg b);
+// The same, written into `out` (no temporary); `out` may be a's or b's vreg.
+void valu_binary(isa::OpId op, VecArg a, VecArg b, Vreg& out);
 
 // vcmp.{eq,ne,lt,le,gt,ge}.s32.totalorder: signed 32-bit compares;
 // vcmp.*.f32.partialorder: IEEE compares, false when either side is NaN except
@@ -85,6 +87,8 @@ Vmask valu_compare(isa::OpId op, VecArg a, VecArg b);
 //  sublanes 0-1 (codes decoded with numerics.hpp's bias-11 rules) to f32.
 // Throws std::invalid_argument naming the mnemonic for any other op.
 Vreg valu_unary(isa::OpId op, VecArg a);
+// The same, written into `out` (no temporary). Contract: `out` is not a's vreg.
+void valu_unary(isa::OpId op, VecArg a, Vreg& out);
 
 // vpack.c.bf16 / vpack.c.b16 / vpack.c.b8 `high, low`: narrow both operands and
 // pack them, `low` into sublanes 0-3 and `high` into 4-7 (output sublane p
