@@ -44,6 +44,7 @@ class EventQueue {
       const std::size_t index = bucket & (kWheelCycles - 1);
       wheel_[index].push_back(node);
       occupied_[index / 64] |= std::uint64_t{1} << (index % 64);
+      summary_ |= std::uint64_t{1} << (index / 64);
     } else {
       heap_push(far_, node);
     }
@@ -134,6 +135,7 @@ class EventQueue {
       for (const Node& n : bucket) heap_push(near_, n);
       bucket.clear();
       occupied_[index / 64] &= ~(std::uint64_t{1} << (index % 64));
+      if (occupied_[index / 64] == 0) summary_ &= ~(std::uint64_t{1} << (index / 64));
     }
     while (!far_.empty() && bucket_of(far_.front().time) <= current_) {
       heap_push(near_, far_.front());
@@ -141,25 +143,39 @@ class EventQueue {
     }
   }
 
-  // Offset (1..kWheelCycles-1) from current_ of the first occupied bucket.
+  // Offset (1..kWheelCycles-1) from current_ of the first occupied bucket:
+  // the rest of the word holding offset 1, then the next non-empty word by
+  // the summary (words after it, wrapping), then the start of that first word.
   [[nodiscard]] std::optional<std::uint64_t> next_occupied() const {
-    for (std::uint64_t offset = 1; offset < kWheelCycles;) {
-      const std::uint64_t index = (current_ + offset) & (kWheelCycles - 1);
-      const std::uint64_t word = occupied_[index / 64] >> (index % 64);
-      if (word != 0) {
-        const auto skip = static_cast<std::uint64_t>(std::countr_zero(word));
-        if (offset + skip < kWheelCycles) return offset + skip;
-        return std::nullopt;
-      }
-      offset += 64 - index % 64;
+    constexpr std::uint64_t kMask = kWheelCycles - 1;
+    const std::uint64_t start = (current_ + 1) & kMask;
+    const std::uint64_t w = start / 64;
+    const unsigned bit = start % 64;
+    auto offset_of = [&](std::uint64_t index) -> std::optional<std::uint64_t> {
+      const std::uint64_t offset = ((index - start) & kMask) + 1;
+      if (offset < kWheelCycles) return offset;
+      return std::nullopt;
+    };
+    if (const std::uint64_t word = occupied_[w] >> bit; word != 0)
+      return offset_of(start + static_cast<std::uint64_t>(std::countr_zero(word)));
+    // Words w+1 .. w+63 (mod 64) as bits 0..62.
+    const std::uint64_t later = std::rotr(summary_, static_cast<int>((w + 1) % kWords)) & ~(std::uint64_t{1} << 63);
+    if (later != 0) {
+      const std::uint64_t ww = (w + 1 + static_cast<std::uint64_t>(std::countr_zero(later))) % kWords;
+      return offset_of(ww * 64 + static_cast<std::uint64_t>(std::countr_zero(occupied_[ww])));
     }
+    if (const std::uint64_t low = bit == 0 ? 0 : occupied_[w] & ((std::uint64_t{1} << bit) - 1); low != 0)
+      return offset_of(w * 64 + static_cast<std::uint64_t>(std::countr_zero(low)));
     return std::nullopt;
   }
 
   std::vector<Node> near_;  // events of buckets <= current_
   std::array<std::vector<Node>, kWheelCycles>
       wheel_;  // bucket b at b % kWheelCycles, current_ < b < current_ + kWheelCycles
-  std::array<std::uint64_t, kWheelCycles / 64> occupied_{};
+  static constexpr std::uint64_t kWords = kWheelCycles / 64;  // 64: one summary word
+  static_assert(kWords == 64);
+  std::array<std::uint64_t, kWords> occupied_{};
+  std::uint64_t summary_ = 0;  // bit w: occupied_[w] != 0
   std::vector<Node> far_;  // buckets >= current_ + kWheelCycles when pushed
   std::uint64_t current_ = 0;
   std::size_t size_ = 0;

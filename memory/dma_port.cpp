@@ -64,6 +64,28 @@ void DmaPort::advance_to(double cycle) {
   // No chunk starts before the port is free: nothing to serve.
   if (time_ >= cycle) return;
   while (!active_.empty()) {
+    if (active_.size() == 1) {
+      // One transfer: its chunks back to back, as serve_one would serve them
+      // (the same additions in the same order), without the rotation.
+      Active& a = active_.front();
+      if (a.ready > time_) {
+        if (a.ready >= cycle) return;
+        time_ = a.ready;
+      }
+      do {
+        const std::uint64_t n = std::min(chunk_, a.remaining);
+        const double duration = static_cast<double>(n) / bytes_per_cycle_;
+        if (on_chunk) on_chunk(time_, time_ + duration, n);
+        time_ += duration;
+        busy_ += duration;
+        a.remaining -= n;
+      } while (a.remaining != 0 && time_ < cycle);
+      if (a.remaining == 0) {
+        set_done(a.id, time_ + latency_);
+        active_.pop_front();
+      }
+      return;
+    }
     double next_start = time_;
     bool any_ready = false;
     double earliest = std::numeric_limits<double>::infinity();
