@@ -163,9 +163,9 @@ std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_ma
   if (latch_first) latch();
   if (!has_active_) return MxuFault{"multiply with no weights latched (vmatpush, then a .vlgmr multiply)"};
   // Every K lane the multiply uses (below the array's width) must be covered by pushed weights.
-  std::uint32_t used_k = 0;
-  for (std::size_t lane = 0; lane < size_; ++lane) {
-    bool used = k_mask == nullptr;
+  std::uint32_t used_k = k_mask == nullptr ? size_ : 0;  // unmasked: every lane
+  for (std::size_t lane = 0; k_mask != nullptr && lane < size_; ++lane) {
+    bool used = false;
     for (std::size_t row = 0; !used && row < kSublanes; ++row) used = k_mask->bits[row * kLanes + lane] != 0;
     if (used) used_k = static_cast<std::uint32_t>(lane + 1);
   }

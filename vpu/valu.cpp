@@ -49,6 +49,13 @@ std::uint32_t f32_to_s32_saturating(float value) {
   return static_cast<std::uint32_t>(static_cast<std::int32_t>(value));
 }
 
+// 4 lanes at a time with GCC vector extensions (SSE2 on x86-64, NEON on Arm).
+using F32x4 = float __attribute__((vector_size(16)));
+using U32x4 = std::uint32_t __attribute__((vector_size(16)));
+using S32x4 = std::int32_t __attribute__((vector_size(16)));
+constexpr std::size_t kChunk = sizeof(F32x4) / sizeof(float);
+static_assert(kElements % kChunk == 0 && kLanes % kChunk == 0);
+
 // Calls body(lane) with lane(i) = element i of the operand; which kind of
 // operand it is gets decided here, once, so the loop inside `body` is a plain
 // array walk (or a constant) the compiler can vectorise.
@@ -80,16 +87,9 @@ void map_lanes(VecArg a, VecArg b, Out& out, F f) {
   });
 }
 
-// out[i] = result_bits(f(a[i], b[i])) for f32 arithmetic, 4 lanes at a time
-// (GCC vector extensions: SSE2 on x86-64, NEON on Arm). Each lane is the
-// same IEEE operation as the scalar code's and NaNs are canonicalised the same
-// way, so the bits are those of result_bits(f(x, y)) lane by lane.
-using F32x4 = float __attribute__((vector_size(16)));
-using U32x4 = std::uint32_t __attribute__((vector_size(16)));
-using S32x4 = std::int32_t __attribute__((vector_size(16)));
-constexpr std::size_t kChunk = sizeof(F32x4) / sizeof(float);
-static_assert(kElements % kChunk == 0);
-
+// out[i] = result_bits(f(a[i], b[i])) for f32 arithmetic, a chunk at a time:
+// each lane is the same IEEE operation as the scalar code's and NaNs are
+// canonicalised the same way, so the bits are those of result_bits(f(x, y)).
 F32x4 chunk_of(VecArg operand, std::size_t i) {
   F32x4 v;
   if (operand.reg != nullptr) {
@@ -143,12 +143,16 @@ Vreg pack_sublane_pairs(const Vreg& high, const Vreg& low, Narrow narrow) {
 // first sublane is `first_sublane`).
 void unpack_bf16_tile(const Vreg& packed, std::size_t first_sublane, Vreg& out) {
   for (std::size_t pair = 0; pair < kSublanes / 2; ++pair) {
-    const std::uint32_t* __restrict words = &packed.words[(first_sublane + pair) * kLanes];
-    std::uint32_t* __restrict even = &out.words[2 * pair * kLanes];
-    std::uint32_t* __restrict odd = even + kLanes;
-    for (std::size_t lane = 0; lane < kLanes; ++lane) {
-      even[lane] = words[lane] << 16;        // row 2p: the low half
-      odd[lane] = words[lane] & 0xFFFF0000U;  // row 2p + 1: the high half
+    const std::uint32_t* words = &packed.words[(first_sublane + pair) * kLanes];
+    std::uint32_t* even = &out.words[2 * pair * kLanes];  // row 2p: the low halves
+    std::uint32_t* odd = even + kLanes;                    // row 2p + 1: the high halves
+    for (std::size_t lane = 0; lane < kLanes; lane += kChunk) {
+      U32x4 w;
+      std::memcpy(&w, words + lane, sizeof w);
+      const U32x4 low = w << 16;
+      const U32x4 high = w & 0xFFFF0000U;
+      std::memcpy(even + lane, &low, sizeof low);
+      std::memcpy(odd + lane, &high, sizeof high);
     }
   }
 }
