@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstring>
-#include <span>
 #include <set>
 #include <stdexcept>
 
@@ -13,7 +11,6 @@
 #include "chip/host_io.hpp"
 #include "chip/host_memory.hpp"
 #include "chip/simulate.hpp"
-#include "common/host_pool.hpp"
 #include "isa/checker.hpp"
 
 namespace tpuemu::chip {
@@ -23,40 +20,6 @@ constexpr std::uint64_t kAlign = 4096;
 
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) {
   return (v + a - 1) / a * a;
-}
-
-// hbm.read of `out.size()` bytes at `address`, in parts on the host threads
-// when `parallel` and the range is large (reads of disjoint parts, the same bytes).
-void read_hbm(const memory::SparseMemory& hbm, std::uint64_t address, std::span<std::uint8_t> out, bool parallel) {
-  constexpr std::uint64_t kPartBytes = std::uint64_t{1} << 20;
-  const std::uint64_t parts = parallel ? std::min<std::uint64_t>(out.size() / kPartBytes, 4 * host_threads()) : 0;
-  if (parts <= 1) {
-    hbm.read(address, out);
-    return;
-  }
-  parallel_for(parts, [&](std::size_t p) {
-    const std::uint64_t begin = out.size() * p / parts;
-    const std::uint64_t end = out.size() * (p + 1) / parts;
-    hbm.read(address + begin, out.subspan(begin, end - begin));
-  });
-}
-
-// hbm.write of `data` at `address`, in parts on the host threads when
-// `parallel` and the range is large (its pages allocated first, so the parts
-// only copy: the same bytes).
-void write_hbm(memory::SparseMemory& hbm, std::uint64_t address, std::span<const std::uint8_t> data, bool parallel) {
-  constexpr std::uint64_t kPartBytes = std::uint64_t{1} << 20;
-  const std::uint64_t parts = parallel ? std::min<std::uint64_t>(data.size() / kPartBytes, 4 * host_threads()) : 0;
-  if (parts <= 1) {
-    hbm.write(address, data);
-    return;
-  }
-  hbm.reserve(address, data.size());
-  parallel_for(parts, [&](std::size_t p) {
-    const std::uint64_t begin = data.size() * p / parts;
-    const std::uint64_t end = data.size() * (p + 1) / parts;
-    hbm.write(address + begin, data.subspan(begin, end - begin));
-  });
 }
 
 }  // namespace
@@ -234,16 +197,28 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
     waves = std::make_unique<Waveform>("waves", request.vcd, request.chip.clock_hz, request.vcd_max_changes);
     chip.attach_waveform(*waves);
   }
-  for (const auto& [name, bytes] : device_data) {
-    for (const auto& [space, address] : buffers.at(name).address) {
-      if (space == "hbm") {
-        write_hbm(chip.shared.hbm, address, bytes, request.options.compute_numerics);
-      } else {
-        for (auto& core : chip.cores) std::memcpy(core->vmem.data(address), bytes.data(), bytes.size());
+  // The inputs move into HBM (adopted, not copied); with data, every other
+  // HBM buffer starts as a zeroed block too, which the run writes in place
+  // and the collection below takes back without a copy.
+  for (auto& [name, bytes] : device_data) {
+    const auto& address = buffers.at(name).address;
+    for (const auto& [space, at] : address) {
+      if (space != "hbm") {
+        for (auto& core : chip.cores) std::memcpy(core->vmem.data(at), bytes.data(), bytes.size());
       }
     }
+    if (const auto hbm = address.find("hbm"); hbm != address.end()) chip.shared.hbm.adopt(hbm->second, std::move(bytes));
   }
-  device_data.clear();  // the device holds the inputs now
+  if (request.options.compute_numerics) {
+    for (const auto& [name, buf] : buffers) {
+      const auto hbm = buf.address.find("hbm");
+      if (buf.scalar || hbm == buf.address.end() || device_data.count(name) != 0U) continue;
+      const bool transposed = request.transposed.count(name) != 0U && request.transposed.at(name);
+      const OperandBinding layout = transposed ? transposed_binding(buf.binding) : buf.binding;
+      chip.shared.hbm.adopt(hbm->second, std::vector<std::uint8_t>(device_bytes(layout)));
+    }
+  }
+  device_data.clear();
   if (request.elaborated) {
     simulate(sc_core::SC_ZERO_TIME);
     request.elaborated();
@@ -281,10 +256,11 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
     const bool transposed = request.transposed.count(name) != 0U && request.transposed.at(name);
     const OperandBinding layout = transposed ? transposed_binding(buf.binding) : buf.binding;
     const auto& [space, address] = *buf.address.begin();
-    std::vector<std::uint8_t> bytes(device_bytes(layout));
+    std::vector<std::uint8_t> bytes;
     if (space == "hbm") {
-      read_hbm(chip.shared.hbm, address, bytes, request.options.compute_numerics);
+      bytes = chip.shared.hbm.take(address, device_bytes(layout));
     } else {
+      bytes.resize(device_bytes(layout));
       std::memcpy(bytes.data(), chip.cores.front()->vmem.data(address), bytes.size());
     }
     result.buffers[name] = {layout, std::move(bytes)};

@@ -4,26 +4,61 @@
 
 namespace tpuemu::memory {
 
-SparseMemory::Page& SparseMemory::page_for_write(std::uint64_t page_index, bool whole) {
-  // An existing page is found without touching the table (concurrent writes, header).
-  if (const auto it = pages_.find(page_index); it != pages_.end()) return *it->second;
-  auto& slot = pages_[page_index];
-  slot = whole ? std::make_unique_for_overwrite<Page>() : std::make_unique<Page>();  // else zeros
-  return *slot;
+std::uint8_t* SparseMemory::page_for_write(std::uint64_t page_index, bool whole) {
+  if (const auto it = pages_.find(page_index); it != pages_.end()) return it->second;
+  owned_.push_back(whole ? std::make_unique_for_overwrite<Page>() : std::make_unique<Page>());  // else zeros
+  return pages_[page_index] = owned_.back()->data();
 }
 
-void SparseMemory::reserve(std::uint64_t address, std::uint64_t bytes) {
-  for (std::uint64_t a = address; a < address + bytes;) {
+void SparseMemory::adopt(std::uint64_t address, std::vector<std::uint8_t> bytes) {
+  std::uint8_t* const base = bytes.data();  // moving the vector below keeps it
+  bool viewed = false;
+  for (std::uint64_t done = 0; done < bytes.size();) {
+    const std::uint64_t a = address + done;
     const std::uint64_t offset = a % kPageBytes;
-    const std::uint64_t n = std::min<std::uint64_t>(kPageBytes - offset, address + bytes - a);
-    (void)page_for_write(a / kPageBytes, n == kPageBytes);
-    a += n;
+    const std::uint64_t n = std::min<std::uint64_t>(kPageBytes - offset, bytes.size() - done);
+    if (n == kPageBytes && pages_.count(a / kPageBytes) == 0U) {
+      pages_[a / kPageBytes] = base + done;
+      viewed = true;
+    } else {
+      std::memcpy(page_for_write(a / kPageBytes) + offset, base + done, n);
+    }
+    done += n;
   }
+  if (viewed) adopted_.push_back(Block{address, std::move(bytes)});
 }
 
-const SparseMemory::Page* SparseMemory::page_for_read(std::uint64_t page_index) const {
+std::vector<std::uint8_t> SparseMemory::take(std::uint64_t address, std::uint64_t bytes) {
+  const auto block = std::find_if(adopted_.begin(), adopted_.end(), [&](const Block& b) {
+    return b.address == address && b.bytes.size() == bytes;
+  });
+  if (block == adopted_.end()) {
+    std::vector<std::uint8_t> copy(bytes);
+    read(address, copy);
+    return copy;
+  }
+  std::vector<std::uint8_t> out = std::move(block->bytes);
+  adopted_.erase(block);
+  // Parts that are not views into the block (partial pages, pages that
+  // existed before it) hold the current bytes elsewhere: copy them in.
+  for (std::uint64_t done = 0; done < bytes;) {
+    const std::uint64_t a = address + done;
+    const std::uint64_t offset = a % kPageBytes;
+    const std::uint64_t n = std::min<std::uint64_t>(kPageBytes - offset, bytes - done);
+    const auto it = pages_.find(a / kPageBytes);
+    if (it != pages_.end() && it->second == out.data() + done) {
+      pages_.erase(it);
+    } else {
+      read(a, std::span(out.data() + done, n));
+    }
+    done += n;
+  }
+  return out;
+}
+
+const std::uint8_t* SparseMemory::page_for_read(std::uint64_t page_index) const {
   const auto it = pages_.find(page_index);
-  return it == pages_.end() ? nullptr : it->second.get();
+  return it == pages_.end() ? nullptr : it->second;
 }
 
 void SparseMemory::read(std::uint64_t address, std::span<std::uint8_t> out) const {
@@ -32,8 +67,8 @@ void SparseMemory::read(std::uint64_t address, std::span<std::uint8_t> out) cons
     const std::uint64_t a = address + done;
     const std::uint64_t offset = a % kPageBytes;
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kPageBytes - offset, out.size() - done));
-    if (const Page* page = page_for_read(a / kPageBytes)) {
-      std::memcpy(out.data() + done, page->data() + offset, n);
+    if (const std::uint8_t* page = page_for_read(a / kPageBytes)) {
+      std::memcpy(out.data() + done, page + offset, n);
     } else {
       std::memset(out.data() + done, 0, n);
     }
@@ -47,7 +82,7 @@ void SparseMemory::write(std::uint64_t address, std::span<const std::uint8_t> da
     const std::uint64_t a = address + done;
     const std::uint64_t offset = a % kPageBytes;
     const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kPageBytes - offset, data.size() - done));
-    std::memcpy(page_for_write(a / kPageBytes, n == kPageBytes).data() + offset, data.data() + done, n);
+    std::memcpy(page_for_write(a / kPageBytes, n == kPageBytes) + offset, data.data() + done, n);
     done += n;
   }
 }

@@ -134,6 +134,24 @@ TEST_CASE("npy: write_npy and read_npy round-trip through a file", "[npy]") {
   CHECK_THROWS_WITH(write_npy("/nonexistent/dir/x.npy", array), StartsWith("/nonexistent/dir/x.npy: cannot open"));
 }
 
+TEST_CASE("npy: write_npy over a longer or shorter file leaves exactly the new file", "[npy]") {
+  // write_npy overwrites an existing file in place and cuts it to length.
+  const std::filesystem::path path = temp_file("tpuemu_test_npy_overwrite");
+  std::vector<float> big(4096);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i);
+  const std::vector<float> small = {7.0F, 8.0F, 9.0F};
+  const NpyArray big_array = make_npy(NpyDtype::kFloat32, {4096}, big.data());
+  const NpyArray small_array = make_npy(NpyDtype::kFloat32, {3}, small.data());
+  write_npy(path.string(), big_array);
+  write_npy(path.string(), small_array);
+  CHECK(std::filesystem::file_size(path) == serialize_npy(small_array).size());
+  CHECK(read_npy(path.string()) == small_array);
+  write_npy(path.string(), big_array);
+  CHECK(std::filesystem::file_size(path) == serialize_npy(big_array).size());
+  CHECK(read_npy(path.string()) == big_array);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("npy: headers numpy and other writers produce are accepted", "[npy]") {
   const Bytes four_f32 = byte_ramp(16);
   struct Row {
