@@ -310,6 +310,7 @@ std::uint64_t Core::issue_dma(PendingDma dma) {
   stats_.dma_bytes += total;
   stats_.hbm_bytes += total * hbm_passes;
   pending_dmas_.push_back(dma);
+  dma_check_cycle_ = 0;  // the next apply_dmas_until scans again
   return dma.sequence;
 }
 
@@ -376,7 +377,11 @@ void Core::apply_dmas_until(std::uint64_t cycle) {
   if (pending_dmas_.empty()) return;
   shared.hbm_port.advance_to(static_cast<double>(cycle));
   vmem_port.advance_to(static_cast<double>(cycle));
+  // No pending DMA completes before dma_check_cycle_ (a lower bound of each
+  // one's complete_cycle, taken at the last scan): nothing lands yet.
+  if (cycle < dma_check_cycle_) return;
   std::vector<PendingDma> landed;
+  std::uint64_t bound = UINT64_MAX;
   for (auto it = pending_dmas_.begin(); it != pending_dmas_.end();) {
     if (!it->resolved) {
       const bool hbm = !it->hbm_transfer || shared.hbm_port.completed_at(*it->hbm_transfer);
@@ -386,10 +391,20 @@ void Core::apply_dmas_until(std::uint64_t cycle) {
     if (it->resolved && it->complete_cycle <= cycle) {
       landed.push_back(*it);
       it = pending_dmas_.erase(it);
-    } else {
-      ++it;
+      continue;
     }
+    if (it->resolved) {
+      bound = std::min(bound, it->complete_cycle);
+    } else {
+      // complete_cycle = ceil(the later port's completion) >= each bound.
+      double lower = 0;
+      if (it->hbm_transfer) lower = std::max(lower, shared.hbm_port.completion_lower_bound(*it->hbm_transfer));
+      if (it->vmem_transfer) lower = std::max(lower, vmem_port.completion_lower_bound(*it->vmem_transfer));
+      bound = std::min(bound, static_cast<std::uint64_t>(std::floor(lower)));
+    }
+    ++it;
   }
+  dma_check_cycle_ = bound;
   std::sort(landed.begin(), landed.end(), completes_before);
   for (const auto& d : landed) apply_dma(d);
 }

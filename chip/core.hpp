@@ -319,6 +319,7 @@ class Core {
   std::vector<const ExecOp*> issued_;
 
   std::vector<PendingDma> pending_dmas_;  // issue order
+  std::uint64_t dma_check_cycle_ = 0;     // apply_dmas_until: nothing lands before it
   std::uint64_t dma_sequence_ = 0;
   std::size_t remote_in_flight_ = 0;
   Tracer* tracer_ = nullptr;

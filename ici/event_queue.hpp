@@ -43,8 +43,7 @@ class EventQueue {
     } else if (bucket - current_ < kWheelCycles) {
       const std::size_t index = bucket & (kWheelCycles - 1);
       wheel_[index].push_back(node);
-      occupied_[index / 64] |= std::uint64_t{1} << (index % 64);
-      summary_ |= std::uint64_t{1} << (index / 64);
+      mark(index);
     } else {
       heap_push(far_, node);
     }
@@ -61,7 +60,10 @@ class EventQueue {
   static constexpr std::size_t kArity = 4;
   static constexpr unsigned kSlotBits = 24;
   static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
-  static constexpr std::uint64_t kWheelCycles = 4096;  // a power of two
+  // A power of two, 64^3 at most (three bitmap levels). Long enough that
+  // packets queued behind a backed-up link (tens of thousands of cycles
+  // ahead) stay out of the overflow heap.
+  static constexpr std::uint64_t kWheelCycles = std::uint64_t{1} << 18;
   struct Node {
     double time;
     std::uint64_t key;  // push sequence << kSlotBits | payload slot
@@ -134,8 +136,7 @@ class EventQueue {
     if ((occupied_[index / 64] >> (index % 64) & 1U) != 0) {
       for (const Node& n : bucket) heap_push(near_, n);
       bucket.clear();
-      occupied_[index / 64] &= ~(std::uint64_t{1} << (index % 64));
-      if (occupied_[index / 64] == 0) summary_ &= ~(std::uint64_t{1} << (index / 64));
+      unmark(index);
     }
     while (!far_.empty() && bucket_of(far_.front().time) <= current_) {
       heap_push(near_, far_.front());
@@ -143,39 +144,66 @@ class EventQueue {
     }
   }
 
+  // Occupancy of the wheel's buckets in three levels: bit i of occupied_
+  // (bucket i), of summary_ (occupied_ word i non-zero), of top_ (summary_
+  // word i non-zero).
+  void mark(std::uint64_t index) {
+    occupied_[index / 64] |= std::uint64_t{1} << (index % 64);
+    summary_[index / 4096] |= std::uint64_t{1} << (index / 64 % 64);
+    top_ |= std::uint64_t{1} << (index / 4096);
+  }
+  void unmark(std::uint64_t index) {
+    occupied_[index / 64] &= ~(std::uint64_t{1} << (index % 64));
+    if (occupied_[index / 64] != 0) return;
+    summary_[index / 4096] &= ~(std::uint64_t{1} << (index / 64 % 64));
+    if (summary_[index / 4096] == 0) top_ &= ~(std::uint64_t{1} << (index / 4096));
+  }
+  static constexpr std::uint64_t kNone = UINT64_MAX;
+  // The first occupied bucket index >= from (no wrap), or kNone.
+  [[nodiscard]] std::uint64_t first_occupied_from(std::uint64_t from) const {
+    if (from >= kWheelCycles) return kNone;
+    const std::uint64_t w = from / 64;
+    if (const std::uint64_t word = occupied_[w] >> (from % 64); word != 0)
+      return from + static_cast<std::uint64_t>(std::countr_zero(word));
+    // Later words of the same summary word, then later summary words.
+    const std::uint64_t next_word = w + 1;
+    if (next_word % 64 != 0) {
+      if (const std::uint64_t bits = summary_[w / 64] >> (next_word % 64); bits != 0) {
+        const std::uint64_t ww = next_word + static_cast<std::uint64_t>(std::countr_zero(bits));
+        return ww * 64 + static_cast<std::uint64_t>(std::countr_zero(occupied_[ww]));
+      }
+    }
+    const std::uint64_t next_summary = w / 64 + 1;
+    if (next_summary >= kSummaryWords) return kNone;
+    const std::uint64_t bits = top_ >> next_summary;
+    if (bits == 0) return kNone;
+    const std::uint64_t sw = next_summary + static_cast<std::uint64_t>(std::countr_zero(bits));
+    const std::uint64_t ww = sw * 64 + static_cast<std::uint64_t>(std::countr_zero(summary_[sw]));
+    return ww * 64 + static_cast<std::uint64_t>(std::countr_zero(occupied_[ww]));
+  }
   // Offset (1..kWheelCycles-1) from current_ of the first occupied bucket:
-  // the rest of the word holding offset 1, then the next non-empty word by
-  // the summary (words after it, wrapping), then the start of that first word.
+  // from the bucket after current_'s to the end of the wheel, then from its
+  // start (current_'s own bucket is always empty: its events are near).
   [[nodiscard]] std::optional<std::uint64_t> next_occupied() const {
     constexpr std::uint64_t kMask = kWheelCycles - 1;
     const std::uint64_t start = (current_ + 1) & kMask;
-    const std::uint64_t w = start / 64;
-    const unsigned bit = start % 64;
-    auto offset_of = [&](std::uint64_t index) -> std::optional<std::uint64_t> {
-      const std::uint64_t offset = ((index - start) & kMask) + 1;
-      if (offset < kWheelCycles) return offset;
-      return std::nullopt;
-    };
-    if (const std::uint64_t word = occupied_[w] >> bit; word != 0)
-      return offset_of(start + static_cast<std::uint64_t>(std::countr_zero(word)));
-    // Words w+1 .. w+63 (mod 64) as bits 0..62.
-    const std::uint64_t later = std::rotr(summary_, static_cast<int>((w + 1) % kWords)) & ~(std::uint64_t{1} << 63);
-    if (later != 0) {
-      const std::uint64_t ww = (w + 1 + static_cast<std::uint64_t>(std::countr_zero(later))) % kWords;
-      return offset_of(ww * 64 + static_cast<std::uint64_t>(std::countr_zero(occupied_[ww])));
-    }
-    if (const std::uint64_t low = bit == 0 ? 0 : occupied_[w] & ((std::uint64_t{1} << bit) - 1); low != 0)
-      return offset_of(w * 64 + static_cast<std::uint64_t>(std::countr_zero(low)));
+    std::uint64_t index = first_occupied_from(start);
+    if (index == kNone) index = first_occupied_from(0);
+    if (index == kNone) return std::nullopt;
+    const std::uint64_t offset = ((index - start) & kMask) + 1;
+    if (offset < kWheelCycles) return offset;
     return std::nullopt;
   }
 
   std::vector<Node> near_;  // events of buckets <= current_
-  std::array<std::vector<Node>, kWheelCycles>
-      wheel_;  // bucket b at b % kWheelCycles, current_ < b < current_ + kWheelCycles
-  static constexpr std::uint64_t kWords = kWheelCycles / 64;  // 64: one summary word
-  static_assert(kWords == 64);
-  std::array<std::uint64_t, kWords> occupied_{};
-  std::uint64_t summary_ = 0;  // bit w: occupied_[w] != 0
+  // bucket b at b % kWheelCycles, current_ < b < current_ + kWheelCycles
+  std::vector<std::vector<Node>> wheel_ = std::vector<std::vector<Node>>(kWheelCycles);
+  static constexpr std::uint64_t kWords = kWheelCycles / 64;
+  static constexpr std::uint64_t kSummaryWords = (kWords + 63) / 64;
+  static_assert(kWheelCycles >= 4096 && kSummaryWords <= 64);
+  std::vector<std::uint64_t> occupied_ = std::vector<std::uint64_t>(kWords);
+  std::array<std::uint64_t, kSummaryWords> summary_{};
+  std::uint64_t top_ = 0;
   std::vector<Node> far_;  // buckets >= current_ + kWheelCycles when pushed
   std::uint64_t current_ = 0;
   std::size_t size_ = 0;

@@ -45,7 +45,11 @@ bool DmaPort::serve_one() {
     }
   }
   Active a = active_[pick];
-  active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(pick));
+  if (pick == 0) {
+    active_.pop_front();  // the usual case: the rotation's head
+  } else {
+    active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(pick));
+  }
   const std::uint64_t n = std::min(chunk_, a.remaining);
   const double duration = static_cast<double>(n) / bytes_per_cycle_;
   if (on_chunk) on_chunk(time_, time_ + duration, n);
@@ -111,6 +115,14 @@ std::optional<double> DmaPort::completed_at(TransferId id) const {
   const double t = done_[id - first_id_];
   if (std::isnan(t) || std::isinf(t)) return std::nullopt;
   return t;
+}
+
+double DmaPort::completion_lower_bound(TransferId id) const {
+  if (const auto done = completed_at(id)) return *done;
+  for (const Active& a : active_) {
+    if (a.id == id) return std::max(time_, a.ready) + latency_;
+  }
+  return time_;  // unknown or forgotten: no later bound is known
 }
 
 void DmaPort::forget(TransferId id) {

@@ -29,6 +29,9 @@ class DmaPort {
   double completion(TransferId id);
   // The completion time if already known.
   [[nodiscard]] std::optional<double> completed_at(TransferId id) const;
+  // A time the transfer cannot complete before (its completion once known):
+  // its next chunk starts no earlier than the port is free and it is ready.
+  [[nodiscard]] double completion_lower_bound(TransferId id) const;
   // Drops what the port knows of a transfer (its completion was read).
   void forget(TransferId id);
 
