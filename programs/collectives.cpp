@@ -487,9 +487,22 @@ class CollectiveGen {
   [[nodiscard]] std::uint64_t unit_stride(const Stream& st, std::size_t axis) const {
     return plan_.unit_stride[st.part][axis] / kGranule;
   }
+  // Bidirectional all-gather past its first phase: a step's chunk is a
+  // block of whole rank chunks (every rank's units, both directions, arrived
+  // in the phases before), so direction d carries half d of the block, one
+  // contiguous range, instead of every rank's unit d.
+  [[nodiscard]] bool halves(const Stream& st, const Job& j) const {
+    return plan_.op == Op::kAllGather && plan_.directions == 2 && plan_.parts == 1 &&
+           !st.phases[j.phase].varying.empty();
+  }
+  // The stream's offset in a step's chunk block, granules.
+  [[nodiscard]] std::uint64_t chunk_offset(const Stream& st, const Job& j) const {
+    return halves(st, j) ? st.dir * st.phases[j.phase].units * ug_ : unit_offset(st);
+  }
   // Whether the chunk of job j is one contiguous range of units in
   // enumeration order (then pieces may span units).
   [[nodiscard]] bool contiguous(const Stream& st, const Job& j) const {
+    if (halves(st, j)) return true;
     const Phase& ph = st.phases[j.phase];
     std::uint64_t expected = ug_;
     for (std::size_t a : ph.varying) {
@@ -516,6 +529,7 @@ class CollectiveGen {
       return 4 * streams_.size() * ceil_div(piece, kGroupBytes) * kGroupBytes;
     };
     auto fits = [&](std::uint64_t piece) { return !plan_.reduces() || vmem_bytes(piece) <= chip_.vmem.size_bytes / 2; };
+    constexpr std::uint64_t kMax = 1 << 20;
     std::uint64_t target = u;
     if (plan_.piece_bytes != 0) {
       piece_ = plan_.piece_bytes;
@@ -526,7 +540,6 @@ class CollectiveGen {
             chip_.vmem.size_bytes));
       }
     } else {
-      constexpr std::uint64_t kMax = 1 << 20;
       std::uint64_t least = 4096;
       if (plan_.reduces()) {
         const double per_byte = 1 / chip_.ici.link_bandwidth - 2 * streams / chip_.hbm.bandwidth;
@@ -553,16 +566,20 @@ class CollectiveGen {
     for (std::size_t r = 0; r < rounds; ++r) {
       RoundPiece rp{piece_ / kGranule, ug_ / (piece_ / kGranule), false};
       std::uint64_t chunk = 0;
-      bool same = plan_.piece_bytes == 0 && u < target;
+      bool same = plan_.piece_bytes == 0;
       for (const Stream& st : streams_) {
         if (r >= st.jobs.size()) continue;
         const std::uint64_t c = st.phases[st.jobs[r].phase].units * u;
         same = same && contiguous(st, st.jobs[r]) && (chunk == 0 || chunk == c);
         chunk = c;
       }
-      if (same && chunk > u) {
+      // About half the target where units are below it, and at least a
+      // sixteenth of the chunk (a pipeline of 16 pieces per step is deep
+      // enough; more only costs issue overhead).
+      const std::uint64_t span = std::min(kMax, std::max(u < target ? target / 2 : 0, chunk / 16));
+      if (same && chunk > u && span > u) {
         const std::uint64_t cg = chunk / kGranule;
-        std::uint64_t d = ceil_div(chunk, std::max(u, target / 2));
+        std::uint64_t d = ceil_div(chunk, span);
         while (cg % d != 0 || !fits(chunk / d)) ++d;
         if (chunk / d > u) {
           rp = RoundPiece{cg / d, 1, true};
@@ -848,7 +865,12 @@ class CollectiveGen {
       emit(S::kSalu, fmt::format("%p2 = scmp.eq.s32.totalorder %s12, {}", pieces_per_unit_ - 1));
     for (std::size_t k : active) {
       const Job& j = streams_[k].jobs[u];
-      if (mixed_pointer(j, streams_[k])) advance(k, streams_[k].phases[j.phase]);
+      if (!mixed_pointer(j, streams_[k])) continue;
+      if (halves(streams_[k], j)) {
+        add_imm(ptr(k), ptr(k), static_cast<std::int64_t>(pg_));  // a contiguous half block
+      } else {
+        advance(k, streams_[k].phases[j.phase]);
+      }
     }
     if (pieces_per_unit_ > 1) {
       emit(S::kSalu, "%s17 = sadd.s32 %s12, 1");
@@ -947,8 +969,8 @@ class CollectiveGen {
       emit(S::kSalu, fmt::format("%s19 = smul.u32 %{}, {}", coord(a), unit_stride(st, a)));
       emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s19", p));
     }
-    if (unit_offset(st) != 0) add_imm(p, p, static_cast<std::int64_t>(unit_offset(st)));
-    if (ph.varying.size() == 2) emit(S::kSalu, fmt::format("%{} = smov 0", digit(k)));
+    if (chunk_offset(st, j) != 0) add_imm(p, p, static_cast<std::int64_t>(chunk_offset(st, j)));
+    if (ph.varying.size() == 2 && !halves(st, j)) emit(S::kSalu, fmt::format("%{} = smov 0", digit(k)));
   }
 
   // Moves stream k's rank-addressed pointer to its next piece: +1 piece within

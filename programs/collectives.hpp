@@ -51,10 +51,14 @@
 //     programs/collective_reference.hpp).
 //   all-gather step k = 0..L-2: send chunk c - s_d*k (own chunk first), receive
 //     chunk c - s_d*(k+1).
+// Bidirectional all-gather past its first phase: a step's chunk is a block of
+// whole rank chunks (both directions' units arrived in the phases before), so
+// direction d carries half d of the block (one contiguous range) instead of
+// every rank's unit d.
 // Pipelining: every step moves its chunk as pieces of piece_bytes (dividing
-// u; where a round's chunks are contiguous and a unit is smaller than the
-// generator's target piece, pieces span several units and divide the chunk
-// instead: all-reduce of small V on large pods); a piece is forwarded as soon as its predecessor piece has arrived, so the
+// u; where a round's chunks are contiguous for every stream and a unit is
+// smaller than half the generator's target piece or than a sixteenth of the
+// chunk, pieces span several units and divide the chunk instead); a piece is forwarded as soon as its predecessor piece has arrived, so the
 // links stay busy. Received partial sums land in an HBM scratch slot per step
 // (never reused: no back-pressure), are staged into VMEM with the local operand
 // (double-buffered per stream), added on the VPU and sent on from VMEM. The

@@ -256,6 +256,12 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
   // reduce-scatter's chunks are strided (rank order fixes its layout): unit pieces.
   const std::string rs = generate_collective(spec("reduce-scatter", "bidir-ring", "f32", 32768, {0, 1, 2}), t, v5p);
   CHECK_THAT(rs, !Contains("(pieces of"));
+  // Bidirectional all-gather: past its first phase each direction carries a
+  // contiguous half of a block of whole chunks (512-byte units here).
+  const std::string ag = generate_collective(spec("all-gather", "bidir-ring", "f32", 65536, {0, 1, 2}), t, v5p);
+  CHECK_THAT(ag, Contains("gather x step 1; stream 1 (0-): gather x step 1\n"));
+  CHECK_THAT(ag, Contains("gather y step 1; stream 1 (0-): gather y step 1 (pieces of 2048 bytes)"));
+  CHECK_THAT(ag, Contains("gather z step 1; stream 1 (0-): gather z step 1 (pieces of 2048 bytes)"));
   // Large units keep the generator's piece: 64 MiB, 512 KiB units, 128 KiB pieces.
   const std::string big = generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0, 1, 2}), t, v5p);
   CHECK_THAT(big, !Contains("(pieces of"));
