@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <functional>
 #include <set>
 #include <stdexcept>
 
@@ -51,7 +52,12 @@ void collect_units(ChipModule& chip, RunResult& result) {
 
 // run_chain with the host arrays of the input buffers given by `inputs`
 // (request.inputs is not read), so callers holding them need not copy them.
-ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, const NpyArray*>& inputs);
+// `loaded(name)`, if set, is called once the input buffer `name` is in its
+// device layout: the run reads its host array no more.
+ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, const NpyArray*>& inputs,
+                         const std::function<void(const std::string&)>& loaded = {});
+// run_program, calling `loaded(index)` once input `index` is in its device layout.
+RunResult run_program_on(const RunRequest& request, const std::function<void(std::uint32_t)>& loaded);
 
 }  // namespace
 
@@ -63,7 +69,8 @@ ChainResult run_chain(const ChainRequest& request) {
 
 namespace {
 
-ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, const NpyArray*>& inputs) {
+ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, const NpyArray*>& inputs,
+                         const std::function<void(const std::string&)>& loaded) {
   if (request.steps.empty()) throw std::invalid_argument("nothing to run");
   std::vector<ExecProgram> execs;
   execs.reserve(request.steps.size());
@@ -149,6 +156,7 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
       const bool threads = request.options.compute_numerics;
       device_data[name] = transposed ? to_device(layout, transpose_2d(*in->second), origin, threads)
                                      : to_device(layout, *in->second, origin, threads);  // no copy of the array
+      if (loaded) loaded(name);
     }
   }
 
@@ -326,6 +334,18 @@ TlpResult run_tlp(const TlpRequest& request) {
 }
 
 RunResult run_program(const RunRequest& request) {
+  return run_program_on(request, {});
+}
+
+RunResult run_program_freeing_inputs(RunRequest& request) {
+  return run_program_on(request, [&request](std::uint32_t index) {
+    std::vector<std::uint8_t>().swap(request.inputs.at(index).data);
+  });
+}
+
+namespace {
+
+RunResult run_program_on(const RunRequest& request, const std::function<void(std::uint32_t)>& loaded) {
   ChainRequest chain;
   chain.chip = request.chip;
   chain.options = request.options;
@@ -339,6 +359,7 @@ RunResult run_program(const RunRequest& request) {
   ChainStep step;
   step.program = request.program;
   std::map<std::string, const NpyArray*> inputs;  // request's arrays, not copied
+  std::map<std::string, std::uint32_t> input_index;
   check_fits(*request.program, request.chip);  // the program's own faults before those of its inputs
   const ExecProgram exec = decode_program(*request.program, request.chip);
   for (const auto& [index, array] : request.inputs) {
@@ -367,11 +388,16 @@ RunResult run_program(const RunRequest& request) {
       chain.scalars[name] = v;
     } else {
       inputs[name] = &it->second;
+      input_index[name] = b.index;
       if (request.input_origins.count(b.index) != 0U) chain.input_origins[name] = request.input_origins.at(b.index);
     }
   }
   chain.steps.push_back(step);
-  ChainResult chain_result = run_chain_on(chain, inputs);
+  std::function<void(const std::string&)> loaded_buffer;
+  if (loaded) {
+    loaded_buffer = [&](const std::string& name) { loaded(input_index.at(name)); };
+  }
+  ChainResult chain_result = run_chain_on(chain, inputs, loaded_buffer);
   RunResult result = std::move(chain_result.run);
   result.bindings = exec.bindings;
   for (const auto& b : exec.bindings) {
@@ -382,4 +408,5 @@ RunResult run_program(const RunRequest& request) {
   return result;
 }
 
+}  // namespace
 }  // namespace tpuemu::chip

@@ -64,6 +64,10 @@ struct RunResult {
 // (inputs do not match the operand bindings) before simulating; a program
 // fault during the run is returned in RunResult::fault.
 RunResult run_program(const RunRequest& request);
+// run_program, freeing each array of request.inputs once it is in its device
+// layout (the arrays are empty afterwards): the host then holds the inputs
+// once, not twice, and reuses their memory for the outputs.
+RunResult run_program_freeing_inputs(RunRequest& request);
 
 // A chain of kernels run back to back on one chip, the way a top-level
 // program calls them: every kernel operand binds to a named buffer, and a

@@ -449,7 +449,7 @@ int run_command(const std::vector<std::string>& args) {
   summary.program = program_path;
   summary.chip = &request.chip;
   try {
-    summary.result = chip::run_program(request);
+    summary.result = chip::run_program_freeing_inputs(request);  // the inputs are read no more
   } catch (const chip::LoadError& e) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
