@@ -317,7 +317,8 @@ std::uint64_t Core::issue_dma(PendingDma dma) {
 std::optional<std::uint64_t> Core::flag_satisfied_at(std::uint32_t flag, std::int32_t value) {
   std::int64_t current = flags[flag];
   if (current >= value) return now_;
-  std::vector<PendingDma*> credits;
+  std::vector<PendingDma*>& credits = credit_scratch_;  // kept: no allocation per readiness check
+  credits.clear();
   for (auto& d : pending_dmas_) {
     if (d.flag != flag) continue;
     resolve(d);
@@ -380,7 +381,8 @@ void Core::apply_dmas_until(std::uint64_t cycle) {
   // No pending DMA completes before dma_check_cycle_ (a lower bound of each
   // one's complete_cycle, taken at the last scan): nothing lands yet.
   if (cycle < dma_check_cycle_) return;
-  std::vector<PendingDma> landed;
+  std::vector<PendingDma>& landed = landed_scratch_;  // kept: no allocation per bundle
+  landed.clear();
   std::uint64_t bound = UINT64_MAX;
   for (auto it = pending_dmas_.begin(); it != pending_dmas_.end();) {
     if (!it->resolved) {

@@ -17,6 +17,13 @@ std::uint32_t Network::link_index(const Link& link) const {
 }
 
 const std::vector<std::uint32_t>& Network::route(ChipId from, ChipId to) {
+  if (recent_routes_.empty()) recent_routes_.resize(topology_.chip_count());
+  std::array<RecentRoute, 2>& recent = recent_routes_[from.value()];
+  if (recent[0].to == to.value()) return *recent[0].route;
+  if (recent[1].to == to.value()) {
+    std::swap(recent[0], recent[1]);
+    return *recent[0].route;
+  }
   const std::uint64_t key = std::uint64_t{from.value()} << 32 | to.value();
   auto it = routes_.find(key);
   if (it == routes_.end()) {
@@ -24,6 +31,9 @@ const std::vector<std::uint32_t>& Network::route(ChipId from, ChipId to) {
     for (const Link& l : routing_.route(topology_, from, to)) indices.push_back(link_index(l));
     it = routes_.emplace(key, std::move(indices)).first;
   }
+  // Map values stay where they are on rehash (node-based container).
+  recent[1] = recent[0];
+  recent[0] = RecentRoute{to.value(), &it->second};
   return it->second;
 }
 

@@ -20,6 +20,7 @@
 // Deterministic: events are ordered by (time, creation order).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -107,6 +108,14 @@ class Network {
   Config config_;
   std::vector<LinkState> links_;  // chip * 6 + axis * 2 + (direction > 0)
   std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> routes_;
+  // Per source chip the two destinations it sent to last and their routes
+  // (a ring sends to the same successor over and over): most sends skip the
+  // hash map.
+  struct RecentRoute {
+    std::uint32_t to = UINT32_MAX;
+    const std::vector<std::uint32_t>* route = nullptr;
+  };
+  std::vector<std::array<RecentRoute, 2>> recent_routes_;
   // Transfers in flight by id - first_id_ (ids are handed out in order and
   // retire roughly in order; retired ones at the front are dropped).
   std::deque<std::optional<Transfer>> transfers_;
