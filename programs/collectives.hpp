@@ -57,7 +57,7 @@
 // every rank's unit d.
 // Pipelining: every step moves its chunk as pieces of piece_bytes (dividing
 // u; where a round's chunks are contiguous for every stream and a unit is
-// smaller than half the generator's target piece or than a sixteenth of the
+// smaller than half the generator's target piece or than an eighth of the
 // chunk, pieces span several units and divide the chunk instead); a piece is forwarded as soon as its predecessor piece has arrived, so the
 // links stay busy. Received partial sums land in an HBM scratch slot per step
 // (never reused: no back-pressure), are staged into VMEM with the local operand

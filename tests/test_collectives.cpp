@@ -262,9 +262,15 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
   CHECK_THAT(ag, Contains("gather x step 1; stream 1 (0-): gather x step 1\n"));
   CHECK_THAT(ag, Contains("gather y step 1; stream 1 (0-): gather y step 1 (pieces of 2048 bytes)"));
   CHECK_THAT(ag, Contains("gather z step 1; stream 1 (0-): gather z step 1 (pieces of 2048 bytes)"));
-  // Large units keep the generator's piece: 64 MiB, 512 KiB units, 128 KiB pieces.
+  // Large contiguous chunks: at least an eighth of the chunk per piece (64 MiB:
+  // the x steps' 8 MiB in 1 MiB pieces, not 128 KiB quarters of a unit).
   const std::string big = generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0, 1, 2}), t, v5p);
-  CHECK_THAT(big, !Contains("(pieces of"));
+  CHECK_THAT(big, Contains("reduce x step 1; stream 1 (0-): reduce x step 1 (pieces of 1048576 bytes)"));
+  // One axis: a chunk is one unit, which keeps the generator's piece (a quarter).
+  const std::string one = generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0}),
+                                              topo("v5e", "16"), preset("v5e"));
+  CHECK_THAT(one, !Contains("(pieces of"));
+  CHECK_THAT(one, Contains("pieces of 524288 bytes."));
 }
 
 TEST_CASE("collectives: the program's identity, operands and remote DMAs", "[collectives]") {
