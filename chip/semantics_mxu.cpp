@@ -31,17 +31,17 @@ const vpu::Vreg& vreg_operand(Core& c, const ExecOp& op, std::size_t i) {
 // by the multiplies of one bundle that read it (the 4 units fed the same LHS):
 // within a bundle registers do not change, and (first unit's serial, register,
 // cycle) names one bundle of one core.
-const std::shared_ptr<const vpu::Vreg>& lhs_copy(const Core& c, const vpu::Vreg& lhs) {
+const std::shared_ptr<const mxu::SharedLhs>& lhs_copy(const Core& c, const vpu::Vreg& lhs) {
   struct Last {
     std::uint64_t serial = 0;
     const vpu::Vreg* reg = nullptr;
     std::uint64_t cycle = 0;
-    std::shared_ptr<const vpu::Vreg> copy;
+    std::shared_ptr<const mxu::SharedLhs> copy;
   };
   thread_local Last last;
   const std::uint64_t serial = c.mxus.front().serial();
   if (!last.copy || last.serial != serial || last.reg != &lhs || last.cycle != c.now()) {
-    last = Last{serial, &lhs, c.now(), std::make_shared<const vpu::Vreg>(lhs)};
+    last = Last{serial, &lhs, c.now(), std::make_shared<const mxu::SharedLhs>(lhs)};
   }
   return last.copy;
 }

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <mutex>
 #include <span>
 #include <string_view>
 
@@ -83,12 +84,25 @@ struct StagedPush {
 // Every kernel builds the same tile.
 void build_weights(KernelKind kind, std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
 
+// What the AVX2 kernel learns from its pass over an LHS, kept with an LHS
+// that several multiplies share (mxu::SharedLhs: the units fed one register in
+// one bundle), so the LHS is scanned once: the first multiply to run fills it
+// (std::call_once), the others read it. A pure function of the LHS and
+// `used_k`, so which multiply fills it changes nothing.
+struct LhsScan {
+  std::once_flag once;
+  std::uint32_t used_k = 0;     // the K lanes it describes
+  bool needs_rounding = false;  // some value is no bf16 value: the kernel rounds a copy
+  ValueRange range;             // of the values as multiplied (after rounding)
+};
+
 struct TileJob {
   const vpu::Vreg* lhs = nullptr;      // raw f32 words, rounded to bf16 by the kernel
   const vpu::Vmask* k_mask = nullptr;  // null: every (row, k) enabled
   const WeightTile* weights = nullptr;
   std::uint32_t used_k = 0;  // K lanes 0..used_k-1
   std::uint32_t size = 0;    // array width: columns computed, 1..kLanes
+  LhsScan* lhs_scan = nullptr;  // the shared LHS's scan, or null (the kernel scans itself)
 };
 
 std::string_view to_string(KernelKind kind);

@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <mutex>
 
 #define TPUEMU_AVX2 __attribute__((target("avx2,fma")))
 
@@ -205,16 +206,40 @@ TPUEMU_AVX2 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
     return;
   }
   // 1. The LHS as bf16 values: in place when it holds bf16 values already
-  //    (as unpacked bf16 data does), else rounded into `rounded`.
+  //    (as unpacked bf16 data does), else rounded into `rounded`; its range
+  //    from one scan (of the rounded values), or from the shared LHS's scan.
   const std::uint32_t* lhs = job.lhs->words.data();
-  Scan found = scan(lhs, job.used_k);
   alignas(32) std::uint32_t rounded[kSublanes * kLanes];
-  if (found.low_bits != 0) {
-    round_rows(lhs, job.used_k, rounded);
-    lhs = rounded;
-    found = scan(lhs, job.used_k);
+  const auto scan_lhs = [&](LhsScan& out) {
+    Scan found = scan(lhs, job.used_k);
+    out.used_k = job.used_k;
+    out.needs_rounding = found.low_bits != 0;
+    if (out.needs_rounding) {
+      round_rows(lhs, job.used_k, rounded);
+      found = scan(rounded, job.used_k);
+    }
+    out.range = found.range();
+  };
+  LhsScan own;
+  const LhsScan* summary = &own;
+  bool rounded_here = false;
+  if (job.lhs_scan != nullptr) {
+    std::call_once(job.lhs_scan->once, [&] {
+      scan_lhs(*job.lhs_scan);
+      rounded_here = job.lhs_scan->needs_rounding;
+    });
+    summary = job.lhs_scan;
   }
-  const ValueRange range = found.range();
+  if (summary->used_k != job.used_k || job.lhs_scan == nullptr) {
+    scan_lhs(own);
+    summary = &own;
+    rounded_here = own.needs_rounding;
+  }
+  if (summary->needs_rounding) {
+    if (!rounded_here) round_rows(lhs, job.used_k, rounded);
+    lhs = rounded;
+  }
+  const ValueRange range = summary->range;
   if (range.non_finite) {
     multiply_portable(job, out);
     return;

@@ -27,7 +27,7 @@ constexpr std::chrono::microseconds kPatience{200};
 struct Mxu::Slot : HostTask {
   bool queued = false;
   vpu::Vreg lhs;
-  std::shared_ptr<const vpu::Vreg> shared_lhs;  // instead of `lhs` when set; released on the issuing thread
+  std::shared_ptr<const SharedLhs> shared_lhs;  // instead of `lhs` when set; released on the issuing thread
   vpu::Vmask mask;
   bool masked = false;
   std::shared_ptr<WeightTile> weights;  // copied and released on the issuing thread only
@@ -37,7 +37,8 @@ struct Mxu::Slot : HostTask {
   std::unique_ptr<vpu::Vreg> out = std::make_unique<vpu::Vreg>();  // swapped out by pops
 
   [[nodiscard]] TileJob job() const {
-    return TileJob{shared_lhs ? shared_lhs.get() : &lhs, masked ? &mask : nullptr, weights.get(), used_k, size};
+    return TileJob{shared_lhs ? &shared_lhs->value : &lhs, masked ? &mask : nullptr, weights.get(), used_k, size,
+                   shared_lhs ? &shared_lhs->scan : nullptr};
   }
   void release() {
     weights.reset();
@@ -153,7 +154,7 @@ std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_ma
 }
 
 std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch_first,
-                                    std::uint64_t cycle, const std::shared_ptr<const vpu::Vreg>& lhs_copy) {
+                                    std::uint64_t cycle, const std::shared_ptr<const SharedLhs>& lhs_copy) {
   if (backend_ != nullptr && k_mask != nullptr) {
     return MxuFault{
         fmt::format("{} has no K mask: masked multiplies (vmatmul.msk) run only on the C++ MXU "

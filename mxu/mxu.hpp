@@ -60,6 +60,14 @@ struct MxuFault {
   std::string message;
 };
 
+// A copy of an LHS register that the multiplies of one bundle share (the
+// units fed the same register), with the kernel's scan of it, done once.
+struct SharedLhs {
+  explicit SharedLhs(const vpu::Vreg& v) : value(v) {}
+  vpu::Vreg value;
+  mutable LhsScan scan;  // filled by the first multiply that runs (matmul_kernel.hpp)
+};
+
 struct MxuTiming {
   std::uint64_t cycles_per_tile = 8;
   std::uint64_t push_cycles = 1;
@@ -113,9 +121,9 @@ class Mxu {
   std::optional<MxuFault> matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch, std::uint64_t cycle);
   // The same; a multiply deferred to the host pool then holds `lhs_copy` (a
   // snapshot equal to `lhs` that nothing changes) instead of copying `lhs`,
-  // so units multiplying one register in one bundle share one copy.
+  // so units multiplying one register in one bundle share one copy and one scan.
   std::optional<MxuFault> matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch, std::uint64_t cycle,
-                                 const std::shared_ptr<const vpu::Vreg>& lhs_copy);
+                                 const std::shared_ptr<const SharedLhs>& lhs_copy);
   // Whether multiplies issued now are deferred to the host pool.
   [[nodiscard]] bool defers_multiplies() const;
   // Unique per unit constructed in this process (kept when moved).
