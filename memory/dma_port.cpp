@@ -50,18 +50,22 @@ bool DmaPort::serve_one() {
   } else {
     active_.erase(active_.begin() + static_cast<std::ptrdiff_t>(pick));
   }
-  const std::uint64_t n = std::min(chunk_, a.remaining);
-  const double duration = static_cast<double>(n) / bytes_per_cycle_;
-  if (on_chunk) on_chunk(time_, time_ + duration, n);
-  time_ += duration;
-  busy_ += duration;
-  a.remaining -= n;
+  serve_chunk(a);
   if (a.remaining == 0) {
     set_done(a.id, time_ + latency_);
   } else {
     active_.push_back(a);  // back of the rotation
   }
   return true;
+}
+
+void DmaPort::serve_chunk(Active& a) {
+  const std::uint64_t n = std::min(chunk_, a.remaining);
+  const double duration = static_cast<double>(n) / bytes_per_cycle_;
+  if (on_chunk) on_chunk(time_, time_ + duration, n);
+  time_ += duration;
+  busy_ += duration;
+  a.remaining -= n;
 }
 
 void DmaPort::advance_to(double cycle) {
@@ -77,12 +81,7 @@ void DmaPort::advance_to(double cycle) {
         time_ = a.ready;
       }
       do {
-        const std::uint64_t n = std::min(chunk_, a.remaining);
-        const double duration = static_cast<double>(n) / bytes_per_cycle_;
-        if (on_chunk) on_chunk(time_, time_ + duration, n);
-        time_ += duration;
-        busy_ += duration;
-        a.remaining -= n;
+        serve_chunk(a);
       } while (a.remaining != 0 && time_ < cycle);
       if (a.remaining == 0) {
         set_done(a.id, time_ + latency_);

@@ -49,6 +49,8 @@ class DmaPort {
   };
   // Serves one chunk; false if nothing is active.
   bool serve_one();
+  // One chunk of `a` from time_ on (its time, the port's busy time).
+  void serve_chunk(Active& a);
 
   double bytes_per_cycle_;
   double latency_;
