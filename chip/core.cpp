@@ -152,12 +152,17 @@ vpu::Vmask& Core::stage_mask(const ExecOp& op) {
   return *staged_masks_.back().second;
 }
 
-std::uint8_t* Core::stage_vmem_write(const ExecOp& /*op*/, std::uint64_t address, std::uint64_t bytes, bool whole) {
+Core::StagedStore& Core::next_staged_store(std::uint64_t address, std::uint64_t bytes) {
   check_range(vmem, "VMEM", address, bytes);
   if (staged_store_count_ == staged_stores_.size()) staged_stores_.emplace_back();
   auto& s = staged_stores_[staged_store_count_++];
   s.address = address;
   s.size = bytes;
+  return s;
+}
+
+std::uint8_t* Core::stage_vmem_write(const ExecOp& /*op*/, std::uint64_t address, std::uint64_t bytes, bool whole) {
+  StagedStore& s = next_staged_store(address, bytes);
   s.source = nullptr;
   s.bytes.resize(bytes);
   if (!whole) std::memcpy(s.bytes.data(), vmem.data(address), bytes);  // keep bytes a masked store does not write
@@ -166,12 +171,7 @@ std::uint8_t* Core::stage_vmem_write(const ExecOp& /*op*/, std::uint64_t address
 
 void Core::stage_vmem_copy(const ExecOp& /*op*/, std::uint64_t address, const std::uint8_t* source,
                            std::uint64_t bytes) {
-  check_range(vmem, "VMEM", address, bytes);
-  if (staged_store_count_ == staged_stores_.size()) staged_stores_.emplace_back();
-  auto& s = staged_stores_[staged_store_count_++];
-  s.address = address;
-  s.size = bytes;
-  s.source = source;
+  next_staged_store(address, bytes).source = source;
 }
 
 void Core::check_range(const memory::DenseMemory& mem, std::string_view space, std::uint64_t address,

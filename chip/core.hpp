@@ -316,6 +316,8 @@ class Core {
   };
   std::vector<StagedStore> staged_stores_;
   std::size_t staged_store_count_ = 0;
+  // The next staged store slot for [address, +bytes) of VMEM (range checked).
+  StagedStore& next_staged_store(std::uint64_t address, std::uint64_t bytes);
   std::vector<const ExecOp*> issued_;
 
   std::vector<PendingDma> pending_dmas_;  // issue order
