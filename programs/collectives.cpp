@@ -607,7 +607,8 @@ class CollectiveGen {
                          plan_.directions, plan_.directions == 1 ? "" : "s", plan_.unit_bytes, piece_));
     }
     if (plan_.reduces() && !streams_.empty()) {
-      const std::uint64_t bytes = streams_.size() * 2 * rows_pad_ * kRowBytes;
+      // + 32 KiB: the software-pipelined add loop reads one iteration past a piece.
+      const std::uint64_t bytes = (streams_.size() * 2 * rows_pad_ + 2 * kGroupRows) * kRowBytes;
       w_.raw(
           fmt::format("#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'received partial sums "
                       "(stream x buffer)']",
@@ -1129,7 +1130,13 @@ class CollectiveGen {
   void add_loop(std::size_t k) {
     emit(S::kSalu, fmt::format("%s42 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocA, k)));
     emit(S::kSalu, fmt::format("%s43 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocB, k)));
-    emit(S::kSalu, fmt::format("%s44 = smov {}", ceil_div(pg_ * kGranule, kGroupBytes)));
+    const std::uint64_t groups = ceil_div(pg_ * kGranule, kGroupBytes);
+    if (!plan_.bf16 && pipelined_add_fits() && groups % 2 == 0 && groups >= 4 && chip_.vpu.vregs >= 24) {
+      emit(S::kSalu, fmt::format("%s44 = smov {}", groups / 2));
+      software_pipelined_add_loop();
+      return;
+    }
+    emit(S::kSalu, fmt::format("%s44 = smov {}", groups));
     if (!plan_.bf16 && pipelined_add_fits()) {
       pipelined_add_loop();
       return;
@@ -1203,6 +1210,44 @@ class CollectiveGen {
     const std::size_t at = body.size() - 1 - chip_.branch_delay_slots;  // the branch's bundle
     // The compare reads s44 after bundle 0's decrement and, in the branch's
     // bundle or later, leaves this iteration's branch the old p4.
+    body[std::max<std::size_t>(at, 1)].push_back("%p4 = scmp.gt.s32.totalorder %s44, 1");
+    body[at].push_back(fmt::format("{} = sbr.rel (%p4) target = {}", token(), loop));
+    for (const auto& b : body) w_.bundle(b);
+  }
+
+  // The f32 add loop for pieces of an even number (>= 4) of 16 KiB groups:
+  // 32 KiB (8 vreg pairs) per iteration in eight bundles, one vst each (the
+  // store slot's limit). Iteration i stores sum j in bundle j, adds pair j+1
+  // (in bundle 7: pair 0 of iteration i+1) and loads pair j of iteration i+1
+  // (64 rows on), so before the loop every pair of iteration 0 is loaded and
+  // sum 0 added, and the last iteration reads one iteration past the piece
+  // (the buffers carry that much padding; nothing read there is stored).
+  // Branch, compare and counter as in pipelined_add_loop; s44 counts 32 KiB.
+  void software_pipelined_add_loop() {
+    auto vld = [](int v, const char* base, int row) {
+      return fmt::format("%v{} = vld [vmem:[%{} + $0x{:x}] sm:$0xff]", v, base, row);
+    };
+    auto vadd = [](int j) { return fmt::format("%v{} = vadd.f32 %v{}, %v{}", 16 + j, 2 * j, 2 * j + 1); };
+    for (int j = 0; j < 8; ++j) {
+      emit(S::kLoad, vld(2 * j, "s42", 8 * j));
+      emit(S::kLoad, vld(2 * j + 1, "s43", 8 * j));
+    }
+    emit(S::kValu, vadd(0));
+    emit(S::kSalu, "%p4 = scmp.gt.s32.totalorder %s44, 1");
+    const std::string loop = label("add");
+    w_.label(loop);
+    std::vector<std::vector<std::string>> body(8);
+    for (int j = 0; j < 8; ++j) {
+      std::vector<std::string>& b = body[static_cast<std::size_t>(j)];
+      b.push_back(fmt::format("{} = vst [vmem:[%s42 + $0x{:x}] sm:$0xff] /*vst_source=*/%v{}", token(), 8 * j, 16 + j));
+      b.push_back(vadd((j + 1) % 8));
+      b.push_back(vld(2 * j, "s42", static_cast<int>(2 * kGroupRows) + 8 * j));
+      b.push_back(vld(2 * j + 1, "s43", static_cast<int>(2 * kGroupRows) + 8 * j));
+    }
+    body[0].push_back("%s44 = ssub.s32 %s44, 1");
+    body[7].push_back(fmt::format("%s42 = sadd.s32 %s42, {}", 2 * kGroupRows));
+    body[7].push_back(fmt::format("%s43 = sadd.s32 %s43, {}", 2 * kGroupRows));
+    const std::size_t at = body.size() - 1 - chip_.branch_delay_slots;
     body[std::max<std::size_t>(at, 1)].push_back("%p4 = scmp.gt.s32.totalorder %s44, 1");
     body[at].push_back(fmt::format("{} = sbr.rel (%p4) target = {}", token(), loop));
     for (const auto& b : body) w_.bundle(b);

@@ -271,6 +271,11 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
                                               topo("v5e", "16"), preset("v5e"));
   CHECK_THAT(one, !Contains("(pieces of"));
   CHECK_THAT(one, Contains("pieces of 524288 bytes."));
+  // f32 pieces of an even number (>= 4) of 16 KiB groups: the software-pipelined
+  // add loop (loads of the next 32 KiB, 64 rows on); 4 KiB pieces: the 16 KiB loop.
+  CHECK_THAT(one, Contains("vld [vmem:[%s42 + $0x78] sm:$0xff]"));
+  CHECK_THAT(ar, !Contains("vld [vmem:[%s42 + $0x78] sm:$0xff]"));
+  CHECK_THAT(ar, Contains("vld [vmem:[%s42 + $0x18] sm:$0xff]"));
 }
 
 TEST_CASE("collectives: the program's identity, operands and remote DMAs", "[collectives]") {
