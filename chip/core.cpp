@@ -101,7 +101,8 @@ std::string Core::where_bundle(std::uint32_t bundle_index) const {
 }
 
 std::string Core::position() const {
-  if (pc_ >= program_->bundles.size()) return fmt::format("chip {} core {} (finished) at cycle {}", shared.chip_id, core_index, now_);
+  if (pc_ >= program_->bundles.size())
+    return fmt::format("chip {} core {} (finished) at cycle {}", shared.chip_id, core_index, now_);
   return fmt::format("{} at cycle {}", where_bundle(pc_), now_);
 }
 

@@ -320,9 +320,9 @@ class Core {
   StagedStore& next_staged_store(std::uint64_t address, std::uint64_t bytes);
   std::vector<const ExecOp*> issued_;
 
-  std::vector<PendingDma> pending_dmas_;  // issue order
-  std::uint64_t dma_check_cycle_ = 0;     // apply_dmas_until: nothing lands before it
-  std::vector<PendingDma> landed_scratch_;  // apply_dmas_until's work list
+  std::vector<PendingDma> pending_dmas_;     // issue order
+  std::uint64_t dma_check_cycle_ = 0;        // apply_dmas_until: nothing lands before it
+  std::vector<PendingDma> landed_scratch_;   // apply_dmas_until's work list
   std::vector<PendingDma*> credit_scratch_;  // flag_satisfied_at's work list
   std::uint64_t dma_sequence_ = 0;
   std::size_t remote_in_flight_ = 0;

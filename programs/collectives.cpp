@@ -834,8 +834,8 @@ class CollectiveGen {
                           streams_[k].dir == 0 ? "+" : "-", ph.reduce ? "reduce" : "gather", ici::axis_name(ph.axis),
                           j.step);
     }
-    w_.comment(fmt::format("=== round {}: {}{}", u, what,
-                           spans_ ? fmt::format(" (pieces of {} bytes)", pg_ * kGranule) : ""));
+    w_.comment(
+        fmt::format("=== round {}: {}{}", u, what, spans_ ? fmt::format(" (pieces of {} bytes)", pg_ * kGranule) : ""));
     // A stream whose buffers held pieces of another size: both free, then
     // their credit changed to this round's piece.
     for (std::size_t k : active) {
@@ -1205,7 +1205,8 @@ class CollectiveGen {
         {vld(6, "s42", 3), vld(7, "s43", 3), vadd(1), vst(0)},
         {vadd(2), vst(1)},
         {vadd(3), vst(2)},
-        {vst(3), fmt::format("%s42 = sadd.s32 %s42, {}", kGroupRows), fmt::format("%s43 = sadd.s32 %s43, {}", kGroupRows)},
+        {vst(3), fmt::format("%s42 = sadd.s32 %s42, {}", kGroupRows),
+         fmt::format("%s43 = sadd.s32 %s43, {}", kGroupRows)},
     };
     const std::size_t at = body.size() - 1 - chip_.branch_delay_slots;  // the branch's bundle
     // The compare reads s44 after bundle 0's decrement and, in the branch's
@@ -1261,7 +1262,7 @@ class CollectiveGen {
   std::vector<Stream> streams_;
   std::vector<std::uint64_t> arrive_base_;
   std::uint64_t arrive_flags_ = 0;
-  std::uint64_t ug_ = 0;               // unit, granules
+  std::uint64_t ug_ = 0;  // unit, granules
   // Piece of one round: granules, pieces per unit (1 where pieces span
   // units) and whether they do.
   struct RoundPiece {

@@ -58,12 +58,14 @@
 // Pipelining: every step moves its chunk as pieces of piece_bytes (dividing
 // u; where a round's chunks are contiguous for every stream and a unit is
 // smaller than half the generator's target piece or than an eighth of the
-// chunk, pieces span several units and divide the chunk instead); a piece is forwarded as soon as its predecessor piece has arrived, so the
-// links stay busy. Received partial sums land in an HBM scratch slot per step
-// (never reused: no back-pressure), are staged into VMEM with the local operand
+// chunk, pieces span several units and divide the chunk instead); a piece is
+// forwarded as soon as its predecessor piece has arrived, so the links stay
+// busy. Received partial sums land in an HBM scratch slot per step (never
+// reused: no back-pressure), are staged into VMEM with the local operand
 // (double-buffered per stream), added on the VPU and sent on from VMEM. The
-// VMEM buffers are padded to whole add-loop iterations (16 KiB), so pieces
-// need only be whole 32-byte granules, for reductions too.
+// VMEM buffers are padded to whole add-loop iterations (16 KiB), plus 32 KiB
+// at the end for the software-pipelined loop's over-read, so pieces need only
+// be whole 32-byte granules, for reductions too.
 //
 // Program contract (what the pod runtime provides):
 //   * operands: index 0 input, 1 output, 2 HBM scratch of scratch_bytes
@@ -114,7 +116,7 @@ struct CollectivePlan {
   // Where unit (r, p, d) lives in the input and output arrays (bytes):
   // unit_base[p*D + d] + sum over the participating axes a of digit_a(r) *
   // unit_stride[p][a] (see "Layout" in the header comment).
-  std::vector<std::uint64_t> unit_base;                // per stream p*D + d
+  std::vector<std::uint64_t> unit_base;                 // per stream p*D + d
   std::vector<std::vector<std::uint64_t>> unit_stride;  // per part, per topology axis; 0 if not participating
 
   [[nodiscard]] bool reduces() const { return op == Op::kReduceScatter || op == Op::kAllReduce; }

@@ -267,8 +267,8 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
   const std::string big = generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0, 1, 2}), t, v5p);
   CHECK_THAT(big, Contains("reduce x step 1; stream 1 (0-): reduce x step 1 (pieces of 1048576 bytes)"));
   // One axis: a chunk is one unit, which keeps the generator's piece (a quarter).
-  const std::string one = generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0}),
-                                              topo("v5e", "16"), preset("v5e"));
+  const std::string one =
+      generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0}), topo("v5e", "16"), preset("v5e"));
   CHECK_THAT(one, !Contains("(pieces of"));
   CHECK_THAT(one, Contains("pieces of 524288 bytes."));
   // f32 pieces of an even number (>= 4) of 16 KiB groups: the software-pipelined

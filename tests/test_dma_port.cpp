@@ -2,8 +2,8 @@
 // among the ready transfers, idling to the earliest ready one, ties to the
 // transfer that started first): the same completion times to the bit, the
 // same busy time, whatever the advance_to / completion call pattern.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -100,8 +100,8 @@ TEST_CASE("dma port: completions bit-identical to the round-robin contract", "[m
   };
   // Fractional rates (v5e HBM: 819e9 B/s at 1.5 GHz = 546 B/cycle) make the
   // additions inexact, so a shortcut that summed differently would show.
-  for (const Row row : {Row{546.0, 750.0, 16384, 1, 1}, Row{546.0, 750.0, 16384, 4, 2},
-                        Row{32.7, 3.0, 512, 16, 3}, Row{1.0 / 3.0, 0.5, 64, 2, 4}}) {
+  for (const Row row : {Row{546.0, 750.0, 16384, 1, 1}, Row{546.0, 750.0, 16384, 4, 2}, Row{32.7, 3.0, 512, 16, 3},
+                        Row{1.0 / 3.0, 0.5, 64, 2, 4}}) {
     INFO("rate " << row.bytes_per_cycle << " chunk " << row.chunk << " in flight " << row.max_in_flight);
     std::mt19937 rng(row.seed);
     std::uniform_int_distribution<std::uint64_t> size(0, 8 * row.chunk + 100);

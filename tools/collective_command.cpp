@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "chip/fault.hpp"
 #include "chip/host_io.hpp"
 #include "chip/host_memory.hpp"
-#include "chip/fault.hpp"
 #include "chip/pod.hpp"
 #include "common/numerics.hpp"
 #include "common/parse_number.hpp"
@@ -30,7 +30,8 @@ namespace {
 // "64K", "1G", "4096", "2MiB": K, M, G (and KiB, MiB, GiB) are powers of 1024, as in nccl-tests.
 std::uint64_t parse_size(const std::string& text) {
   const auto value = parse_bytes(text);
-  if (!value) throw std::invalid_argument(fmt::format("size '{}' is not a whole number of bytes like 65536, 64K or 1G", text));
+  if (!value)
+    throw std::invalid_argument(fmt::format("size '{}' is not a whole number of bytes like 65536, 64K or 1G", text));
   if (*value == 0) throw std::invalid_argument(fmt::format("size '{}' must be positive", text));
   return *value;
 }
@@ -251,7 +252,7 @@ int collective_command(const std::vector<std::string>& args) {
     spec.dtype = (*vm)["dtype"].as<std::string>();
     if (vm->count("axes") != 0U) {
       spec.axes = ici::parse_axis_list((*vm)["axes"].as<std::string>(), topology.axis_count(), "--axes",
-                                        "name the participating axes like y or x,y");
+                                       "name the participating axes like y or x,y");
     } else {
       for (std::size_t a = 0; a < topology.axis_count(); ++a) spec.axes.push_back(a);
     }
