@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "api/child_process.hpp"
+#include "api/output_files.hpp"
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
 #include "chip/host_memory.hpp"
@@ -19,12 +21,15 @@
 #include "isa/assembler.hpp"
 #include "programs/collective_reference.hpp"
 #include "programs/collectives.hpp"
-#include "tools/child_process.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
-#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
+
+using api::check_writable;
+using api::ChildOutcome;
+using api::run_in_child;
+using api::write_text_file;
 namespace {
 
 // "64K", "1G", "4096", "2MiB": K, M, G (and KiB, MiB, GiB) are powers of 1024, as in nccl-tests.

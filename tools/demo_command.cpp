@@ -5,6 +5,9 @@
 #include <chrono>
 #include <cstring>
 
+#include "api/output_files.hpp"
+#include "api/report.hpp"
+#include "api/roofline.hpp"
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
 #include "chip/pod.hpp"
@@ -16,13 +19,14 @@
 #include "programs/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
-#include "tools/output_files.hpp"
-#include "tools/pod_report.hpp"
-#include "tools/roofline.hpp"
-#include "tools/run_report.hpp"
 #include "tools/trace_options.hpp"
 
 namespace tpuemu::cli {
+
+using api::check_writable;
+using api::compute_roofline;
+using api::Roofline;
+using api::write_text_file;
 
 namespace {
 
@@ -46,8 +50,8 @@ int chip_demo(const std::vector<std::string>& args) {
   add_chip_options(options);
   add_max_cycles_option(options);
   options.add_options()("m", whole_value(1)->default_value(2048), "rows of A and C")(
-      "k", whole_value(1)->default_value(2048), "columns of A, rows of B")(
-      "n", whole_value(1)->default_value(2048), "columns of B and C")(
+      "k", whole_value(1)->default_value(2048), "columns of A, rows of B")("n", whole_value(1)->default_value(2048),
+                                                                           "columns of B and C")(
       "seed", whole_value(0, UINT32_MAX)->default_value(1), "seed of the pseudo-random inputs")(
       "report", po::value<std::string>(), "write the run report as JSON");
   po::positional_options_description positional;
@@ -89,26 +93,24 @@ int chip_demo(const std::vector<std::string>& args) {
              n, request.chip.name);
   fmt::print("program: `tpuemu gen matmul --m {} --k {} --n {}` ({} bundles)\n\n", m, k, n, program.bundles.size());
   const auto start = std::chrono::steady_clock::now();
-  Summary summary;
-  summary.program = "demo matmul";
-  summary.chip = &request.chip;
+  chip::RunResult run;
   try {
-    summary.result = chip::run_program(request);
+    run = chip::run_program(request);
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
     return kExitBadInput;
   }
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (summary.result.fault) {
-    fmt::print(stderr, "tpuemu demo: program fault: {}\n", *summary.result.fault);
+  if (run.fault) {
+    fmt::print(stderr, "tpuemu demo: program fault: {}\n", *run.fault);
     return kExitProgramFault;
   }
-  compute_summary_roofline(summary);
-  print_summary(summary);
+  const nlohmann::json report = api::chip_report("demo matmul", request.chip, run);
+  api::print_report(report);
 
   // Bit-exact check against the host reference (same accumulation order).
-  const auto& binding = summary.result.bindings.at(2);
-  const NpyArray c = chip::from_device(binding, summary.result.output_bytes.at(2), false);
+  const auto& binding = run.bindings.at(2);
+  const NpyArray c = chip::from_device(binding, run.output_bytes.at(2), false);
   const auto expected = programs::matmul_reference(a, b, m, k, n);
   const auto got = c.as_f32();
   std::uint64_t mismatches = 0;
@@ -118,11 +120,10 @@ int chip_demo(const std::vector<std::string>& args) {
       if (mismatches++ == 0) first = i;
     }
   }
-  fmt::print("\nhost      {:.2f} s to emulate {} bundles ({:.3g} bundles/s)\n", host_seconds,
-             summary.result.cores.front().bundles,
-             static_cast<double>(summary.result.cores.front().bundles) / host_seconds);
+  fmt::print("\nhost      {:.2f} s to emulate {} bundles ({:.3g} bundles/s)\n", host_seconds, run.cores.front().bundles,
+             static_cast<double>(run.cores.front().bundles) / host_seconds);
   if (vm->count("report") != 0U) {
-    if (auto error = write_text_file("--report", (*vm)["report"].as<std::string>(), report_json(summary).dump(2) + "\n")) {
+    if (auto error = write_text_file("--report", (*vm)["report"].as<std::string>(), report.dump(2) + "\n")) {
       fmt::print(stderr, "tpuemu demo: {}\n", *error);
       return kExitBadInput;
     }
@@ -248,22 +249,19 @@ int pod_demo(const std::vector<std::string>& args) {
 
   fmt::print("tpuemu demo: Y[{},{}] = X[{},{}] @ W[{},{}] (bf16 in, f32 out) on a {} pod of {}\n", b, f, b, d, d, f,
              ici::describe(topology), chip.name);
-  fmt::print("  X split by rows over the {} chips, W by rows (the contracting dimension): each chip all-gathers W\n"
-             "  ({} all-gather, `tpuemu collective`), then computes its {} rows of Y (`tpuemu gen matmul`).\n\n",
-             n, gather.algorithm, rows_x);
+  fmt::print(
+      "  X split by rows over the {} chips, W by rows (the contracting dimension): each chip all-gathers W\n"
+      "  ({} all-gather, `tpuemu collective`), then computes its {} rows of Y (`tpuemu gen matmul`).\n\n",
+      n, gather.algorithm, rows_x);
   const auto start = std::chrono::steady_clock::now();
-  PodSummary summary;
-  summary.program = "demo: all-gather W, then matmul";
-  summary.chip = &chip;
-  summary.topology = &topology;
+  chip::PodResult r;
   try {
-    summary.result = chip::run_pod(request);
+    r = chip::run_pod(request);
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
     return kExitBadInput;
   }
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const chip::PodResult& r = summary.result;
   if (const auto error = finish_observers(trace, profile, chip.clock_hz)) {
     fmt::print(stderr, "tpuemu demo: {}\n", *error);
     return kExitBadInput;
@@ -272,7 +270,8 @@ int pod_demo(const std::vector<std::string>& args) {
     fmt::print(stderr, "tpuemu demo: program fault: {}\n", *r.fault);
     return kExitProgramFault;
   }
-  print_pod_summary(summary);
+  const nlohmann::json report = api::pod_report("demo: all-gather W, then matmul", chip, topology, request.routing, r);
+  api::print_report(report);
 
   // Phase by phase against the predictions.
   std::uint64_t gather_end = 0;
@@ -293,14 +292,16 @@ int pod_demo(const std::vector<std::string>& args) {
   const double gather_seconds = static_cast<double>(gather_end) / chip.clock_hz;
   fmt::print("\nall-gather  W ({} B): {} measured, {} predicted by the book ({}): measured/predicted = {:.3f}\n",
              gather.bytes, format_quantity(gather_seconds, Quantity::kTime),
-             format_quantity(predicted.seconds, Quantity::kTime), predicted.formula, gather_seconds / predicted.seconds);
+             format_quantity(predicted.seconds, Quantity::kTime), predicted.formula,
+             gather_seconds / predicted.seconds);
   const Roofline roof =
       compute_roofline(chip, static_cast<double>(matmul_stats.mxu_flops), static_cast<double>(matmul_stats.vpu_flops),
                        static_cast<double>(matmul_stats.hbm_bytes), static_cast<double>(matmul_cycles) / chip.clock_hz);
-  fmt::print("matmul      {}x{}x{} per chip (slowest chip): {} measured, roofline {} ({}-bound): measured/predicted = "
-             "{:.3f}\n",
-             rows_x, d, f, format_quantity(roof.measured_seconds, Quantity::kTime),
-             format_quantity(roof.predicted_seconds, Quantity::kTime), roof.bound, roof.measured_over_predicted());
+  fmt::print(
+      "matmul      {}x{}x{} per chip (slowest chip): {} measured, roofline {} ({}-bound): measured/predicted = "
+      "{:.3f}\n",
+      rows_x, d, f, format_quantity(roof.measured_seconds, Quantity::kTime),
+      format_quantity(roof.predicted_seconds, Quantity::kTime), roof.bound, roof.measured_over_predicted());
   fmt::print("total       {} = all-gather then matmul (no overlap in this demo)\n",
              format_quantity(r.seconds, Quantity::kTime));
 
@@ -312,12 +313,12 @@ int pod_demo(const std::vector<std::string>& args) {
     const auto expected = programs::matmul_reference(rows, w, rows_x, d, f);
     const NpyArray got = chip::from_device(r.buffers.at("y"), r.chips[id].outputs.at("y"), false);
     const auto values = got.as_f32();
-    for (std::uint64_t i = 0; i < expected.size(); ++i) mismatches += std::memcmp(&values[i], &expected[i], 4) != 0 ? 1 : 0;
+    for (std::uint64_t i = 0; i < expected.size(); ++i)
+      mismatches += std::memcmp(&values[i], &expected[i], 4) != 0 ? 1 : 0;
   }
   fmt::print("\nhost      {:.2f} s to emulate {} chips\n", host_seconds, r.chips.size());
   if (vm->count("report") != 0U) {
-    if (auto error =
-            write_text_file("--report", (*vm)["report"].as<std::string>(), pod_report_json(summary).dump(2) + "\n")) {
+    if (auto error = write_text_file("--report", (*vm)["report"].as<std::string>(), report.dump(2) + "\n")) {
       fmt::print(stderr, "tpuemu demo: {}\n", *error);
       return kExitBadInput;
     }

@@ -2,23 +2,24 @@
 
 #include <fmt/format.h>
 
-
+#include "api/output_files.hpp"
 #include "common/npy.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
-#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
+
+using api::check_writable;
+using api::write_text_file;
 
 int gen_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  options.add_options()("kind", po::value<std::string>(), "matmul or add")("m", whole_value(1),
-                                                                           "matmul: rows of A and C")(
-      "k", whole_value(1), "matmul: columns of A, rows of B")("n", whole_value(1),
-                                                                          "matmul: columns of B and C; add: elements")(
+  options.add_options()("kind", po::value<std::string>(), "matmul or add")(
+      "m", whole_value(1), "matmul: rows of A and C")("k", whole_value(1), "matmul: columns of A, rows of B")(
+      "n", whole_value(1), "matmul: columns of B and C; add: elements")(
       "dtype", po::value<std::string>()->default_value("bf16"),
       "matmul: input dtype, bf16 or f32 (C is f32); f32 only (and the default) on MXUs narrower than 128")(
       "no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")(

@@ -7,15 +7,17 @@
 #include <map>
 #include <sstream>
 
+#include "api/program_loader.hpp"
 #include "isa/assembler.hpp"
 #include "isa/checker.hpp"
 #include "isa/image.hpp"
 #include "isa/reference.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
-#include "tools/program_loader.hpp"
 
 namespace tpuemu::cli {
+
+using api::load_program;
 namespace {
 
 // Fills Diagnostic::line_text from the source file, for a caret display.

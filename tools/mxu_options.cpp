@@ -4,10 +4,12 @@
 
 #include <algorithm>
 
+#include "api/output_files.hpp"
 #include "mxu/rtl/rtl_mxu.hpp"
-#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
+
+using api::check_writable;
 
 void add_mxu_options(po::options_description& options) {
   options.add_options()("mxu", po::value<std::string>()->default_value("cpp"),

@@ -57,7 +57,7 @@ class RealValue : public po::typed_value<double> {
     if (token.empty() || ec != std::errc() || end != token.data() + token.size() || !std::isfinite(value) ||
         value < min_ || value > max_) {
       refuse(token, max_ == std::numeric_limits<double>::max() ? fmt::format("a finite number >= {:g}", min_)
-                                                                 : fmt::format("a number from {:g} to {:g}", min_, max_));
+                                                               : fmt::format("a number from {:g} to {:g}", min_, max_));
     }
     store = value;
   }
@@ -111,9 +111,9 @@ std::uint64_t max_cycles(const po::variables_map& vm) {
 }
 
 void add_chip_options(po::options_description& options) {
-  options.add_options()("chip", po::value<std::string>(),
-                        fmt::format("chip preset name ({}) or path of a chip JSON file", fmt::join(preset_names(), ", "))
-                            .c_str())(
+  options.add_options()(
+      "chip", po::value<std::string>(),
+      fmt::format("chip preset name ({}) or path of a chip JSON file", fmt::join(preset_names(), ", ")).c_str())(
       "chip-file", po::value<std::string>(), "JSON chip file overriding the preset (may name its own \"base\")")(
       "set", po::value<std::vector<std::string>>()->composing(),
       "override one parameter, e.g. --set hbm.bandwidth=1.0e12 (repeatable; see `tpuemu params`)");
@@ -134,18 +134,22 @@ void add_topology_options(po::options_description& options) {
       "routing", po::value<std::string>()->default_value("dimension-order"), "routing policy");
 }
 
-ici::Topology topology_from(const po::variables_map& vm, const std::string& shape, const ChipConfig& chip) {
+ici::TopologyRequest topology_request_from(const po::variables_map& vm, const std::string& shape) {
   ici::TopologyRequest request;
   request.shape = shape;
   request.force = vm.count("force") != 0U;
   const std::size_t axes = static_cast<std::size_t>(std::count(shape.begin(), shape.end(), 'x')) + 1;
   if (vm.count("no-wrap") != 0U && vm.count("wrap") != 0U) {
-    throw ici::TopologyError(fmt::format("--wrap {} and --no-wrap contradict each other: give one of them",
-                                         vm["wrap"].as<std::string>()));
+    throw ici::TopologyError(
+        fmt::format("--wrap {} and --no-wrap contradict each other: give one of them", vm["wrap"].as<std::string>()));
   }
   if (vm.count("no-wrap") != 0U) request.wrap = std::vector<bool>(axes, false);
   if (vm.count("wrap") != 0U) request.wrap = ici::parse_wrap_axes(vm["wrap"].as<std::string>(), axes);
-  return ici::make_topology(request, chip);
+  return request;
+}
+
+ici::Topology topology_from(const po::variables_map& vm, const std::string& shape, const ChipConfig& chip) {
+  return ici::make_topology(topology_request_from(vm, shape), chip);
 }
 
 }  // namespace tpuemu::cli

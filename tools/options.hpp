@@ -43,6 +43,9 @@ ChipRequest chip_request(const po::variables_map& vm);
 // Adds --wrap, --no-wrap, --force and --routing (the topology shape itself is
 // each command's own option).
 void add_topology_options(po::options_description& options);
+// The request for topology `shape` with the wrap/force options of `vm`
+// (unchecked: ici::make_topology checks it against a chip). Throws ici::TopologyError.
+ici::TopologyRequest topology_request_from(const po::variables_map& vm, const std::string& shape);
 // The checked topology `shape` on `chip` with the wrap/force options of `vm`.
 // Throws ici::TopologyError.
 ici::Topology topology_from(const po::variables_map& vm, const std::string& shape, const ChipConfig& chip);

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "api/output_files.hpp"
+#include "api/program_loader.hpp"
+#include "api/report.hpp"
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
 #include "chip/run.hpp"
@@ -18,12 +21,13 @@
 #include "isa/assembler.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
-#include "tools/output_files.hpp"
 #include "tools/trace_options.hpp"
-#include "tools/program_loader.hpp"
-#include "tools/run_report.hpp"
 
 namespace tpuemu::cli {
+
+using api::check_writable;
+using api::load_program;
+using api::write_text_file;
 namespace {
 
 namespace fs = std::filesystem;
@@ -89,9 +93,11 @@ int run_case_command(const std::vector<std::string>& args) {
       "tlp", "run the case's top-level program (with its copy-in DMAs and inlined_calls) instead of the kernel chain")(
       "row-max", po::value<std::vector<std::string>>()->composing(),
       "NAME=INPUT: the host provides buffer NAME as the row maxima of the 2-D f32 input INPUT (for a case whose notes "
-      "say to take a missing kernel's output as x.max(axis=1))")("rtol", real_value(0, std::numeric_limits<double>::max())->default_value(1e-5),
-                                                                 "relative tolerance where the case is not bit-exact")(
-      "atol", real_value(0, std::numeric_limits<double>::max())->default_value(1e-30), "absolute tolerance where the case is not bit-exact");
+      "say to take a missing kernel's output as x.max(axis=1))")(
+      "rtol", real_value(0, std::numeric_limits<double>::max())->default_value(1e-5),
+      "relative tolerance where the case is not bit-exact")(
+      "atol", real_value(0, std::numeric_limits<double>::max())->default_value(1e-30),
+      "absolute tolerance where the case is not bit-exact");
   po::positional_options_description positional;
   positional.add("case", 1);
   bool help = false;
@@ -184,7 +190,7 @@ int run_case_command(const std::vector<std::string>& args) {
     fmt::print(stderr, "tpuemu run-case: {}\n", e.what());
     return kExitBadInput;
   } catch (const json::exception& e) {  // a field missing or of the wrong type
-    std::string_view what = e.what();    // "[json.exception.out_of_range.403] key 'x' not found"
+    std::string_view what = e.what();   // "[json.exception.out_of_range.403] key 'x' not found"
     if (const auto close = what.find("] "); what.starts_with("[json.exception") && close != std::string_view::npos) {
       what.remove_prefix(close + 2);
     }
@@ -303,24 +309,7 @@ int run_case_command(const std::vector<std::string>& args) {
     if (!same && mismatches++ == 0) first = i;
   }
   if (vm->count("report") != 0U) {
-    Summary summary;
-    summary.program = name;
-    summary.chip = &request.chip;
-    summary.result = result.run;
-    compute_summary_roofline(summary);
-    json report = report_json(summary);
-    json steps = json::array();
-    for (const auto& s : result.steps) {
-      json stalls = json::object();
-      for (std::size_t i = 0; i < chip::kStallCauseCount; ++i) {
-        stalls[std::string(to_string(static_cast<chip::StallCause>(i)))] = s.stats.stall_cycles[i];
-      }
-      steps.push_back({{"kernel", s.kernel},
-                       {"cycles", s.end_cycle - s.start_cycle},
-                       {"bundles", s.stats.bundles},
-                       {"stalls", stalls}});
-    }
-    report["kernels"] = steps;
+    json report = api::chip_report(name, request.chip, result.run, result.steps);
     report["case"] = {{"pass", mismatches == 0},
                       {"mismatches", mismatches},
                       {"exact", exact},

@@ -4,34 +4,26 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "chip/fault.hpp"
-#include "chip/host_io.hpp"
-#include "chip/pod.hpp"
-#include "chip/run.hpp"
+#include "api/output_files.hpp"
+#include "api/report.hpp"
+#include "api/run.hpp"
 #include "common/host_pool.hpp"
 #include "common/npy.hpp"
 #include "common/parse_number.hpp"
-#include "isa/assembler.hpp"
-#include "isa/image.hpp"
 #include "tools/cli.hpp"
 #include "tools/mxu_options.hpp"
 #include "tools/options.hpp"
-#include "tools/output_files.hpp"
-#include "tools/pod_report.hpp"
-#include "tools/program_loader.hpp"
-#include "tools/roofline.hpp"
-#include "tools/run_report.hpp"
 #include "tools/trace_options.hpp"
 
 namespace tpuemu::cli {
 namespace {
+
+using api::check_writable;
 
 // "IDX=path" -> (IDX, path).
 std::optional<std::pair<std::uint32_t, std::string>> parse_binding(const std::string& text) {
@@ -58,14 +50,15 @@ void check_outputs(const po::variables_map& vm, std::uint32_t chips) {
   for (const char* key : {"out", "expect"}) {
     if (vm.count(key) == 0U) continue;
     if (vm.count("no-data") != 0U) {
-      throw std::invalid_argument(
-          fmt::format("--{} needs the data that a timing-only run (--no-data) does not compute: drop one of them", key));
+      throw std::invalid_argument(fmt::format(
+          "--{} needs the data that a timing-only run (--no-data) does not compute: drop one of them", key));
     }
     std::map<std::uint32_t, bool> seen;
     for (const auto& text : vm[key].as<std::vector<std::string>>()) {
       const auto b = parse_binding(text);
       if (!b) continue;  // reported where the binding is read
-      if (seen[b->first]) throw std::invalid_argument(fmt::format("--{} {}: operand {} is given twice", key, text, b->first));
+      if (seen[b->first])
+        throw std::invalid_argument(fmt::format("--{} {}: operand {} is given twice", key, text, b->first));
       seen[b->first] = true;
       if (std::string_view(key) == "out") {
         for (std::uint32_t c = 0; c < chips; ++c) check_writable("--out", per_chip_path(b->second, c));
@@ -138,162 +131,16 @@ std::vector<std::string> npy_files(const po::variables_map& vm) {
   return paths;
 }
 
-// `tpuemu run --topology SHAPE`: the program runs SPMD on every core of every chip.
-// "bit-exact (N elements)", or what differs: shape, dtype, or the count of
-// elements whose bits differ and the first of them.
-std::string compare_bits(const NpyArray& got, const NpyArray& expected) {
-  if (got.shape != expected.shape) {
-    return fmt::format("shape [{}] differs from the expected [{}]", fmt::join(got.shape, ","),
-                       fmt::join(expected.shape, ","));
+// The bindings of --KEY options (IDX=FILE), in order; throws on a malformed one.
+std::vector<std::pair<std::uint32_t, std::string>> bindings_of(const po::variables_map& vm, const char* key) {
+  std::vector<std::pair<std::uint32_t, std::string>> list;
+  if (vm.count(key) == 0U) return list;
+  for (const auto& text : vm[key].as<std::vector<std::string>>()) {
+    const auto b = parse_binding(text);
+    if (!b) throw std::invalid_argument(fmt::format("--{} {}: expected IDX=FILE.npy", key, text));
+    list.push_back(*b);
   }
-  if (got.dtype != expected.dtype || got.data.size() != expected.data.size()) {
-    return fmt::format("dtype {} differs from the expected file's {} (raw bits of bf16/f8 outputs compare with a "
-                       "file named *.bits.npy)",
-                       to_string(got.dtype), to_string(expected.dtype));
-  }
-  const std::uint64_t count = got.element_count();
-  if (got.data == expected.data) return fmt::format("bit-exact ({} elements)", count);
-  const std::size_t width = got.data.size() / std::max<std::uint64_t>(1, count);
-  std::uint64_t differing = 0;
-  std::uint64_t first = 0;
-  for (std::uint64_t i = 0; i < count; ++i) {
-    if (std::memcmp(&got.data[i * width], &expected.data[i * width], width) != 0) {
-      if (differing++ == 0) first = i;
-    }
-  }
-  if (differing == 0) return fmt::format("bit-exact ({} elements)", count);
-  std::string detail;
-  if (got.dtype == NpyDtype::kFloat32) {
-    detail = fmt::format(": got {} where {} was expected", got.as_f32()[first], expected.as_f32()[first]);
-  }
-  return fmt::format("{} of {} elements differ, the first at flat index {}{}", differing, got.element_count(), first,
-                     detail);
-}
-
-int run_on_pod(const po::variables_map& vm, const std::string& program_path) {
-  chip::PodRequest request;
-  isa::Program program;
-  std::map<std::uint32_t, std::string> inputs;
-  std::vector<std::pair<std::uint32_t, std::string>> outputs;
-  ici::Topology topology{{1}, {false}};
-  TraceOutput trace;
-  ProfileOutput profile;
-  try {
-    request.chip = load_chip(chip_request(vm));
-    trace = trace_output(vm, request.chip.clock_hz);
-    request.tracer = trace.tracer.get();
-    request.vcd = waveform_path(vm);
-    request.vcd_max_changes = vm["vcd-max-changes"].as<std::uint64_t>();
-    profile = profile_output(vm);
-    request.profile = profile.profile.get();
-    topology = topology_from(vm, vm["topology"].as<std::string>(), request.chip);
-    request.topology = topology;
-    check_outputs(vm, topology.chip_count());
-    request.routing = vm["routing"].as<std::string>();
-    program = load_program(program_path);
-    request.program = &program;
-    request.options.strict = vm.count("strict") != 0U;
-    request.options.compute_numerics = vm.count("no-data") == 0U;
-    request.options.max_cycles = max_cycles(vm);
-    request.quantum_cycles = std::max<std::uint64_t>(1, vm["quantum"].as<std::uint64_t>());
-    for (const char* key : {"in", "out"}) {
-      if (vm.count(key) == 0U) continue;
-      for (const auto& text : vm[key].as<std::vector<std::string>>()) {
-        const auto b = parse_binding(text);
-        if (!b) throw std::invalid_argument(fmt::format("--{} {}: expected IDX=FILE.npy", key, text));
-        if (std::string(key) == "in") {
-          if (!inputs.emplace(b->first, b->second).second) {
-            throw std::invalid_argument(fmt::format("--in {}: operand {} is given twice", text, b->first));
-          }
-        } else {
-          if (topology.chip_count() > 1 && b->second.find("{chip}") == std::string::npos) {
-            throw std::invalid_argument(fmt::format("--out {}: a pod has {} chips; put {{chip}} in the file name", text,
-                                                    topology.chip_count()));
-          }
-          outputs.push_back(*b);
-        }
-      }
-    }
-    request.input = [&inputs](std::uint32_t chip_id, const std::string&, const chip::OperandBinding& binding) {
-      const auto it = inputs.find(binding.index);
-      if (it == inputs.end()) return std::vector<std::uint8_t>{};
-      const std::string path = per_chip_path(it->second, chip_id);
-      return chip::to_device(binding, read_npy(path), path);
-    };
-  } catch (const ConfigError& e) {
-    fmt::print(stderr, "tpuemu run: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const isa::AsmError& e) {
-    fmt::print(stderr, "{}\n", e.what());
-    return kExitBadInput;
-  } catch (const std::exception& e) {  // topology, routing, image, npy, bad options
-    fmt::print(stderr, "tpuemu run: {}\n", e.what());
-    return kExitBadInput;
-  }
-
-  if (const auto error = trace_dry_run(trace, [&request](chip::Tracer& tracer) {
-        request.options.compute_numerics = false;
-        request.tracer = &tracer;
-        request.vcd.clear();
-        request.profile = nullptr;
-        chip::run_pod(request);
-        return tracer.overflowed();
-      })) {
-    fmt::print(stderr, "tpuemu run: {}\n", *error);
-    return kExitBadInput;
-  }
-
-  PodSummary summary;
-  summary.program = program_path;
-  summary.chip = &request.chip;
-  summary.topology = &topology;
-  try {
-    summary.result = chip::run_pod(request);
-  } catch (const std::exception& e) {  // LoadError, bad inputs (npy, shapes)
-    fmt::print(stderr, "tpuemu run: {}\n", e.what());
-    return kExitBadInput;
-  }
-  if (const auto error = finish_observers(trace, profile, request.chip.clock_hz)) {
-    fmt::print(stderr, "tpuemu run: {}\n", *error);
-    return kExitBadInput;
-  }
-  if (summary.result.fault && summary.result.waveform_overflowed) {  // the waveform's limit, not the program's
-    fmt::print(stderr, "tpuemu run: --vcd {}: {}\n", request.vcd, *summary.result.fault);
-    return kExitBadInput;
-  }
-  if (summary.result.fault) {
-    fmt::print(stderr, "tpuemu run: program fault: {}\n", *summary.result.fault);
-  } else {
-    print_pod_summary(summary);
-    for (const auto& [index, pattern] : outputs) {
-      const std::string name = std::to_string(index);
-      if (summary.result.chips.front().outputs.count(name) == 0U) {
-        fmt::print(stderr, "tpuemu run: --out {}: operand {} is not an output of the program\n", index, index);
-        return kExitBadInput;
-      }
-      const chip::OperandBinding& b = summary.result.buffers.at(name);
-      for (std::uint32_t c = 0; c < summary.result.chips.size(); ++c) {
-        const std::string path = per_chip_path(pattern, c);
-        try {
-          write_npy(path, chip::from_device(b, summary.result.chips[c].outputs.at(name), path.ends_with(".bits.npy")));
-        } catch (const NpyError& e) {
-          fmt::print(stderr, "tpuemu run: {}\n", e.what());
-          return kExitBadInput;
-        }
-      }
-    }
-  }
-  std::fflush(stdout);
-  if (vm.count("report") != 0U) {
-    const std::string path = vm["report"].as<std::string>();
-    std::ofstream out(path);
-    out << pod_report_json(summary).dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "tpuemu run: cannot write report '{}'\n", path);
-      return kExitBadInput;
-    }
-  }
-  return summary.result.fault ? kExitProgramFault : kExitOk;
+  return list;
 }
 
 }  // namespace
@@ -331,178 +178,121 @@ int run_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   const std::string program_path = (*vm)["program"].as<std::string>();
-  if (vm->count("topology") != 0U) {
-    if ((*vm)["mxu"].as<std::string>() != "cpp" || vm->count("rtl-vcd") != 0U) {
-      fmt::print(stderr, "tpuemu run: --mxu rtl runs on one chip; pods (--topology) use the C++ MXU\n");
-      return kExitBadInput;
-    }
-    return run_on_pod(*vm, program_path);
+  const bool on_pod = vm->count("topology") != 0U;
+  if (on_pod && ((*vm)["mxu"].as<std::string>() != "cpp" || vm->count("rtl-vcd") != 0U)) {
+    fmt::print(stderr, "tpuemu run: --mxu rtl runs on one chip; pods (--topology) use the C++ MXU\n");
+    return kExitBadInput;
   }
 
   // 1. Everything that can be wrong with the input is checked before the run.
-  chip::RunRequest request;
-  isa::Program program;
+  api::Job job;
+  std::uint32_t chips = 1;
   std::vector<std::pair<std::uint32_t, std::string>> outputs;
   std::vector<std::pair<std::uint32_t, std::string>> expects;
   std::map<std::string, NpyArray> expected_arrays;  // by path, read before the run
-  TraceOutput trace;
-  ProfileOutput profile;
   MxuModels mxu_choice;
+  const bool timing_only = vm->count("no-data") != 0U;
+  std::unique_ptr<NpyPrefetch> files;
   try {
-    request.chip = load_chip(chip_request(*vm));
-    mxu_choice = mxu_models(*vm, request.chip);
-    mxu_choice.configure(request, request.chip.clock_hz);
-    trace = trace_output(*vm, request.chip.clock_hz);
-    request.tracer = trace.tracer.get();
-    request.vcd = waveform_path(*vm);
-    request.vcd_max_changes = (*vm)["vcd-max-changes"].as<std::uint64_t>();
-    profile = profile_output(*vm);
-    request.profile = profile.profile.get();
-    program = load_program(program_path);
-    request.program = &program;
-    request.options.strict = vm->count("strict") != 0U;
-    request.options.compute_numerics = vm->count("no-data") == 0U;
-    request.options.max_cycles = max_cycles(*vm);
-    request.quantum_cycles = std::max<std::uint64_t>(1, (*vm)["quantum"].as<std::uint64_t>());
-    const bool timing_only = vm->count("no-data") != 0U;
-    check_outputs(*vm, 1);
-    // A timing-only run reads only the inputs passed by value (they steer
-    // the program); array inputs carry data it does not move.
-    std::map<std::uint32_t, bool> by_value;  // operand index -> passed by value
-    if (timing_only) {
-      chip::check_fits(program, request.chip);
-      for (const auto& b : chip::decode_program(program, request.chip).bindings) {
-        by_value[b.index] = b.space == "<no memory space>";
-      }
+    job.chip = chip_request(*vm);
+    const ChipConfig chip = load_chip(job.chip);
+    if (!on_pod) mxu_choice = mxu_models(*vm, chip);
+    job.observers = observers_from(*vm, chip.clock_hz);
+    if (on_pod) {
+      job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
+      chips = ici::make_topology(*job.topology, chip).chip_count();
+      job.routing = (*vm)["routing"].as<std::string>();
     }
-    NpyPrefetch files(timing_only ? std::vector<std::string>{} : npy_files(*vm));
-    if (vm->count("in") != 0U) {
-      for (const auto& text : (*vm)["in"].as<std::vector<std::string>>()) {
-        const auto b = parse_binding(text);
-        if (!b) throw std::invalid_argument(fmt::format("--in {}: expected IDX=FILE.npy", text));
-        if (request.input_origins.count(b->first) != 0U) {
-          throw std::invalid_argument(fmt::format("--in {}: operand {} is given twice", text, b->first));
+    check_outputs(*vm, chips);
+    job.steps.push_back({api::load(program_path), program_path, {}});
+    job.options.strict = vm->count("strict") != 0U;
+    job.options.no_data = timing_only;
+    job.options.max_cycles = max_cycles(*vm);
+    job.options.quantum_cycles = std::max<std::uint64_t>(1, (*vm)["quantum"].as<std::uint64_t>());
+    // A timing-only run reads only the inputs passed by value (the run API
+    // asks for no others); the rest are read on the host threads meanwhile.
+    files = std::make_unique<NpyPrefetch>(timing_only || on_pod ? std::vector<std::string>{} : npy_files(*vm));
+    for (const auto& [index, path] : bindings_of(*vm, "in")) {
+      api::Input& input = job.inputs[std::to_string(index)];
+      if (!input.origin.empty()) {
+        throw std::invalid_argument(fmt::format("--in {}={}: operand {} is given twice", index, path, index));
+      }
+      input.origin = path;
+      input.provider = [path, &files, on_pod](std::uint32_t chip_id) {
+        return on_pod ? read_npy(per_chip_path(path, chip_id)) : files->take(path);
+      };
+      if (on_pod) input.origin = per_chip_path(path, 0);
+    }
+    outputs = bindings_of(*vm, "out");
+    if (on_pod) {
+      for (const auto& [index, pattern] : outputs) {
+        if (chips > 1 && pattern.find("{chip}") == std::string::npos) {
+          throw std::invalid_argument(
+              fmt::format("--out {}={}: a pod has {} chips; put {{chip}} in the file name", index, pattern, chips));
         }
-        request.input_origins[b->first] = b->second;
-        if (timing_only) {
-          const auto it = by_value.find(b->first);
-          if (it == by_value.end()) {
-            throw std::invalid_argument(fmt::format("--in {}: the program has no operand {}", b->first, b->first));
-          }
-          if (!it->second) continue;
-        }
-        request.inputs[b->first] = files.take(b->second);
       }
     }
-    if (vm->count("out") != 0U) {
-      for (const auto& text : (*vm)["out"].as<std::vector<std::string>>()) {
-        const auto b = parse_binding(text);
-        if (!b) throw std::invalid_argument(fmt::format("--out {}: expected IDX=FILE.npy", text));
-        outputs.push_back(*b);
-      }
-    }
-    if (vm->count("expect") != 0U) {
-      for (const auto& text : (*vm)["expect"].as<std::vector<std::string>>()) {
-        const auto b = parse_binding(text);
-        if (!b) throw std::invalid_argument(fmt::format("--expect {}: expected IDX=FILE.npy", text));
-        expected_arrays[b->second] = files.take(b->second);  // readable before the run
-        expects.push_back(*b);
-      }
-    }
-  } catch (const ConfigError& e) {
-    fmt::print(stderr, "tpuemu run: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const isa::AsmError& e) {
+    expects = bindings_of(*vm, "expect");
+    for (const auto& [index, path] : expects) expected_arrays[path] = files->take(path);  // readable before the run
+  } catch (const api::AssemblyError& e) {
     fmt::print(stderr, "{}\n", e.what());
     return kExitBadInput;
-  } catch (const isa::ImageError& e) {
-    fmt::print(stderr, "tpuemu run: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const NpyError& e) {
-    fmt::print(stderr, "tpuemu run: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const chip::LoadError& e) {  // --no-data checks the program here
-    fmt::print(stderr, "tpuemu run: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::exception& e) {  // presets, topology, image, npy, options
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
   }
-
-  // A trace too big for its limit is refused before the run.
-  if (const auto error = trace_dry_run(trace, [&request](chip::Tracer& tracer) {
-        request.options.compute_numerics = false;
-        request.tracer = &tracer;
-        request.vcd.clear();
-        request.profile = nullptr;
-        request.mxu_backends = nullptr;
-        request.elaborated = nullptr;
-        chip::run_program(request);
-        return tracer.overflowed();
-      })) {
-    fmt::print(stderr, "tpuemu run: {}\n", *error);
-    return kExitBadInput;
+  const double clock_hz = load_chip(job.chip).clock_hz;
+  if (mxu_choice.rtl) {
+    job.configure_chip_run = [&mxu_choice, clock_hz](chip::RunRequest& request) {
+      mxu_choice.configure(request, clock_hz);
+    };
   }
 
   // 2. Run.
-  Summary summary;
-  summary.program = program_path;
-  summary.chip = &request.chip;
+  api::Result result;
   try {
-    summary.result = chip::run_program_freeing_inputs(request);  // the inputs are read no more
-  } catch (const chip::LoadError& e) {
-    fmt::print(stderr, "tpuemu run: {}\n", e.what());
+    result = api::run(job);
+  } catch (const api::AssemblyError& e) {
+    fmt::print(stderr, "{}\n", e.what());
     return kExitBadInput;
-  } catch (const std::invalid_argument& e) {
+  } catch (const api::BadInput& e) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
   }
-  for (const auto& list : {outputs, expects}) {
-    for (const auto& [index, path] : list) {
-      bool found = false;
-      for (const auto& b : summary.result.bindings) found = found || (b.index == index && b.is_output);
-      if (!found) {
-        fmt::print(stderr, "tpuemu run: {} {}: operand {} is not an output of the program\n",
-                   &list == &outputs ? "--out" : "--expect", index, index);
-        return kExitBadInput;
+  if (!result.fault) {
+    for (const auto& list : {outputs, expects}) {
+      for (const auto& [index, path] : list) {
+        if (result.outputs.count(std::to_string(index)) == 0U) {
+          fmt::print(stderr, "tpuemu run: {} {}: operand {} is not an output of the program\n",
+                     &list == &outputs ? "--out" : "--expect", index, index);
+          return kExitBadInput;
+        }
       }
     }
   }
-  if (const auto error = finish_observers(trace, profile, request.chip.clock_hz)) {
-    fmt::print(stderr, "tpuemu run: {}\n", *error);
-    return kExitBadInput;
-  }
-  compute_summary_roofline(summary);
-  if (summary.result.fault && summary.result.waveform_overflowed) {  // the waveform's limit, not the program's
-    fmt::print(stderr, "tpuemu run: --vcd {}: {}\n", request.vcd, *summary.result.fault);
-    return kExitBadInput;
-  }
-  if (summary.result.fault) {
-    fmt::print(stderr, "tpuemu run: program fault: {}\n", *summary.result.fault);
+  if (result.fault) {
+    fmt::print(stderr, "tpuemu run: program fault: {}\n", result.fault->message);
   } else {
-    print_summary(summary);
+    api::print_report(result.report);
     if (mxu_choice.rtl) fmt::print("{}\n", mxu_choice.summary_line());
   }
   std::fflush(stdout);
 
   // 3. Outputs and report (each operand read back once per form).
-  std::map<std::pair<std::uint32_t, bool>, NpyArray> host_outputs;
-  const auto host_output = [&](const chip::OperandBinding& b, bool raw_bits) -> const NpyArray& {
-    const auto key = std::make_pair(b.index, raw_bits);
+  std::map<std::tuple<std::uint32_t, std::uint32_t, bool>, NpyArray> host_outputs;
+  const auto host_output = [&](std::uint32_t index, std::uint32_t chip_id, bool raw_bits) -> const NpyArray& {
+    const auto key = std::make_tuple(index, chip_id, raw_bits);
     auto it = host_outputs.find(key);
     if (it == host_outputs.end())
-      it = host_outputs
-               .emplace(key, chip::from_device(b, summary.result.output_bytes.at(b.index), raw_bits,
-                                               request.options.compute_numerics))
-               .first;
+      it = host_outputs.emplace(key, result.output(std::to_string(index), chip_id, raw_bits)).first;
     return it->second;
   };
-  if (!summary.result.fault) {
-    for (const auto& [index, path] : outputs) {
-      for (const auto& b : summary.result.bindings) {
-        if (b.index != index) continue;
+  if (!result.fault) {
+    for (const auto& [index, pattern] : outputs) {
+      for (std::uint32_t c = 0; c < chips; ++c) {
+        const std::string path = per_chip_path(pattern, c);
         try {
-          write_npy(path, host_output(b, path.ends_with(".bits.npy")));
+          write_npy(path, host_output(index, c, path.ends_with(".bits.npy")));
         } catch (const NpyError& e) {
           fmt::print(stderr, "tpuemu run: {}\n", e.what());
           return kExitBadInput;
@@ -511,29 +301,24 @@ int run_command(const std::vector<std::string>& args) {
     }
   }
   bool expectations_met = true;
-  if (!summary.result.fault) {
+  if (!result.fault) {
     for (const auto& [index, path] : expects) {
-      for (const auto& b : summary.result.bindings) {
-        if (b.index != index) continue;
-        // A *.bits.npy file holds raw bits (bf16/f8 as uint16/uint8), as --out writes them.
-        const std::string verdict = compare_bits(host_output(b, path.ends_with(".bits.npy")), expected_arrays.at(path));
-        fmt::print("check     operand {} vs {}: {}\n", index, path, verdict);
-        expectations_met = expectations_met && verdict.starts_with("bit-exact");
-      }
+      // A *.bits.npy file holds raw bits (bf16/f8 as uint16/uint8), as --out writes them.
+      const std::string verdict =
+          api::compare_bits(host_output(index, 0, path.ends_with(".bits.npy")), expected_arrays.at(path));
+      fmt::print("check     operand {} vs {}: {}\n", index, path, verdict);
+      expectations_met = expectations_met && api::is_bit_exact(verdict);
     }
   }
   if (vm->count("report") != 0U) {
-    const std::string path = (*vm)["report"].as<std::string>();
-    std::ofstream out(path);
-    nlohmann::json report = report_json(summary);
-    report["mxu"] = mxu_choice.report();
-    out << report.dump(2) << "\n";
-    if (!out) {
-      fmt::print(stderr, "tpuemu run: cannot write report '{}'\n", path);
+    nlohmann::json report = result.report;
+    if (!on_pod) report["mxu"] = mxu_choice.report();
+    if (auto error = api::write_text_file("--report", (*vm)["report"].as<std::string>(), report.dump(2) + "\n")) {
+      fmt::print(stderr, "tpuemu run: {}\n", *error);
       return kExitBadInput;
     }
   }
-  if (summary.result.fault) return kExitProgramFault;
+  if (result.fault) return kExitProgramFault;
   return expectations_met ? kExitOk : kExitFailure;
 }
 

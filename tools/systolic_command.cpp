@@ -4,14 +4,16 @@
 
 #include <random>
 
+#include "api/output_files.hpp"
 #include "common/numerics.hpp"
 #include "mxu/rtl/rtl_mxu.hpp"
 #include "mxu/small_tile.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
-#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
+
+using api::check_writable;
 
 int systolic_command(const std::vector<std::string>& args) {
   po::options_description options("options");

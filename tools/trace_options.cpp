@@ -5,11 +5,15 @@
 #include <cstdio>
 #include <fstream>
 
+#include "api/child_process.hpp"
+#include "api/output_files.hpp"
 #include "common/parse_number.hpp"
-#include "tools/child_process.hpp"
-#include "tools/output_files.hpp"
 
 namespace tpuemu::cli {
+
+using api::check_writable;
+using api::ChildOutcome;
+using api::run_in_child;
 
 void add_trace_options(po::options_description& options) {
   options.add_options()("trace", po::value<std::string>(),
@@ -31,7 +35,8 @@ void add_waveform_options(po::options_description& options) {
 std::string waveform_path(const po::variables_map& vm) {
   if (vm.count("vcd") == 0U) return {};
   const std::string path = vm["vcd"].as<std::string>();
-  if (!path.ends_with(".vcd")) throw std::invalid_argument(fmt::format("--vcd {}: the file name must end in .vcd", path));
+  if (!path.ends_with(".vcd"))
+    throw std::invalid_argument(fmt::format("--vcd {}: the file name must end in .vcd", path));
   check_writable("--vcd", path);
   return path;
 }
@@ -112,12 +117,26 @@ TraceOutput trace_output(const po::variables_map& vm, double clock_hz) {
   return out;
 }
 
+api::Observers observers_from(const po::variables_map& vm, double clock_hz) {
+  api::Observers o;
+  const TraceOutput trace = trace_output(vm, clock_hz);
+  if (trace.tracer) {
+    o.trace = trace.path;
+    o.trace_options = trace.tracer->options();
+  }
+  o.vcd = waveform_path(vm);
+  o.vcd_max_changes = vm["vcd-max-changes"].as<std::uint64_t>();
+  o.memory_profile = profile_output(vm).json_path;
+  return o;
+}
+
 std::optional<std::string> finish_trace(const TraceOutput& trace) {
   if (!trace.tracer) return std::nullopt;
   if (trace.tracer->overflowed()) {
-    return fmt::format("--trace {}: the trace reached {} events before the run ended; narrow it with --trace-window "
-                       "BEGIN:END (cycles) or raise --trace-max-events (the file was not written)",
-                       trace.path, trace.tracer->options().max_events);
+    return fmt::format(
+        "--trace {}: the trace reached {} events before the run ended; narrow it with --trace-window "
+        "BEGIN:END (cycles) or raise --trace-max-events (the file was not written)",
+        trace.path, trace.tracer->options().max_events);
   }
   std::ofstream out(trace.path);
   trace.tracer->write(out);

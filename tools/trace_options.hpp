@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "api/job.hpp"
 #include "chip/memory_profile.hpp"
 #include "chip/trace.hpp"
 #include "tools/options.hpp"
@@ -42,6 +43,10 @@ std::optional<std::string> finish_profile(const ProfileOutput& out, double clock
 std::optional<std::string> finish_observers(const TraceOutput& trace, const ProfileOutput& profile, double clock_hz);
 
 TraceOutput trace_output(const po::variables_map& vm, double clock_hz);
+
+// --trace*, --vcd* and --memory-profile as the run API's observers, checked
+// (option syntax, files writable) in that order; throws std::invalid_argument.
+api::Observers observers_from(const po::variables_map& vm, double clock_hz);
 
 // Before a traced run, in a forked child (SystemC elaborates once per
 // process): `dry_run` runs a timing-only copy of the run (it may change the

@@ -1,4 +1,4 @@
-#include "tools/child_process.hpp"
+#include "api/child_process.hpp"
 
 #include <fmt/format.h>
 #include <sys/prctl.h>
@@ -11,7 +11,7 @@
 
 #include "chip/stop_request.hpp"
 
-namespace tpuemu::cli {
+namespace tpuemu::api {
 
 ChildOutcome run_in_child(const std::function<std::string()>& work, bool quiet) {
   ChildOutcome outcome;
@@ -87,4 +87,4 @@ ChildOutcome run_in_child(const std::function<std::string()>& work, bool quiet) 
   return outcome;
 }
 
-}  // namespace tpuemu::cli
+}  // namespace tpuemu::api

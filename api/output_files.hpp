@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace tpuemu::cli {
+namespace tpuemu::api {
 
 // Throws std::invalid_argument "OPTION PATH: cannot write this file (REASON)"
 // unless PATH could be written now: an existing file must be a writable
@@ -16,7 +16,6 @@ void check_writable(const std::string& option, const std::string& path);
 
 // Writes `text` to `path` (replacing it). Returns "OPTION PATH: writing
 // failed (REASON)" if opening, writing or closing failed.
-std::optional<std::string> write_text_file(const std::string& option, const std::string& path,
-                                           const std::string& text);
+std::optional<std::string> write_text_file(const std::string& option, const std::string& path, const std::string& text);
 
-}  // namespace tpuemu::cli
+}  // namespace tpuemu::api

@@ -8,9 +8,9 @@
 
 #include "isa/program.hpp"
 
-namespace tpuemu::cli {
+namespace tpuemu::api {
 
 // Throws isa::AsmError or isa::ImageError with the file named.
 isa::Program load_program(const std::string& path);
 
-}  // namespace tpuemu::cli
+}  // namespace tpuemu::api

@@ -1,4 +1,4 @@
-#include "tools/program_loader.hpp"
+#include "api/program_loader.hpp"
 
 #include <filesystem>
 
@@ -7,7 +7,7 @@
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
 
-namespace tpuemu::cli {
+namespace tpuemu::api {
 namespace {
 
 namespace fs = std::filesystem;
@@ -60,4 +60,4 @@ isa::Program load_program(const std::string& path) {
   return program;
 }
 
-}  // namespace tpuemu::cli
+}  // namespace tpuemu::api

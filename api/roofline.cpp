@@ -1,6 +1,6 @@
-#include "tools/roofline.hpp"
+#include "api/roofline.hpp"
 
-namespace tpuemu::cli {
+namespace tpuemu::api {
 
 double vpu_peak_flops(const ChipConfig& chip) {
   return static_cast<double>(chip.tensorcores_per_chip * chip.slot_capacity_of(SlotClass::kValu) * chip.vpu.sublanes *
@@ -31,4 +31,4 @@ Roofline compute_roofline(const ChipConfig& chip, double mxu_flops, double vpu_f
   return r;
 }
 
-}  // namespace tpuemu::cli
+}  // namespace tpuemu::api

@@ -7,7 +7,7 @@
 
 #include "common/chip_config.hpp"
 
-namespace tpuemu::cli {
+namespace tpuemu::api {
 
 struct Roofline {
   double mxu_flops = 0;
@@ -28,4 +28,4 @@ double vpu_peak_flops(const ChipConfig& chip);
 Roofline compute_roofline(const ChipConfig& chip, double mxu_flops, double vpu_flops, double hbm_bytes,
                           double measured_seconds);
 
-}  // namespace tpuemu::cli
+}  // namespace tpuemu::api

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace tpuemu::cli {
+namespace tpuemu::api {
 
 struct ChildOutcome {
   std::optional<std::string> output;  // what `work` returned; nullopt if the child died or returned nothing
@@ -22,4 +22,4 @@ struct ChildOutcome {
 // escaping `work` ends the child without output.
 ChildOutcome run_in_child(const std::function<std::string()>& work, bool quiet);
 
-}  // namespace tpuemu::cli
+}  // namespace tpuemu::api

@@ -1,4 +1,4 @@
-#include "tools/output_files.hpp"
+#include "api/output_files.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <fstream>
 #include <stdexcept>
 
-namespace tpuemu::cli {
+namespace tpuemu::api {
 
 void check_writable(const std::string& option, const std::string& path) {
   auto refuse = [&](const std::string& reason) {
@@ -44,4 +44,4 @@ std::optional<std::string> write_text_file(const std::string& option, const std:
   return std::nullopt;
 }
 
-}  // namespace tpuemu::cli
+}  // namespace tpuemu::api

@@ -1,0 +1,87 @@
+// A run request of the run API (api/run.hpp): what to run (a program, or a
+// chain of programs over named buffers), on what (a chip preset with
+// overrides, optionally a pod topology), with which inputs, options and
+// observers. Every CLI command that runs programs fills one of these; so does
+// the Python module.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chip/run.hpp"
+#include "chip/trace.hpp"
+#include "common/npy.hpp"
+#include "common/presets.hpp"
+#include "ici/topology.hpp"
+#include "isa/program.hpp"
+
+namespace tpuemu::api {
+
+// One program of a job. Operand i binds to buffer operand_buffers[i], or to
+// buffer "i" when the map has no entry for it (so a one-program job's buffers
+// are its operand indices).
+struct Step {
+  std::shared_ptr<const isa::Program> program;
+  std::string name;  // shown in reports and messages: the program's path or kernel name
+  std::map<std::uint32_t, std::string> operand_buffers;
+};
+
+// The host data of one input buffer: one array for every chip, one array per
+// chip (per_chip[c] for chip c), or a function that gives chip c's array when
+// the run needs it (so a pod reads one chip's file at a time, and a
+// timing-only run reads only the by-value operands that steer the program).
+struct Input {
+  std::vector<NpyArray> per_chip;
+  std::function<NpyArray(std::uint32_t chip)> provider;  // used when per_chip is empty
+  std::string origin;                                    // names the data in messages (a file name)
+};
+
+struct Options {
+  bool no_data = false;  // timing only: same cycles, no arithmetic or bulk data
+  bool strict = false;   // stalls on register hazards are faults (checks a compiler's schedule)
+  std::uint64_t max_cycles = chip::RunOptions{}.max_cycles;
+  std::uint64_t quantum_cycles = 1000;  // how far a core may run ahead of SystemC time
+};
+
+// Files the run writes. A trace that would exceed trace_options.max_events
+// is refused before the run (a timing-only dry run finds out).
+struct Observers {
+  std::string trace;                    // Perfetto JSON; empty = off
+  chip::Tracer::Options trace_options;  // clock_hz is set from the chip
+  std::string vcd;                      // waveform; empty = off
+  std::uint64_t vcd_max_changes = 20'000'000;
+  std::string memory_profile;  // FILE.json (and FILE.svg); empty = off
+};
+
+// Where the run happens. SystemC elaborates once per process, so a process
+// can simulate once; every other run goes to a forked child process whose
+// result comes back through a pipe (bit-identical: the same code runs).
+enum class Isolation {
+  kAuto,       // in this process if it has not simulated yet, else in a child
+  kChild,      // always in a child: a crash in the emulator cannot take the caller down
+  kInProcess,  // in this process; BadInput if it has already simulated
+};
+
+struct Job {
+  ChipRequest chip;                              // preset and/or chip file, then overrides
+  std::optional<ici::TopologyRequest> topology;  // a pod; nullopt = one chip
+  std::string routing = "dimension-order";
+  std::vector<Step> steps;
+  std::map<std::string, Input> inputs;  // by buffer name
+  // Buffers stored transposed (layout {0,1}) in a one-chip chain.
+  std::map<std::string, bool> transposed;
+  Options options;
+  Observers observers;
+  Isolation isolation = Isolation::kAuto;
+  // Runs in the process that simulates, just before a one-chip run starts:
+  // the CLI puts an RTL MXU behind the C++ one here (tools/mxu_options.hpp).
+  // Only for kAuto/kInProcess callers that know their process simulates.
+  std::function<void(chip::RunRequest&)> configure_chip_run;
+};
+
+}  // namespace tpuemu::api

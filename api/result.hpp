@@ -1,0 +1,48 @@
+// The result of a run of the run API (api/run.hpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/errors.hpp"
+#include "chip/exec_program.hpp"
+#include "common/npy.hpp"
+
+namespace tpuemu::api {
+
+// An output buffer as the chips left it: its binding (dtype, shape, space)
+// and its device bytes per chip (host_io layout).
+struct OutputBuffer {
+  chip::OperandBinding binding;
+  std::vector<std::vector<std::uint8_t>> device;  // by chip
+};
+
+struct Result {
+  std::uint64_t cycles = 0;
+  double seconds = 0;
+  nlohmann::json report;  // schema: docs/report.md (api/report.hpp)
+  // Output buffers by name; empty for a timing-only run (Options::no_data)
+  // and after a fault.
+  std::map<std::string, OutputBuffer> outputs;
+  std::optional<FaultSite> fault;
+
+  // Output buffer `name` of chip `chip` in host layout: float32 values for
+  // bf16/f8 buffers, or their raw uint16/uint8 codes with `raw_bits`.
+  // Throws BadInput naming the buffers there are if there is no such output.
+  [[nodiscard]] NpyArray output(const std::string& name, std::uint32_t chip = 0, bool raw_bits = false) const;
+  // Throws ProgramFault if the run faulted.
+  void throw_if_fault() const;
+};
+
+// "bit-exact (N elements)", or what differs: shape, dtype, or the count of
+// elements whose bits differ and the first of them.
+std::string compare_bits(const NpyArray& got, const NpyArray& expected);
+[[nodiscard]] inline bool is_bit_exact(const std::string& verdict) {
+  return verdict.starts_with("bit-exact");
+}
+
+}  // namespace tpuemu::api

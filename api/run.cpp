@@ -1,0 +1,538 @@
+#include "api/run.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "api/child_process.hpp"
+#include "api/output_files.hpp"
+#include "api/program_loader.hpp"
+#include "api/report.hpp"
+#include "chip/fault.hpp"
+#include "chip/host_io.hpp"
+#include "chip/memory_profile.hpp"
+#include "chip/pod.hpp"
+#include "common/chip_config.hpp"
+#include "isa/assembler.hpp"
+#include "isa/image.hpp"
+
+namespace tpuemu::api {
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_simulated{false};
+
+// Maps the exception being handled to the API's errors (rethrows them).
+[[noreturn]] void rethrow_as_api_error() {
+  try {
+    throw;
+  } catch (const BadInput&) {
+    throw;
+  } catch (const InternalError&) {
+    throw;
+  } catch (const isa::AsmError& e) {
+    const auto& d = e.diagnostics();
+    if (d.empty()) throw AssemblyError(e.what(), "", 0, 0);
+    throw AssemblyError(e.what(), d.front().file, d.front().line, d.front().column);
+  } catch (const ConfigError& e) {
+    throw BadInput(e.what());
+  } catch (const ici::TopologyError& e) {
+    throw BadInput(e.what());
+  } catch (const isa::ImageError& e) {
+    throw BadInput(e.what());
+  } catch (const NpyError& e) {
+    throw BadInput(e.what());
+  } catch (const chip::LoadError& e) {
+    throw BadInput(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw BadInput(e.what());
+  } catch (const std::exception& e) {
+    throw InternalError(e.what());
+  }
+}
+
+std::string buffer_of(const Step& step, std::uint32_t operand) {
+  const auto it = step.operand_buffers.find(operand);
+  return it == step.operand_buffers.end() ? std::to_string(operand) : it->second;
+}
+
+const NpyArray& input_array(const Input& input, std::uint32_t chip, std::vector<NpyArray>& holder) {
+  if (input.per_chip.size() == 1) return input.per_chip.front();
+  if (chip < input.per_chip.size()) return input.per_chip[chip];
+  if (!input.per_chip.empty()) {
+    throw BadInput(fmt::format("{}: {} arrays given for a pod of more chips (one array for all, or one per chip)",
+                               input.origin, input.per_chip.size()));
+  }
+  if (!input.provider) throw BadInput(fmt::format("{}: no data (neither arrays nor a provider)", input.origin));
+  holder.push_back(input.provider(chip));
+  return holder.back();
+}
+
+std::string origin_of(const std::string& buffer, const Input& input) {
+  return input.origin.empty() ? fmt::format("input '{}'", buffer) : input.origin;
+}
+
+// The observers of one run, created before it and written after it.
+struct LiveObservers {
+  std::unique_ptr<chip::Tracer> tracer;
+  std::unique_ptr<chip::MemoryProfile> profile;
+
+  LiveObservers(const Observers& o, double clock_hz) {
+    if (!o.trace.empty()) {
+      check_writable("--trace", o.trace);
+      chip::Tracer::Options options = o.trace_options;
+      options.clock_hz = clock_hz;
+      tracer = std::make_unique<chip::Tracer>(options);
+    }
+    if (!o.vcd.empty()) check_writable("--vcd", o.vcd);
+    if (!o.memory_profile.empty()) {
+      if (!o.memory_profile.ends_with(".json")) {
+        throw BadInput(fmt::format("--memory-profile {}: the file name must end in .json", o.memory_profile));
+      }
+      check_writable("--memory-profile", o.memory_profile);
+      check_writable("--memory-profile", svg_path(o.memory_profile));
+      profile = std::make_unique<chip::MemoryProfile>();
+    }
+  }
+  static std::string svg_path(const std::string& json_path) {
+    return json_path.substr(0, json_path.size() - 5) + ".svg";
+  }
+
+  // Writes the files; throws BadInput on a trace that overflowed or a write that failed.
+  void finish(const Observers& o, double clock_hz) const {
+    if (tracer) {
+      if (tracer->overflowed()) {
+        throw BadInput(
+            fmt::format("--trace {}: the trace reached {} events before the run ended; narrow it with "
+                        "--trace-window BEGIN:END (cycles) or raise --trace-max-events (the file was not "
+                        "written)",
+                        o.trace, tracer->options().max_events));
+      }
+      std::ofstream out(o.trace);
+      tracer->write(out);
+      if (!out) throw BadInput(fmt::format("--trace {}: writing failed", o.trace));
+    }
+    if (profile) {
+      std::ofstream json_file(o.memory_profile);
+      json_file << profile->to_json(clock_hz).dump(1) << "\n";
+      std::ofstream svg(svg_path(o.memory_profile));
+      svg << profile->to_svg(clock_hz);
+      if (!json_file || !svg) throw BadInput(fmt::format("--memory-profile {}: writing failed", o.memory_profile));
+    }
+  }
+};
+
+chip::RunOptions run_options(const Options& o) {
+  chip::RunOptions r;
+  r.strict = o.strict;
+  r.compute_numerics = !o.no_data;
+  r.max_cycles = o.max_cycles;
+  return r;
+}
+
+void set_fault(Result& result, const std::optional<std::string>& fault) {
+  if (fault) result.fault = parse_fault(*fault);
+}
+
+// One program on one chip.
+Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dry_tracer) {
+  const Step& step = job.steps.front();
+  chip::RunRequest request;
+  request.program = step.program.get();
+  request.chip = chip;
+  request.options = run_options(job.options);
+  request.quantum_cycles = std::max<std::uint64_t>(1, job.options.quantum_cycles);
+  std::optional<LiveObservers> observers;
+  if (dry_tracer) {
+    request.options.compute_numerics = false;
+    request.tracer = dry_tracer;
+  } else {
+    observers.emplace(job.observers, chip.clock_hz);
+    request.tracer = observers->tracer.get();
+    request.profile = observers->profile.get();
+    request.vcd = job.observers.vcd;
+    request.vcd_max_changes = job.observers.vcd_max_changes;
+  }
+  // Operand index of each buffer (a one-program job's buffers are "0", "1", ... unless renamed).
+  const chip::ExecProgram exec = [&] {
+    chip::check_fits(*step.program, chip);
+    return chip::decode_program(*step.program, chip);
+  }();
+  for (const auto& [name, input] : job.inputs) {
+    const chip::OperandBinding* binding = nullptr;
+    for (const auto& b : exec.bindings) {
+      if (buffer_of(step, b.index) == name) binding = &b;
+    }
+    if (binding == nullptr) {
+      throw BadInput(step.operand_buffers.empty()
+                         ? fmt::format("--in {}: the program has no operand {}", name, name)
+                         : fmt::format("input '{}': no operand of {} is bound to it", name, step.name));
+    }
+    // A timing-only run reads only the inputs passed by value (they steer the program).
+    if (!request.options.compute_numerics && binding->space != "<no memory space>") continue;
+    std::vector<NpyArray> holder;
+    request.inputs[binding->index] = input_array(input, 0, holder);
+    request.input_origins[binding->index] = origin_of(name, input);
+  }
+  if (!dry_tracer && job.configure_chip_run) job.configure_chip_run(request);
+  chip::RunResult run = chip::run_program_freeing_inputs(request);
+  Result result;
+  result.cycles = run.cycles;
+  result.seconds = run.seconds;
+  if (dry_tracer) return result;
+  if (run.fault && run.waveform_overflowed) throw BadInput(fmt::format("--vcd {}: {}", job.observers.vcd, *run.fault));
+  observers->finish(job.observers, chip.clock_hz);
+  set_fault(result, run.fault);
+  if (!run.fault && request.options.compute_numerics) {
+    for (const auto& b : run.bindings) {
+      if (!b.is_output) continue;
+      OutputBuffer& out = result.outputs[buffer_of(step, b.index)];
+      out.binding = b;
+      out.device.push_back(std::move(run.output_bytes.at(b.index)));
+    }
+  }
+  result.report = chip_report(step.name, chip, run);
+  return result;
+}
+
+// A chain of programs on one chip.
+Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_tracer) {
+  chip::ChainRequest request;
+  request.chip = chip;
+  request.options = run_options(job.options);
+  request.quantum_cycles = std::max<std::uint64_t>(1, job.options.quantum_cycles);
+  request.transposed = job.transposed;
+  std::optional<LiveObservers> observers;
+  if (dry_tracer) {
+    request.options.compute_numerics = false;
+    request.tracer = dry_tracer;
+  } else {
+    observers.emplace(job.observers, chip.clock_hz);
+    request.tracer = observers->tracer.get();
+    request.profile = observers->profile.get();
+    request.vcd = job.observers.vcd;
+    request.vcd_max_changes = job.observers.vcd_max_changes;
+  }
+  std::vector<chip::ExecProgram> execs;
+  for (const Step& step : job.steps) {
+    chip::check_fits(*step.program, chip);
+    execs.push_back(chip::decode_program(*step.program, chip));
+    chip::ChainStep s;
+    s.program = step.program.get();
+    for (const auto& b : execs.back().bindings) s.operand_buffers[b.index] = buffer_of(step, b.index);
+    request.steps.push_back(std::move(s));
+  }
+  for (const auto& [name, input] : job.inputs) {
+    const chip::OperandBinding* binding = nullptr;
+    for (std::size_t s = 0; s < job.steps.size() && binding == nullptr; ++s) {
+      for (const auto& b : execs[s].bindings) {
+        if (buffer_of(job.steps[s], b.index) == name) binding = &b;
+      }
+    }
+    if (binding == nullptr) throw BadInput(fmt::format("input '{}': no operand of the chain is bound to it", name));
+    std::vector<NpyArray> holder;
+    const NpyArray& array = input_array(input, 0, holder);
+    if (binding->space == "<no memory space>") {
+      const auto bytes = chip::to_device(*binding, array, origin_of(name, input));
+      std::uint32_t v = 0;
+      std::memcpy(&v, bytes.data(), std::min<std::size_t>(4, bytes.size()));
+      request.scalars[name] = v;
+    } else {
+      request.inputs[name] = array;
+      request.input_origins[name] = origin_of(name, input);
+    }
+  }
+  chip::ChainResult chain = chip::run_chain(request);
+  Result result;
+  result.cycles = chain.run.cycles;
+  result.seconds = chain.run.seconds;
+  if (dry_tracer) return result;
+  if (chain.run.fault && chain.run.waveform_overflowed) {
+    throw BadInput(fmt::format("--vcd {}: {}", job.observers.vcd, *chain.run.fault));
+  }
+  observers->finish(job.observers, chip.clock_hz);
+  set_fault(result, chain.run.fault);
+  if (!chain.run.fault && request.options.compute_numerics) {
+    std::set<std::string> written;  // buffers some step's output operand is bound to
+    for (std::size_t s = 0; s < execs.size(); ++s) {
+      for (const auto& b : execs[s].bindings) {
+        if (b.is_output) written.insert(buffer_of(job.steps[s], b.index));
+      }
+    }
+    for (auto& [name, buffer] : chain.buffers) {
+      if (written.count(name) == 0U) continue;
+      OutputBuffer& out = result.outputs[name];
+      out.binding = buffer.first;
+      out.device.push_back(std::move(buffer.second));
+    }
+  }
+  std::string names;
+  for (const Step& s : job.steps) names += (names.empty() ? "" : "+") + s.name;
+  result.report = chip_report(names, chip, chain.run, chain.steps);
+  return result;
+}
+
+// One program or a chain on every core of every chip of a pod.
+Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& topology, chip::Tracer* dry_tracer) {
+  chip::PodRequest request;
+  request.chip = chip;
+  request.topology = topology;
+  request.routing = job.routing;
+  request.options = run_options(job.options);
+  request.quantum_cycles = std::max<std::uint64_t>(1, job.options.quantum_cycles);
+  std::optional<LiveObservers> observers;
+  if (dry_tracer) {
+    request.options.compute_numerics = false;
+    request.tracer = dry_tracer;
+  } else {
+    observers.emplace(job.observers, chip.clock_hz);
+    request.tracer = observers->tracer.get();
+    request.profile = observers->profile.get();
+    request.vcd = job.observers.vcd;
+    request.vcd_max_changes = job.observers.vcd_max_changes;
+  }
+  for (const Step& step : job.steps) {
+    chip::PodStep s;
+    s.program = step.program.get();
+    for (const auto& b : chip::decode_program(*step.program, chip).bindings) {
+      s.operand_buffers[b.index] = buffer_of(step, b.index);
+    }
+    request.steps.push_back(std::move(s));
+  }
+  request.input = [&job](std::uint32_t chip_id, const std::string& buffer, const chip::OperandBinding& binding) {
+    const auto it = job.inputs.find(buffer);
+    if (it == job.inputs.end()) return std::vector<std::uint8_t>{};
+    std::vector<NpyArray> holder;
+    std::string origin = origin_of(buffer, it->second);
+    return chip::to_device(binding, input_array(it->second, chip_id, holder), origin);
+  };
+  chip::PodResult pod = chip::run_pod(request);
+  Result result;
+  result.cycles = pod.cycles;
+  result.seconds = pod.seconds;
+  if (dry_tracer) return result;
+  if (pod.fault && pod.waveform_overflowed) throw BadInput(fmt::format("--vcd {}: {}", job.observers.vcd, *pod.fault));
+  observers->finish(job.observers, chip.clock_hz);
+  set_fault(result, pod.fault);
+  if (!pod.fault && request.options.compute_numerics) {
+    for (std::size_t c = 0; c < pod.chips.size(); ++c) {
+      for (auto& [name, bytes] : pod.chips[c].outputs) {
+        OutputBuffer& out = result.outputs[name];
+        out.binding = pod.buffers.at(name);
+        out.device.push_back(std::move(bytes));
+      }
+    }
+  }
+  std::string names;
+  for (const Step& s : job.steps) names += (names.empty() ? "" : "+") + s.name;
+  result.report = pod_report(names, chip, topology, job.routing, pod);
+  return result;
+}
+
+// The whole run in this process; with `dry_tracer`, a timing-only copy that
+// only feeds that tracer.
+Result simulate_here(const Job& job, chip::Tracer* dry_tracer) {
+  g_simulated = true;
+  try {
+    const ChipConfig chip = load_chip(job.chip);
+    if (job.topology) {
+      const ici::Topology topology = ici::make_topology(*job.topology, chip);
+      return run_on_pod(job, chip, topology, dry_tracer);
+    }
+    if (job.steps.size() == 1) return run_chip_program(job, chip, dry_tracer);
+    return run_chip_chain(job, chip, dry_tracer);
+  } catch (...) {
+    rethrow_as_api_error();
+  }
+}
+
+// --- The result's way back from a child process (CBOR).
+
+json binding_json(const chip::OperandBinding& b) {
+  return {{"index", b.index}, {"space", b.space}, {"dtype", b.dtype}, {"shape", b.shape}, {"is_output", b.is_output}};
+}
+
+chip::OperandBinding binding_from(const json& j) {
+  chip::OperandBinding b;
+  b.index = j.at("index").get<std::uint32_t>();
+  b.space = j.at("space").get<std::string>();
+  b.dtype = j.at("dtype").get<std::string>();
+  b.shape = j.at("shape").get<std::vector<std::uint64_t>>();
+  b.is_output = j.at("is_output").get<bool>();
+  return b;
+}
+
+std::string encode(Result&& r) {
+  json j;
+  j["cycles"] = r.cycles;
+  j["seconds"] = r.seconds;
+  j["report"] = std::move(r.report);
+  j["fault"] = r.fault ? json(r.fault->message) : json(nullptr);
+  json outputs = json::object();
+  for (auto& [name, out] : r.outputs) {
+    json chips = json::array();
+    for (auto& bytes : out.device) chips.push_back(json::binary(std::move(bytes)));
+    outputs[name] = {{"binding", binding_json(out.binding)}, {"device", std::move(chips)}};
+  }
+  j["outputs"] = std::move(outputs);
+  const std::vector<std::uint8_t> cbor = json::to_cbor(j);
+  return "R" + std::string(cbor.begin(), cbor.end());
+}
+
+std::string encode_error(const std::exception& e) {
+  json j;
+  j["message"] = e.what();
+  if (const auto* a = dynamic_cast<const AssemblyError*>(&e)) {
+    j["kind"] = "assembly";
+    j["file"] = a->file;
+    j["line"] = a->line;
+    j["col"] = a->col;
+  } else if (dynamic_cast<const BadInput*>(&e) != nullptr) {
+    j["kind"] = "bad-input";
+  } else {
+    j["kind"] = "internal";
+  }
+  const std::vector<std::uint8_t> cbor = json::to_cbor(j);
+  return "E" + std::string(cbor.begin(), cbor.end());
+}
+
+Result decode(const std::string& text) {
+  const json j = json::from_cbor(text.begin() + 1, text.end());
+  if (text.front() == 'E') {
+    const std::string kind = j.at("kind").get<std::string>();
+    const std::string message = j.at("message").get<std::string>();
+    if (kind == "assembly") {
+      throw AssemblyError(message, j.at("file").get<std::string>(), j.at("line").get<std::uint32_t>(),
+                          j.at("col").get<std::uint32_t>());
+    }
+    if (kind == "bad-input") throw BadInput(message);
+    throw InternalError(message);
+  }
+  Result r;
+  r.cycles = j.at("cycles").get<std::uint64_t>();
+  r.seconds = j.at("seconds").get<double>();
+  r.report = j.at("report");
+  if (!j.at("fault").is_null()) r.fault = parse_fault(j.at("fault").get<std::string>());
+  for (const auto& [name, out] : j.at("outputs").items()) {
+    OutputBuffer& o = r.outputs[name];
+    o.binding = binding_from(out.at("binding"));
+    for (const auto& bytes : out.at("device")) o.device.push_back(bytes.get_binary());
+  }
+  return r;
+}
+
+// `work` in a forked child; its Result or error comes back.
+Result in_child(const std::function<Result()>& work) {
+  const ChildOutcome outcome = run_in_child(
+      [&work] {
+        try {
+          return encode(work());
+        } catch (const std::exception& e) {
+          return encode_error(e);
+        }
+      },
+      /*quiet=*/false);
+  if (!outcome.output) throw InternalError(fmt::format("the run's process ended without a result: {}", outcome.death));
+  return decode(*outcome.output);
+}
+
+// A trace too big for its limit is refused before the run: a timing-only
+// copy of the run with the same trace options, in a child process.
+void check_trace_fits(const Job& job) {
+  const ChildOutcome outcome = run_in_child(
+      [&job] {
+        chip::Tracer::Options options = job.observers.trace_options;
+        options.clock_hz = load_chip(job.chip).clock_hz;
+        chip::Tracer tracer(options);
+        simulate_here(job, &tracer);
+        return tracer.overflowed() ? "overflow:" + tracer.overflow_message() : std::string("fits");
+      },
+      /*quiet=*/true);  // the real run prints what there is to say
+  if (outcome.output && outcome.output->starts_with("overflow:")) {
+    throw BadInput(
+        fmt::format("--trace {}: a timing-only dry run found that {}", job.observers.trace, outcome.output->substr(9)));
+  }
+}
+
+void check_job(const Job& job) {
+  if (job.steps.empty()) throw BadInput("nothing to run: the job has no program");
+  for (const Step& s : job.steps) {
+    if (!s.program) throw BadInput(fmt::format("step '{}' has no program", s.name));
+  }
+}
+
+}  // namespace
+
+FaultSite parse_fault(const std::string& message) {
+  FaultSite site;
+  site.message = message;
+  static const std::regex located(R"(^chip (\d+) core (\d+) bundle 0x([0-9a-fA-F]+) \(([^():]+):(\d+)(?::(\d+))?)");
+  std::smatch m;
+  if (std::regex_search(message, m, located)) {
+    site.chip = static_cast<std::uint32_t>(std::stoul(m[1].str()));
+    site.core = static_cast<std::uint32_t>(std::stoul(m[2].str()));
+    site.bundle = std::stoull(m[3].str(), nullptr, 16);
+    site.file = m[4].str();
+    site.line = static_cast<std::uint32_t>(std::stoul(m[5].str()));
+    if (m[6].matched) site.col = static_cast<std::uint32_t>(std::stoul(m[6].str()));
+  }
+  return site;
+}
+
+NpyArray Result::output(const std::string& name, std::uint32_t chip, bool raw_bits) const {
+  const auto it = outputs.find(name);
+  if (it == outputs.end()) {
+    std::string names;
+    for (const auto& [n, o] : outputs) names += (names.empty() ? "" : ", ") + n;
+    throw BadInput(
+        fmt::format("'{}' is not an output buffer of the run (outputs: {})", name, names.empty() ? "none" : names));
+  }
+  if (chip >= it->second.device.size()) {
+    throw BadInput(
+        fmt::format("output '{}': chip {} is not in the run ({} chips)", name, chip, it->second.device.size()));
+  }
+  return chip::from_device(it->second.binding, it->second.device[chip], raw_bits);
+}
+
+void Result::throw_if_fault() const {
+  if (fault) throw ProgramFault(*fault);
+}
+
+bool process_has_simulated() {
+  return g_simulated;
+}
+
+Result run(const Job& job) {
+  check_job(job);
+  if (!job.observers.trace.empty()) check_trace_fits(job);
+  const bool here = job.isolation == Isolation::kInProcess || (job.isolation == Isolation::kAuto && !g_simulated);
+  if (!here) return in_child([&job] { return simulate_here(job, nullptr); });
+  if (g_simulated) {
+    throw BadInput(
+        "this process has simulated already (SystemC elaborates once per process): use Isolation::kAuto or "
+        "kChild");
+  }
+  return simulate_here(job, nullptr);
+}
+
+std::shared_ptr<const isa::Program> load(const std::string& path) {
+  try {
+    return std::make_shared<const isa::Program>(load_program(path));
+  } catch (...) {
+    rethrow_as_api_error();
+  }
+}
+
+std::shared_ptr<const isa::Program> assemble(std::string_view text, const std::string& file_name) {
+  try {
+    return std::make_shared<const isa::Program>(isa::assemble(text, file_name));
+  } catch (...) {
+    rethrow_as_api_error();
+  }
+}
+
+}  // namespace tpuemu::api
