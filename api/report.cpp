@@ -149,8 +149,12 @@ json pod_report(const std::string& program, const ChipConfig& chip, const ici::T
   for (std::size_t a = 0; a < topology.axis_count(); ++a) {
     if (topology.wraps(a)) wraps.emplace_back(1, ici::axis_name(a));
   }
-  j["topology"] = {
-      {"shape", topology.shape()}, {"wraps", wraps}, {"routing", routing}, {"name", ici::describe(topology)}};
+  const std::vector<std::uint32_t> dims(topology.dims().begin(), topology.dims().end());
+  j["topology"] = {{"shape", topology.shape()},
+                   {"dims", dims},
+                   {"wraps", wraps},
+                   {"routing", routing},
+                   {"name", ici::describe(topology)}};
   j["ici_bytes"] = r.ici_bytes;
   json links = json::array();
   for (const auto& l : r.links) {

@@ -15,6 +15,7 @@
 #include "chip/host_io.hpp"
 #include "chip/memory_profile.hpp"
 #include "chip/pod.hpp"
+#include "chip/simulate.hpp"
 #include "common/chip_config.hpp"
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
@@ -429,6 +430,7 @@ Result decode(const std::string& text) {
 Result in_child(const std::function<Result()>& work) {
   const ChildOutcome outcome = run_in_child(
       [&work] {
+        if (g_simulated) chip::forget_simulation_context();  // this process has simulated
         try {
           return encode(work());
         } catch (const std::exception& e) {
@@ -448,6 +450,7 @@ void check_trace_fits(const Job& job) {
         chip::Tracer::Options options = job.observers.trace_options;
         options.clock_hz = load_chip(job.chip).clock_hz;
         chip::Tracer tracer(options);
+        if (g_simulated) chip::forget_simulation_context();
         simulate_here(job, &tracer);
         return tracer.overflowed() ? "overflow:" + tracer.overflow_message() : std::string("fits");
       },

@@ -56,4 +56,9 @@ void simulate(const sc_core::sc_time& duration) {
   sc_core::sc_start(duration);
 }
 
+void forget_simulation_context() {
+  sc_core::sc_curr_simcontext = nullptr;
+  sc_core::sc_default_global_context = nullptr;
+}
+
 }  // namespace tpuemu::chip

@@ -29,4 +29,11 @@ void simulate();
 // sc_start(duration); SC_ZERO_TIME finishes elaboration and runs one delta.
 void simulate(const sc_core::sc_time& duration);
 
+// Only in a forked child process of one that has simulated (api/run.cpp):
+// forgets the inherited simulation context, so the child elaborates afresh.
+// The old context is leaked, not deleted (static events inside libsystemc
+// still point into it: deleting it is a use-after-free at exit,
+// ../shared/TOOLCHAIN.md section 5 rule 7); the child exits after its run.
+void forget_simulation_context();
+
 }  // namespace tpuemu::chip

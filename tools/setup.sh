@@ -18,6 +18,7 @@ packages=(
   clang libclang-rt-14-dev
   gtkwave
   python3-numpy  # the docs' steps make and read .npy files with numpy
+  python3-dev pybind11-dev python3-pybind11 python3-pytest  # the Python module (python/) and its tests
 )
 
 missing=()

@@ -1,0 +1,238 @@
+// tpuemu._core: the run API (api/run.hpp) for Python. The Python-facing
+// names, docstrings and exceptions live in python/tpuemu/__init__.py; this
+// module converts numpy arrays and maps the API's errors.
+//
+// Every run happens in a forked child process (api::Isolation::kChild):
+// SystemC elaborates once per process, and an emulator crash becomes an
+// exception here instead of killing the interpreter.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api/report.hpp"
+#include "api/run.hpp"
+#include "common/presets.hpp"
+#include "isa/assembler.hpp"
+
+namespace py = pybind11;
+using namespace tpuemu;
+
+// libsystemc.so's main() calls sc_main(); a Python process never runs that
+// main(), but the symbol must resolve when the module is loaded.
+__attribute__((visibility("default"))) int sc_main(int /*argc*/, char* /*argv*/[]) {
+  return 1;
+}
+
+namespace {
+
+NpyDtype dtype_of(const py::array& a) {
+  const py::dtype d = a.dtype();
+  const char kind = d.kind();
+  const auto size = d.itemsize();
+  if (kind == 'f' && size == 4) return NpyDtype::kFloat32;
+  if (kind == 'f' && size == 8) return NpyDtype::kFloat64;
+  if (kind == 'u' && size == 1) return NpyDtype::kUint8;
+  if (kind == 'u' && size == 2) return NpyDtype::kUint16;
+  if (kind == 'u' && size == 4) return NpyDtype::kUint32;
+  if (kind == 'i' && size == 4) return NpyDtype::kInt32;
+  if (kind == 'i' && size == 8) return NpyDtype::kInt64;
+  if (kind == 'b') return NpyDtype::kBool;
+  throw api::BadInput("numpy dtype " + d.attr("name").cast<std::string>() +
+                      " is not one tpuemu reads (float32, float64, uint8, uint16, uint32, int32, int64, bool; "
+                      "bf16/f8 as uint16/uint8 bit patterns or float32 values)");
+}
+
+NpyArray to_npy(const py::array& in) {
+  NpyArray out;
+  out.dtype = dtype_of(in);
+  // C order, native (little-endian on every host tpuemu builds for).
+  const py::array a = py::array::ensure(in, py::array::c_style | py::array::forcecast);
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) out.shape.push_back(static_cast<std::uint64_t>(a.shape(i)));
+  out.data.resize(static_cast<std::size_t>(a.nbytes()));
+  if (!out.data.empty()) std::memcpy(out.data.data(), a.data(), out.data.size());
+  return out;
+}
+
+py::array from_npy(const NpyArray& a) {
+  std::string format;
+  switch (a.dtype) {
+    case NpyDtype::kFloat32:
+      format = "float32";
+      break;
+    case NpyDtype::kFloat64:
+      format = "float64";
+      break;
+    case NpyDtype::kUint8:
+      format = "uint8";
+      break;
+    case NpyDtype::kUint16:
+      format = "uint16";
+      break;
+    case NpyDtype::kUint32:
+      format = "uint32";
+      break;
+    case NpyDtype::kInt32:
+      format = "int32";
+      break;
+    case NpyDtype::kInt64:
+      format = "int64";
+      break;
+    case NpyDtype::kBool:
+      format = "bool";
+      break;
+  }
+  std::vector<py::ssize_t> shape(a.shape.begin(), a.shape.end());
+  py::array out(py::dtype(format), shape);
+  if (!a.data.empty()) std::memcpy(out.mutable_data(), a.data.data(), a.data.size());
+  return out;
+}
+
+// The native side of a Program: the assembled program and the name it came from.
+struct Program {
+  std::shared_ptr<const isa::Program> program;
+  std::string name;
+};
+
+Program load_program(const std::string& path) {
+  return {api::load(path), path};
+}
+Program assemble_text(const std::string& text, const std::string& name) {
+  return {api::assemble(text, name), name};
+}
+
+// What Python sees of a result: plain values and dicts of arrays.
+py::dict result_dict(const api::Result& r) {
+  py::dict d;
+  d["cycles"] = r.cycles;
+  d["seconds"] = r.seconds;
+  d["report"] = py::module_::import("json").attr("loads")(r.report.dump());
+  py::dict outputs;
+  py::dict bits;
+  for (const auto& [name, out] : r.outputs) {
+    py::list values;
+    py::list raw;
+    for (std::uint32_t c = 0; c < out.device.size(); ++c) {
+      values.append(from_npy(r.output(name, c, false)));
+      raw.append(from_npy(r.output(name, c, true)));
+    }
+    outputs[py::str(name)] = values;
+    bits[py::str(name)] = raw;
+  }
+  d["outputs"] = outputs;
+  d["bits"] = bits;
+  if (r.fault) {
+    py::dict f;
+    f["message"] = r.fault->message;
+    f["chip"] = r.fault->chip ? py::cast(*r.fault->chip) : py::none();
+    f["core"] = r.fault->core ? py::cast(*r.fault->core) : py::none();
+    f["bundle"] = r.fault->bundle ? py::cast(*r.fault->bundle) : py::none();
+    f["file"] = r.fault->file;
+    f["line"] = r.fault->line;
+    f["col"] = r.fault->col;
+    d["fault"] = f;
+  } else {
+    d["fault"] = py::none();
+  }
+  return d;
+}
+
+// steps: list of (Program, {operand index: buffer name}); inputs: {buffer: [arrays]}.
+py::dict run(const std::vector<std::pair<Program, std::map<std::uint32_t, std::string>>>& steps,
+             const std::string& chip, const std::string& chip_file, const std::vector<std::string>& overrides,
+             const std::string& topology, const std::string& wrap, bool force, const std::string& routing,
+             const std::map<std::string, std::vector<py::array>>& inputs, bool no_data, bool strict,
+             std::uint64_t max_cycles, std::uint64_t quantum, const std::string& trace, const std::string& vcd,
+             const std::string& memory_profile) {
+  api::Job job;
+  job.chip.preset = chip;
+  job.chip.chip_file = chip_file;
+  job.chip.overrides = overrides;
+  if (!topology.empty()) {
+    ici::TopologyRequest t;
+    t.shape = topology;
+    t.force = force;
+    if (!wrap.empty()) {
+      const std::size_t axes = static_cast<std::size_t>(std::count(topology.begin(), topology.end(), 'x')) + 1;
+      if (wrap == "none") {
+        t.wrap = std::vector<bool>(axes, false);
+      } else {
+        try {
+          t.wrap = ici::parse_wrap_axes(wrap, axes);
+        } catch (const std::exception& e) {
+          throw api::BadInput(e.what());
+        }
+      }
+    }
+    job.topology = t;
+    job.routing = routing;
+  }
+  for (const auto& [program, buffers] : steps) job.steps.push_back({program.program, program.name, buffers});
+  for (const auto& [name, arrays] : inputs) {
+    api::Input& input = job.inputs[name];
+    input.origin = "input '" + name + "'";
+    for (const auto& a : arrays) input.per_chip.push_back(to_npy(a));
+  }
+  job.options.no_data = no_data;
+  job.options.strict = strict;
+  if (max_cycles != 0) job.options.max_cycles = max_cycles;
+  job.options.quantum_cycles = quantum;
+  job.observers.trace = trace;
+  job.observers.vcd = vcd;
+  job.observers.memory_profile = memory_profile;
+  job.isolation = api::Isolation::kChild;
+  api::Result result;
+  {
+    py::gil_scoped_release release;
+    result = api::run(job);
+  }
+  return result_dict(result);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 0);
+  m.doc() = "tpuemu's native run API (use the tpuemu package, not this module)";
+
+  // Python classes are defined in tpuemu/__init__.py and registered here, so
+  // errors thrown by the API arrive as them.
+  static py::object bad_input;
+  static py::object assembly_error;
+  static py::object internal_error;
+  m.def("_register_errors", [](py::object bad, py::object assembly, py::object internal) {
+    bad_input = std::move(bad);
+    assembly_error = std::move(assembly);
+    internal_error = std::move(internal);
+  });
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const api::AssemblyError& e) {
+      py::object err = assembly_error(e.what(), e.file, e.line, e.col);
+      PyErr_SetObject(assembly_error.ptr(), err.ptr());
+    } catch (const api::BadInput& e) {
+      PyErr_SetString(bad_input.ptr(), e.what());
+    } catch (const api::InternalError& e) {
+      PyErr_SetString(internal_error.ptr(), e.what());
+    }
+  });
+
+  py::class_<Program>(m, "Program")
+      .def_readonly("name", &Program::name)
+      .def_property_readonly("bundles", [](const Program& p) { return p.program->bundles.size(); })
+      .def("disassemble", [](const Program& p) { return isa::disassemble(*p.program); });
+  m.def("load", &load_program, py::arg("path"));
+  m.def("assemble", &assemble_text, py::arg("text"), py::arg("name"));
+  m.def("chips", &preset_names);
+  m.def("run", &run, py::arg("steps"), py::arg("chip"), py::arg("chip_file"), py::arg("overrides"), py::arg("topology"),
+        py::arg("wrap"), py::arg("force"), py::arg("routing"), py::arg("inputs"), py::arg("no_data"), py::arg("strict"),
+        py::arg("max_cycles"), py::arg("quantum"), py::arg("trace"), py::arg("vcd"), py::arg("memory_profile"));
+  m.attr("report_schema_version") = api::kReportSchemaVersion;
+}

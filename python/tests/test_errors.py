@@ -1,0 +1,80 @@
+"""Errors as Python exceptions, and no state carried from a failed run to the next."""
+
+import numpy as np
+import pytest
+
+import tpuemu
+from conftest import DATA
+
+
+def test_assembly_error_has_file_line_col():
+    with pytest.raises(tpuemu.AssemblyError) as e:
+        tpuemu.assemble("{ %s1 = smov 1 }\n{ %s2 = nosuchop %s1 }\n", name="bad.llo")
+    assert e.value.file == "bad.llo" and e.value.line == 2 and e.value.col > 0
+    assert "bad.llo:2:" in str(e.value)
+
+
+def test_unreadable_program_is_bad_input(tmp_path):
+    with pytest.raises(tpuemu.BadInput):
+        tpuemu.load(tmp_path / "missing.llo")
+
+
+def test_unknown_chip_is_bad_input(gen):
+    with pytest.raises(tpuemu.BadInput, match="nosuchchip"):
+        tpuemu.run(gen("add", "--n", "1024"), chip="nosuchchip", no_data=True)
+
+
+def test_bad_override_and_topology(gen):
+    llo = gen("add", "--n", "1024")
+    with pytest.raises(tpuemu.BadInput, match="mxu.count"):
+        tpuemu.run(llo, set=["mxu.count=1000000"], no_data=True)
+    with pytest.raises(tpuemu.BadInput):
+        tpuemu.run(llo, topology="3x0", no_data=True)
+
+
+def test_wrong_shape_and_dtype_name_the_operand(gen):
+    llo = gen("add", "--n", "1024")
+    ok = np.zeros(1024, np.float32)
+    with pytest.raises(tpuemu.BadInput, match="1024"):
+        tpuemu.run(llo, inputs={0: np.zeros(1000, np.float32), 1: ok})
+    with pytest.raises(tpuemu.BadInput, match="f32"):
+        tpuemu.run(llo, inputs={0: np.zeros(1024, np.int32), 1: ok})
+    with pytest.raises(tpuemu.BadInput, match="operand 1"):
+        tpuemu.run(llo, inputs={0: ok})
+    with pytest.raises(tpuemu.BadInput, match="no operand 7"):
+        tpuemu.run(llo, inputs={0: ok, 1: ok, 7: ok})
+    with pytest.raises(tpuemu.BadInput, match="dtype"):
+        tpuemu.run(llo, inputs={0: np.zeros(1024, np.complex64), 1: ok})
+
+
+def test_program_fault_has_chip_core_bundle():
+    with pytest.raises(tpuemu.ProgramFault) as e:
+        tpuemu.run(DATA / "run" / "out_of_range.llo")
+    f = e.value
+    assert (f.chip, f.core, f.bundle) == (0, 0, 1)
+    assert f.file.endswith("out_of_range.llo") and f.line == 4
+    assert f.result.report["fault"] == str(f)
+
+
+def test_fault_without_raising_and_cycle_limit():
+    r = tpuemu.run(DATA / "run" / "endless_loop.llo", max_cycles=100, raise_on_fault=False)
+    assert r.fault is not None and "cycle limit" in r.fault["message"]
+
+
+def test_deadlock_on_a_pod_has_no_single_place():
+    with pytest.raises(tpuemu.ProgramFault) as e:
+        tpuemu.run(DATA / "run" / "pod_deadlock.llo", topology="2", no_data=True)
+    assert "deadlock" in str(e.value).lower()
+
+
+def test_a_failed_run_does_not_change_the_next(gen):
+    llo = gen("add", "--n", "1024")
+    a = np.arange(1024, dtype=np.float32)
+    before = tpuemu.run(llo, inputs={0: a, 1: a})
+    with pytest.raises(tpuemu.ProgramFault):
+        tpuemu.run(DATA / "run" / "out_of_range.llo")
+    with pytest.raises(tpuemu.BadInput):
+        tpuemu.run(llo, inputs={0: a})
+    after = tpuemu.run(llo, inputs={0: a, 1: a})
+    assert after.report == before.report
+    assert after.outputs[2].tobytes() == before.outputs[2].tobytes()

@@ -1,0 +1,206 @@
+"""tpuemu: a cycle-approximate TPU chip and pod emulator, for Python.
+
+Run LLO programs (hand-written, generated, or a compiler's dumps) on an
+emulated chip or pod and get bit-exact outputs, cycle counts and the run
+report, the same as ``tpuemu run`` gives::
+
+    import numpy as np, tpuemu
+    prog = tpuemu.assemble("matmul.llo")            # a path or LLO text
+    r = tpuemu.run(prog, chip="v5e", inputs={0: a, 1: b})
+    c = r.outputs[2]                                # numpy array
+    print(r.cycles, r.seconds, r.report["roofline"]["bound"])
+
+Every run happens in a child process of its own (SystemC elaborates once per
+process), so any number of runs work in one interpreter, a run's failure
+never changes the next run, and a crash in the emulator is an InternalError
+here. See docs/python.md.
+"""
+
+from __future__ import annotations
+
+import os as _os
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _core
+
+__all__ = [
+    "Error", "BadInput", "AssemblyError", "ProgramFault", "InternalError",
+    "Program", "Result", "assemble", "load", "run", "chips", "report_schema_version",
+]
+
+report_schema_version: int = _core.report_schema_version
+
+
+class Error(Exception):
+    """Base of every tpuemu error."""
+
+
+class BadInput(Error):
+    """What was asked for cannot run: an unknown preset or override, a topology
+    the chip cannot form, an input whose dtype or shape does not match its
+    operand (the message names the operand, its dtype and shape), a program
+    that does not fit the chip. The CLI's exit code 2."""
+
+
+class AssemblyError(BadInput):
+    """LLO text that does not assemble. ``file``, ``line`` and ``col`` locate the
+    first problem; the message lists every one as file:line:col."""
+
+    def __init__(self, message: str, file: str = "", line: int = 0, col: int = 0):
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.col = col
+
+
+class ProgramFault(Error):
+    """The emulated program faulted: bad address, FIFO misuse, a hazard under
+    ``strict``, a deadlock, the cycle limit. ``chip``, ``core`` and ``bundle``
+    locate it (None for a deadlock, whose message names every waiting core);
+    ``file``/``line``/``col`` are the faulting bundle's source; ``result`` is
+    the Result (cycles and report up to the fault). The CLI's exit code 3."""
+
+    def __init__(self, fault: Mapping[str, Any], result: "Result"):
+        super().__init__(fault["message"])
+        self.chip: Optional[int] = fault["chip"]
+        self.core: Optional[int] = fault["core"]
+        self.bundle: Optional[int] = fault["bundle"]
+        self.file: str = fault["file"]
+        self.line: int = fault["line"]
+        self.col: int = fault["col"]
+        self.result = result
+
+
+class InternalError(Error):
+    """A bug in tpuemu (the run's process died, or an unexpected error).
+    The CLI's exit code 4. Please report it with the program and inputs."""
+
+
+_core._register_errors(BadInput, AssemblyError, InternalError)
+
+Program = _core.Program
+Program.__doc__ = """An assembled program: ``name`` (where it came from), ``bundles``
+(how many), ``disassemble()`` (canonical LLO text)."""
+
+
+class Result:
+    """The result of a run.
+
+    ``cycles``, ``seconds``: emulated time of the slowest core.
+    ``report``: the run report as a dict (schema in docs/report.md), the same
+    that ``tpuemu run --report`` writes.
+    ``outputs``: output buffers by name as numpy arrays in host layout
+    (bf16/f8 as float32 values); on a pod, a list with one array per chip.
+    ``bits``: the same with bf16/f8 as their uint16/uint8 bit patterns.
+    A one-program run names its buffers by operand index: ``outputs[2]``
+    and ``outputs["2"]`` are the same. Empty for a timing-only run.
+    """
+
+    def __init__(self, raw: Mapping[str, Any], pod: bool):
+        self.cycles: int = raw["cycles"]
+        self.seconds: float = raw["seconds"]
+        self.report: Dict[str, Any] = raw["report"]
+        self.fault: Optional[Mapping[str, Any]] = raw["fault"]
+        self.outputs = _Buffers({k: (v if pod else v[0]) for k, v in raw["outputs"].items()})
+        self.bits = _Buffers({k: (v if pod else v[0]) for k, v in raw["bits"].items()})
+
+    def __repr__(self) -> str:
+        return f"<tpuemu.Result {self.cycles} cycles, outputs {sorted(self.outputs)}>"
+
+
+class _Buffers(dict):
+    """A dict of output buffers that also takes operand indices as ints."""
+
+    def __getitem__(self, key):
+        return super().__getitem__(str(key))
+
+    def __contains__(self, key):
+        return super().__contains__(str(key))
+
+    def get(self, key, default=None):
+        return super().get(str(key), default)
+
+
+def load(path: Union[str, "_os.PathLike[str]"]) -> Program:
+    """A program from a file: LLO text (.llo, a dump's *-final_bundles.txt)
+    or a program image (.tpub). Raises AssemblyError or BadInput."""
+    return _core.load(_os.fspath(path))
+
+
+def assemble(text_or_path: Union[str, "_os.PathLike[str]"], name: str = "<string>") -> Program:
+    """A program from LLO text, or from a file if ``text_or_path`` names one
+    that exists (then as ``load``). ``name`` names text in diagnostics.
+    Raises AssemblyError (``.file``, ``.line``, ``.col``) or BadInput."""
+    if isinstance(text_or_path, _os.PathLike) or ("\n" not in text_or_path and _os.path.isfile(text_or_path)):
+        return load(text_or_path)
+    return _core.assemble(text_or_path, name)
+
+
+def chips() -> List[str]:
+    """The built-in chip presets (``tpuemu chips`` describes them)."""
+    return list(_core.chips())
+
+
+def _as_program(p: Union[Program, str, "_os.PathLike[str]"]) -> Program:
+    return p if isinstance(p, Program) else assemble(p)
+
+
+def _as_arrays(value: Any) -> List[Any]:
+    import numpy  # only runs need it: `import tpuemu` works without numpy
+
+    if isinstance(value, (list, tuple)):
+        return [numpy.asarray(v) for v in value]
+    return [numpy.asarray(value)]
+
+
+def run(program: Union[Program, str, Sequence[Tuple[Any, Mapping[int, str]]]],
+        chip: Optional[str] = None,
+        inputs: Optional[Mapping[Union[int, str], Any]] = None,
+        topology: Optional[str] = None,
+        *,
+        no_data: bool = False,
+        strict: bool = False,
+        set: Sequence[str] = (),
+        chip_file: Optional[str] = None,
+        wrap: Optional[str] = None,
+        force: bool = False,
+        routing: str = "dimension-order",
+        max_cycles: Optional[int] = None,
+        quantum: int = 1000,
+        trace: Optional[str] = None,
+        vcd: Optional[str] = None,
+        memory_profile: Optional[str] = None,
+        raise_on_fault: bool = True) -> Result:
+    """Runs a program on an emulated chip, or SPMD on every chip of a pod.
+
+    program: a Program, LLO text or a path; or a chain, a list of
+        (program, {operand index: buffer name}) run back to back over named
+        buffers (then ``inputs`` and ``outputs`` use the buffer names).
+    chip: a preset (``chips()``; default "v5e"); ``chip_file`` a JSON chip file; ``set`` a
+        list of "path=value" overrides as ``--set`` takes them.
+    inputs: {operand index or buffer name: array}; on a pod an array is given
+        to every chip, a list of arrays gives chip c its c-th array. bf16/f8
+        operands take float32 values (rounded) or uint16/uint8 bit patterns.
+    topology: a pod shape such as "4x4" or "4x4x4"; ``wrap`` "x,z" or "none"
+        overrides the preset's wraparound rule; ``force`` allows more chips
+        than the preset's largest slice.
+    no_data: timing only (same cycles, no arithmetic; no outputs).
+    strict: stalls on register hazards are faults (checks a schedule).
+    max_cycles, quantum: the cycle limit, and how far a core may run ahead.
+    trace, vcd, memory_profile: files to write (Perfetto JSON, VCD, JSON+SVG).
+    raise_on_fault: raise ProgramFault when the program faults (else the
+        Result's ``fault`` holds it).
+
+    Raises BadInput, AssemblyError, ProgramFault, InternalError.
+    """
+    if isinstance(program, (list, tuple)):
+        steps = [(_as_program(p), {int(k): str(v) for k, v in buffers.items()}) for p, buffers in program]
+    else:
+        steps = [(_as_program(program), {})]
+    arrays = {str(k): _as_arrays(v) for k, v in (inputs or {}).items()}
+    raw = _core.run(steps, chip or "", chip_file or "", list(set), topology or "", wrap or "", force, routing, arrays,
+                    no_data, strict, max_cycles or 0, quantum, trace or "", vcd or "", memory_profile or "")
+    result = Result(raw, pod=topology is not None)
+    if result.fault is not None and raise_on_fault:
+        raise ProgramFault(result.fault, result)
+    return result
