@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "common/host_pool.hpp"
@@ -150,6 +152,17 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
+// A float for messages: whole numbers in full (fmt's shortest form of 2^31 as
+// a float is 2147483600), others in the shortest form that reads back.
+std::string number_text(double v) {
+  if (std::isfinite(v) && std::trunc(v) == v && std::fabs(v) < 0x1p64) return fmt::format("{:.0f}", v);
+  return fmt::format("{}", v);
+}
+std::string number_text(float v) {
+  if (std::isfinite(v) && std::trunc(v) == v && std::fabs(v) < 0x1p64F) return fmt::format("{:.0f}", v);
+  return fmt::format("{}", v);
+}
+
 }  // namespace
 
 std::uint64_t device_bytes(const OperandBinding& binding) {
@@ -182,7 +195,8 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
           l,
           [&](std::uint64_t r0, std::uint64_t r1) {
             for_each_run(
-                l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + at, in + i * 4, n * 4); },
+                l,
+                [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + at, in + i * 4, n * 4); },
                 r0, r1);
           },
           host_threads);
@@ -269,6 +283,113 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
   return device;
 }
 
+std::uint32_t scalar_register(const OperandBinding& binding, const NpyArray& host, std::string_view element,
+                              const std::string& origin) {
+  // 1. One element: a float (held as a float32 where it is one, which keeps
+  //    NaN payloads, and as a double, which every host float is exactly) or an integer.
+  const bool bf16_bits = element == "bfloat16" && host.dtype == NpyDtype::kUint16;
+  const bool f8_codes = element == "float8_e4m3fn" && host.dtype == NpyDtype::kUint8;
+  const std::string host_text = fmt::format("{}, shape {}",
+                                            bf16_bits  ? "bfloat16 bits as uint16"
+                                            : f8_codes ? "float8_e4m3fn codes as uint8"
+                                                       : std::string(to_string(host.dtype)),
+                                            shape_text(host.shape));
+  if (host.element_count() != 1) {
+    throw std::invalid_argument(
+        fmt::format("{}: the array has {} elements ({}), but by-value operand {} ({}[]) takes one", origin,
+                    host.element_count(), host_text, binding.index, binding.dtype));
+  }
+  std::optional<float> single;  // a float32 value (float32, bf16, f8 elements)
+  std::optional<double> real;   // any float element
+  std::int64_t integer = 0;     // otherwise
+  switch (host.dtype) {
+    case NpyDtype::kFloat32:
+      single = host.as_f32()[0];
+      break;
+    case NpyDtype::kFloat64:
+      real = host.as_f64()[0];
+      break;
+    case NpyDtype::kUint16:
+      if (bf16_bits) single = bf16_bits_to_f32(host.as_u16()[0]);
+      integer = host.as_u16()[0];
+      break;
+    case NpyDtype::kUint8:
+      if (f8_codes) single = f8e4m3fn_to_f32(host.as_u8()[0]);
+      integer = host.as_u8()[0];
+      break;
+    case NpyDtype::kBool:
+      integer = host.data.at(0) != 0 ? 1 : 0;
+      break;
+    case NpyDtype::kUint32:
+      integer = host.as_u32()[0];
+      break;
+    case NpyDtype::kInt32:
+      integer = host.as_i32()[0];
+      break;
+    case NpyDtype::kInt64:
+      integer = host.as_i64()[0];
+      break;
+  }
+  if (single) real = *single;
+  const std::string value_text = single ? number_text(*single) : real ? number_text(*real) : fmt::format("{}", integer);
+  const auto refuse = [&](std::string_view why) {
+    return std::invalid_argument(fmt::format("{}: {} ({}) does not convert to operand {}'s dtype {}: {}", origin,
+                                             value_text, host_text, binding.index, binding.dtype, why));
+  };
+
+  // 2. To an integer dtype: whole and in range.
+  if (binding.dtype == "s32" || binding.dtype == "u32") {
+    const bool is_signed = binding.dtype == "s32";
+    const std::int64_t lo = is_signed ? INT32_MIN : 0;
+    const std::int64_t hi = is_signed ? INT32_MAX : UINT32_MAX;
+    const std::string range = fmt::format("it is outside {} to {}", lo, hi);
+    if (real) {
+      if (!std::isfinite(*real)) throw refuse("it is not a finite number");
+      if (std::trunc(*real) != *real) throw refuse("it is not a whole number");
+      if (*real < static_cast<double>(lo) || *real > static_cast<double>(hi)) throw refuse(range);
+      integer = static_cast<std::int64_t>(*real);
+    }
+    if (integer < lo || integer > hi) throw refuse(range);
+    return static_cast<std::uint32_t>(integer);
+  }
+
+  // 3. To a float dtype: through float32, exactly.
+  if (binding.dtype != "f32" && binding.dtype != "bf16" && binding.dtype != "f8e4m3fn") {
+    throw refuse("that dtype is not supported (f32, s32, u32, bf16, f8e4m3fn)");
+  }
+  float value = 0;
+  if (single) {
+    value = *single;
+  } else if (real) {
+    value = static_cast<float>(*real);
+    if (!std::isnan(*real) && static_cast<double>(value) != *real) {
+      throw refuse(fmt::format("it is not exactly representable (the nearest f32 is {})",
+                               number_text(static_cast<double>(value))));
+    }
+  } else {
+    value = static_cast<float>(integer);
+    // |integer| <= 2^63, and 2^63 is no int64: the cast back is defined where it matters.
+    if (value >= 0x1p63F || static_cast<std::int64_t>(value) != integer)
+      throw refuse(fmt::format("it is not exactly representable (the nearest f32 is {})", number_text(value)));
+  }
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+  if (binding.dtype == "f32") return bits;
+  if (binding.dtype == "bf16") {
+    const std::uint16_t b = f32_to_bf16_bits(value);
+    if (!std::isnan(value) && std::bit_cast<std::uint32_t>(bf16_bits_to_f32(b)) != bits)
+      throw refuse(
+          fmt::format("it is not exactly representable (the nearest bf16 is {})", number_text(bf16_bits_to_f32(b))));
+    return b;
+  }
+  if (std::isinf(value)) throw refuse("f8e4m3fn has no infinity");
+  const std::uint8_t code = f32_to_f8e4m3fn(value);
+  if (!std::isnan(value) && std::bit_cast<std::uint32_t>(f8e4m3fn_to_f32(code)) != bits) {
+    throw refuse(fmt::format("it is not exactly representable (the nearest f8e4m3fn is {})",
+                             number_text(f8e4m3fn_to_f32(code))));
+  }
+  return code;
+}
+
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits,
                      bool host_threads) {
   const Layout l = layout_of(binding);
@@ -287,7 +408,8 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
           l,
           [&](std::uint64_t r0, std::uint64_t r1) {
             for_each_run(
-                l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + i * 4, in + at, n * 4); },
+                l,
+                [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + i * 4, in + at, n * 4); },
                 r0, r1);
           },
           host_threads);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "chip/exec_program.hpp"
@@ -36,6 +37,23 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
 // `raw_bits` (then uint16 / uint8 codes). Host threads as for to_device.
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits,
                      bool host_threads = true);
+
+// The register value of a by-value operand (`inlined_call_operand.<no memory
+// space>`, e.g. f32[]) taken from a host array of one element (shape (),
+// (1,), ...): the element converted to the operand's dtype, laid out as
+// to_device lays out a scalar (f32/s32/u32 the 32-bit pattern, bf16 in the
+// low 16 bits, f8e4m3fn in the low byte). `element` names what the array
+// holds where its npy dtype does not say: "bfloat16" for uint16 bit
+// patterns, "float8_e4m3fn" for uint8 codes; otherwise (empty, or another
+// name) the npy dtype does (float32/float64 values, integers, bool as 0/1).
+// Contract: the value converts exactly or not at all: floats to an integer
+// dtype must be whole and in range, integers to a float dtype representable,
+// floats to a narrower float representable; NaN converts between float types
+// (sign kept), an infinity to f32 and bf16. Otherwise throws
+// std::invalid_argument: "<origin>: <value> (<dtype>, shape <shape>) ...",
+// naming the operand's dtype and why.
+std::uint32_t scalar_register(const OperandBinding& binding, const NpyArray& host, std::string_view element,
+                              const std::string& origin);
 
 // A 2-D array stored transposed (layout {0,1}): the host array with its axes
 // swapped, and the binding describing that stored shape.

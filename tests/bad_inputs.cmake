@@ -99,6 +99,37 @@ tpuemu_cli_test(bad.wrap_and_no_wrap 2 "--wrap x and --no-wrap contradict each o
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key/case.json "{\"kernels\": 3}\n")
 tpuemu_cli_test(bad.run_case_missing_key 2 "case_missing_key/case.json: not a case description: key 'kernel_chain' not found$" run-case ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key)
 
+# A by-value scalar operand bound to an input of the case (tests/data/case_scalar_input, run by cli.run_case_scalar_input):
+# each variant changes one field of that case.json, written with absolute paths into the build tree.
+set(SI ${D}/case_scalar_input)
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${SI}/case.json)
+file(READ ${SI}/case.json SI_CASE)
+string(JSON SI_CASE SET "${SI_CASE}" kernel_chain 0 dump "\"${SI}/scale_add.llo\"")
+string(JSON SI_CASE SET "${SI_CASE}" output file "\"${SI}/expected.npy\"")
+string(JSON SI_INPUTS LENGTH "${SI_CASE}" inputs)
+math(EXPR SI_LAST "${SI_INPUTS} - 1")
+foreach(i RANGE ${SI_LAST})
+  foreach(key file bits_file)
+    string(JSON f ERROR_VARIABLE no_file GET "${SI_CASE}" inputs ${i} ${key})
+    if(NOT no_file)
+      string(JSON SI_CASE SET "${SI_CASE}" inputs ${i} ${key} "\"${SI}/${f}\"")
+    endif()
+  endforeach()
+endforeach()
+function(scalar_input_case name)  # ARGN: a JSON path and the value to set there
+  string(JSON json SET "${SI_CASE}" ${ARGN})
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/${name}/case.json "${json}\n")
+endfunction()
+set(SI_OP1 "kernel 0 \\(scale_add\\): scalar operand 1 \\(f32\\[\\]\\)")
+scalar_input_case(scalar_input_missing kernel_chain 0 operands 1 binds "\"init (f32 by value)\"")
+tpuemu_cli_test(bad.run_case_scalar_input_missing 2 "^tpuemu run-case: ${SI_OP1} binds 'init', which is neither a constant nor an input of the case \\(inputs: bias, offset, scale, x\\)$" run-case ${CMAKE_CURRENT_BINARY_DIR}/scalar_input_missing)
+scalar_input_case(scalar_input_not_one kernel_chain 0 operands 1 binds "\"x\"")
+tpuemu_cli_test(bad.run_case_scalar_input_not_one 2 "^tpuemu run-case: ${SI_OP1} from input 'x' \\([^)]*/inputs/x.npy\\): the array has 1024 elements \\(float32, shape \\(8, 128\\)\\), but by-value operand 1 \\(f32\\[\\]\\) takes one$" run-case ${CMAKE_CURRENT_BINARY_DIR}/scalar_input_not_one)
+scalar_input_case(scalar_input_not_whole kernel_chain 0 operands 3 binds "\"scale\"")
+tpuemu_cli_test(bad.run_case_scalar_input_not_whole 2 "^tpuemu run-case: kernel 0 \\(scale_add\\): scalar operand 3 \\(s32\\[\\]\\) from input 'scale' \\([^)]*/inputs/scale.bits.npy\\): 1.5 \\(bfloat16 bits as uint16, shape \\(\\)\\) does not convert to operand 3's dtype s32: it is not a whole number$" run-case ${CMAKE_CURRENT_BINARY_DIR}/scalar_input_not_whole)
+scalar_input_case(scalar_input_dtype_disagrees kernel_chain 0 operands 1 dtype "\"s32\"")
+tpuemu_cli_test(bad.run_case_scalar_input_dtype_disagrees 2 "^tpuemu run-case: kernel 0 \\(scale_add\\): case.json gives scalar operand 1 dtype s32, but the kernel declares f32\\[\\]$" run-case ${CMAKE_CURRENT_BINARY_DIR}/scalar_input_dtype_disagrees)
+
 # v6e's 256x256 MXU is not modelled: every MXU op is refused before the run (file:line:col), exit 2; the rest of v6e runs.
 set(V6E_MXU "v6e's 256x256 MXU is not modelled \\(the model's vreg interface to an MXU is 128 lanes wide")
 tpuemu_cli_test(bad.v6e_matmul_refused 2 "^tpuemu run: [^\\n]*matmul_8x128.llo:33:162: error: vmatpush.msra.mxu0: ${V6E_MXU}[^\\n]*; programs without MXU ops run\\n\\(17 more; see `tpuemu check`\\)" run ${MM} --chip v6e)

@@ -457,3 +457,96 @@ TEST_CASE("host layouts: large arrays convert on host threads with the same byte
   }
   set_host_threads(0);
 }
+
+namespace {
+
+chip::OperandBinding scalar_operand(const std::string& dtype) {
+  chip::OperandBinding b;
+  b.index = 1;
+  b.space = "<no memory space>";
+  b.dtype = dtype;
+  return b;
+}
+
+template <class T>
+NpyArray one(NpyDtype dtype, T value, std::vector<std::uint64_t> shape = {}) {
+  return make_npy(dtype, std::move(shape), &value);
+}
+
+using chip::scalar_register;
+
+std::string scalar_refusal(const std::string& dtype, const NpyArray& host, std::string_view element = {}) {
+  try {
+    chip::scalar_register(scalar_operand(dtype), host, element, "op");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("host layouts: a by-value operand takes one element converted exactly to its dtype", "[numerics][host_io]") {
+  // Same dtype: the bits as they are (a NaN payload too), in the low bits of the register.
+  CHECK(scalar_register(scalar_operand("f32"), one(NpyDtype::kFloat32, from_bits(0x7FA0'0001)), {}, "op") ==
+        0x7FA0'0001U);
+  CHECK(scalar_register(scalar_operand("s32"), one(NpyDtype::kInt32, std::int32_t{-5}), {}, "op") == 0xFFFF'FFFBU);
+  CHECK(scalar_register(scalar_operand("u32"), one(NpyDtype::kUint32, std::uint32_t{0xFFFF'FFFF}), {}, "op") ==
+        0xFFFF'FFFFU);
+  CHECK(scalar_register(scalar_operand("bf16"), one(NpyDtype::kUint16, std::uint16_t{0xFFC1}), "bfloat16", "op") ==
+        0xFFC1U);
+  CHECK(scalar_register(scalar_operand("f8e4m3fn"), one(NpyDtype::kUint8, std::uint8_t{0x38}), "float8_e4m3fn", "op") ==
+        0x38U);
+  // Across dtypes: bf16 bits and f8 codes widen, integers become floats, whole floats integers.
+  CHECK(scalar_register(scalar_operand("f32"), one(NpyDtype::kUint16, std::uint16_t{0x3FC0}), "bfloat16", "op") ==
+        to_bits(1.5F));
+  CHECK(scalar_register(scalar_operand("f32"), one(NpyDtype::kUint8, std::uint8_t{0x38}), "float8_e4m3fn", "op") ==
+        to_bits(1.0F));
+  CHECK(scalar_register(scalar_operand("f32"), one(NpyDtype::kInt32, std::int32_t{-3}, {1}), {}, "op") ==
+        to_bits(-3.0F));
+  CHECK(scalar_register(scalar_operand("f32"), one(NpyDtype::kFloat64, 0.25), {}, "op") == to_bits(0.25F));
+  CHECK(scalar_register(scalar_operand("f32"), one(NpyDtype::kInt64, std::int64_t{1} << 40), {}, "op") ==
+        to_bits(0x1p40F));
+  CHECK(scalar_register(scalar_operand("s32"), one(NpyDtype::kFloat32, 4.0F), {}, "op") == 4U);
+  CHECK(scalar_register(scalar_operand("s32"), one(NpyDtype::kFloat32, -0.0F), {}, "op") == 0U);
+  CHECK(scalar_register(scalar_operand("s32"), one(NpyDtype::kFloat32, -0x1p31F), {}, "op") == 0x8000'0000U);
+  CHECK(scalar_register(scalar_operand("u32"), one(NpyDtype::kUint16, std::uint16_t{0x3FC0}), {}, "op") == 0x3FC0U);
+  CHECK(scalar_register(scalar_operand("s32"), one(NpyDtype::kBool, std::uint8_t{1}, {1, 1}), {}, "op") == 1U);
+  CHECK(scalar_register(scalar_operand("bf16"), one(NpyDtype::kFloat32, -2.5F), {}, "op") == f32_to_bf16_bits(-2.5F));
+  CHECK(scalar_register(scalar_operand("bf16"), one(NpyDtype::kFloat32, -INFINITY), {}, "op") == 0xFF80U);
+  CHECK(scalar_register(scalar_operand("f8e4m3fn"), one(NpyDtype::kInt32, std::int32_t{-448}), {}, "op") ==
+        f32_to_f8e4m3fn(-448.0F));
+  CHECK(std::isnan(bf16_bits_to_f32(
+      static_cast<std::uint16_t>(scalar_register(scalar_operand("bf16"), one(NpyDtype::kFloat32, -NAN), {}, "op")))));
+}
+
+TEST_CASE("host layouts: a by-value operand refuses what does not convert exactly, saying why", "[numerics][host_io]") {
+  const std::array<float, 3> three = {1, 2, 3};
+  CHECK(scalar_refusal("f32", make_npy(NpyDtype::kFloat32, {3}, three.data())) ==
+        "op: the array has 3 elements (float32, shape (3,)), but by-value operand 1 (f32[]) takes one");
+  CHECK(scalar_refusal("s32", one(NpyDtype::kFloat32, 2.5F)) ==
+        "op: 2.5 (float32, shape ()) does not convert to operand 1's dtype s32: it is not a whole number");
+  CHECK(scalar_refusal("s32", one(NpyDtype::kFloat32, 0x1p31F)) ==
+        "op: 2147483648 (float32, shape ()) does not convert to operand 1's dtype s32: it is outside -2147483648 to "
+        "2147483647");
+  CHECK(scalar_refusal("u32", one(NpyDtype::kInt32, std::int32_t{-1})) ==
+        "op: -1 (int32, shape ()) does not convert to operand 1's dtype u32: it is outside 0 to 4294967295");
+  CHECK(scalar_refusal("s32", one(NpyDtype::kUint8, std::uint8_t{0x7F}), "float8_e4m3fn") ==
+        "op: nan (float8_e4m3fn codes as uint8, shape ()) does not convert to operand 1's dtype s32: it is not a "
+        "finite number");
+  CHECK(scalar_refusal("f32", one(NpyDtype::kInt32, std::int32_t{16777217})) ==
+        "op: 16777217 (int32, shape ()) does not convert to operand 1's dtype f32: it is not exactly representable "
+        "(the nearest f32 is 16777216)");
+  CHECK(scalar_refusal("bf16", one(NpyDtype::kFloat32, 0.1F)) ==
+        "op: 0.1 (float32, shape ()) does not convert to operand 1's dtype bf16: it is not exactly representable (the "
+        "nearest bf16 is 0.100097656)");
+  CHECK(scalar_refusal("f8e4m3fn", one(NpyDtype::kFloat32, INFINITY)) ==
+        "op: inf (float32, shape ()) does not convert to operand 1's dtype f8e4m3fn: f8e4m3fn has no infinity");
+  CHECK(scalar_refusal("f32", one(NpyDtype::kFloat64, 0.1)) ==
+        "op: 0.1 (float64, shape ()) does not convert to operand 1's dtype f32: it is not exactly representable (the "
+        "nearest f32 is 0.10000000149011612)");
+  CHECK(scalar_register(scalar_operand("s32"), one(NpyDtype::kFloat64, 16777217.0), {}, "op") == 16777217U);
+  CHECK(scalar_refusal("pred", one(NpyDtype::kInt32, std::int32_t{1})) ==
+        "op: 1 (int32, shape ()) does not convert to operand 1's dtype pred: that dtype is not supported (f32, s32, "
+        "u32, bf16, f8e4m3fn)");
+}

@@ -62,6 +62,34 @@ Bind parse_bind(const std::string& text) {
   return b;
 }
 
+// A by-value operand (`inlined_call_operand.<no memory space>`) that takes
+// the value of one of the case's inputs.
+struct ScalarInput {
+  std::size_t step = 0;
+  std::string input;
+  chip::OperandBinding binding;  // as the kernel declares it
+};
+
+// Operand `index` of `program` if the program declares it by value (nullopt
+// otherwise, or if its shape is malformed: run_chain reports that).
+std::optional<chip::OperandBinding> by_value_operand(const isa::Program& program, std::uint32_t index) {
+  for (const auto& bundle : program.bundles) {
+    for (const auto& op : bundle.ops) {
+      if (op.opcode != isa::OpId::kInlinedCallOperandScalar || op.operands.empty()) continue;
+      const isa::OperandDecl& decl = op.operands.front().decl;
+      const auto shape = chip::parse_shape(decl.shape);
+      if (decl.index != index || !shape) continue;
+      chip::OperandBinding b;
+      b.index = index;
+      b.space = "<no memory space>";
+      b.dtype = shape->first;
+      b.shape = shape->second;
+      return b;
+    }
+  }
+  return std::nullopt;
+}
+
 std::string element_index(const std::vector<std::uint64_t>& shape, std::uint64_t flat) {
   std::vector<std::uint64_t> idx(shape.size());
   for (std::size_t d = shape.size(); d-- > 0;) {
@@ -132,20 +160,35 @@ int run_case_command(const std::vector<std::string>& args) {
     programs.reserve(chain.size());
     for (const auto& kernel : chain)
       programs.push_back(load_program((dir / kernel.at("dump").get<std::string>()).string()));
+    std::vector<ScalarInput> scalar_inputs;
     for (std::size_t k = 0; k < chain.size(); ++k) {
       chip::ChainStep step;
       step.program = &programs[k];
       for (const auto& op : chain[k].at("operands")) {
         const Bind bind = parse_bind(op.at("binds").get<std::string>());
-        step.operand_buffers[op.at("index").get<std::uint32_t>()] = bind.buffer;
-        if (bind.constant_bits) request.scalars[bind.buffer] = *bind.constant_bits;
+        const auto index = op.at("index").get<std::uint32_t>();
+        step.operand_buffers[index] = bind.buffer;
+        if (bind.constant_bits) {
+          request.scalars[bind.buffer] = *bind.constant_bits;
+        } else if (auto declared = by_value_operand(programs[k], index)) {
+          if (op.contains("dtype") && op.at("dtype").get<std::string>() != declared->dtype) {
+            throw std::invalid_argument(
+                fmt::format("kernel {} ({}): case.json gives scalar operand {} dtype {}, but the "
+                            "kernel declares {}[]",
+                            k, programs[k].name, index, op.at("dtype").get<std::string>(), declared->dtype));
+          }
+          scalar_inputs.push_back({k, bind.buffer, *declared});
+        }
         if (bind.transposed) request.transposed[bind.buffer] = true;
         if (op.at("kind") == "output" && bind.buffer == "output") output_buffer = bind.buffer;
       }
       request.steps.push_back(step);
     }
+    std::map<std::string, std::string> input_dtypes;  // case.json's name of what an input holds ("bfloat16", ...)
     for (const auto& input : c.at("inputs")) {
       const std::string buffer = input.at("name").get<std::string>();
+      input_dtypes[buffer] =
+          input.contains("dtype") && input.at("dtype").is_string() ? input.at("dtype").get<std::string>() : "";
       // Prefer the raw codes of bf16/f8 inputs: they keep NaN payloads and signs.
       const std::string file = input.contains("bits_file") && !input.at("bits_file").is_null()
                                    ? input.at("bits_file").get<std::string>()
@@ -174,6 +217,29 @@ int run_case_command(const std::vector<std::string>& args) {
         }
         request.inputs[buffer] = make_npy(NpyDtype::kFloat32, {rows}, maxima.data());
         request.input_origins[buffer] = fmt::format("row maxima of {}", source);
+      }
+    }
+    // A by-value operand bound to an input takes its value, in the operand's dtype.
+    for (const auto& scalar : scalar_inputs) {
+      const std::string what = fmt::format("kernel {} ({}): scalar operand {} ({}[])", scalar.step,
+                                           programs[scalar.step].name, scalar.binding.index, scalar.binding.dtype);
+      const auto in = request.inputs.find(scalar.input);
+      if (in == request.inputs.end()) {
+        std::vector<std::string> names;
+        for (const auto& [input, array] : request.inputs) names.push_back(input);
+        throw std::invalid_argument(
+            fmt::format("{} binds '{}', which is neither a constant nor an input of the case (inputs: {})", what,
+                        scalar.input, names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+      }
+      const std::uint32_t bits = chip::scalar_register(
+          scalar.binding, in->second, input_dtypes[scalar.input],
+          fmt::format("{} from input '{}' ({})", what, scalar.input, request.input_origins.at(scalar.input)));
+      // Kernels share buffers by name: one input gives one register value.
+      if (const auto [it, fresh] = request.scalars.emplace(scalar.input, bits); !fresh && it->second != bits) {
+        throw std::invalid_argument(fmt::format(
+            "{}: input '{}' is bound to scalar operands of different dtypes (0x{:08x} here, 0x{:08x} before); give "
+            "each its own input",
+            what, scalar.input, bits, it->second));
       }
     }
     const auto& out = c.at("output");
