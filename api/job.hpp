@@ -22,6 +22,8 @@
 
 namespace tpuemu::api {
 
+struct Result;
+
 // One program of a job. Operand i binds to buffer operand_buffers[i], or to
 // buffer "i" when the map has no entry for it (so a one-program job's buffers
 // are its operand indices).
@@ -38,7 +40,10 @@ struct Step {
 struct Input {
   std::vector<NpyArray> per_chip;
   std::function<NpyArray(std::uint32_t chip)> provider;  // used when per_chip is empty
-  std::string origin;                                    // names the data in messages (a file name)
+  // Pods only, instead of arrays: chip c's bytes already in device layout
+  // (chip/host_io.hpp), zero-padded here to chip::device_bytes(binding).
+  std::function<std::vector<std::uint8_t>(std::uint32_t chip, const chip::OperandBinding& binding)> device_provider;
+  std::string origin;  // names the data in messages (a file name)
 };
 
 struct Options {
@@ -82,6 +87,10 @@ struct Job {
   // the CLI puts an RTL MXU behind the C++ one here (tools/mxu_options.hpp).
   // Only for kAuto/kInProcess callers that know their process simulates.
   std::function<void(chip::RunRequest&)> configure_chip_run;
+  // Runs in the process that simulated, on the finished Result, before it
+  // travels back from a child: a check of the outputs against a reference
+  // there (api/collective.cpp) saves sending them.
+  std::function<void(Result&)> on_result;
 };
 
 }  // namespace tpuemu::api

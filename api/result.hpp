@@ -21,6 +21,19 @@ struct OutputBuffer {
   std::vector<std::vector<std::uint8_t>> device;  // by chip
 };
 
+// What a run cost the host (not part of the report, which stays the same
+// from run to run): wall time and peak RSS of the simulating process, and
+// its work counters (pods only: bundles over all cores, network events,
+// blocked cores woken, quantum synchronisations).
+struct HostCost {
+  double seconds = 0;
+  std::uint64_t peak_rss_bytes = 0;
+  std::uint64_t bundles = 0;
+  std::uint64_t network_events = 0;
+  std::uint64_t core_resumes = 0;
+  std::uint64_t core_syncs = 0;
+};
+
 struct Result {
   std::uint64_t cycles = 0;
   double seconds = 0;
@@ -29,6 +42,7 @@ struct Result {
   // and after a fault.
   std::map<std::string, OutputBuffer> outputs;
   std::optional<FaultSite> fault;
+  HostCost host;
 
   // Output buffer `name` of chip `chip` in host layout: float32 values for
   // bf16/f8 buffers, or their raw uint16/uint8 codes with `raw_bits`.

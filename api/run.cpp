@@ -1,8 +1,10 @@
 #include "api/run.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -307,6 +309,11 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
   request.input = [&job](std::uint32_t chip_id, const std::string& buffer, const chip::OperandBinding& binding) {
     const auto it = job.inputs.find(buffer);
     if (it == job.inputs.end()) return std::vector<std::uint8_t>{};
+    if (it->second.device_provider) {
+      std::vector<std::uint8_t> bytes = it->second.device_provider(chip_id, binding);
+      bytes.resize(std::max<std::uint64_t>(bytes.size(), chip::device_bytes(binding)), 0);
+      return bytes;
+    }
     std::vector<NpyArray> holder;
     std::string origin = origin_of(buffer, it->second);
     return chip::to_device(binding, input_array(it->second, chip_id, holder), origin);
@@ -315,6 +322,10 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
   Result result;
   result.cycles = pod.cycles;
   result.seconds = pod.seconds;
+  result.host.bundles = pod.bundles;
+  result.host.network_events = pod.network_events;
+  result.host.core_resumes = pod.core_resumes;
+  result.host.core_syncs = pod.core_syncs;
   if (dry_tracer) return result;
   if (pod.fault && pod.waveform_overflowed) throw BadInput(fmt::format("--vcd {}: {}", job.observers.vcd, *pod.fault));
   observers->finish(job.observers, chip.clock_hz);
@@ -338,14 +349,24 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
 // only feeds that tracer.
 Result simulate_here(const Job& job, chip::Tracer* dry_tracer) {
   g_simulated = true;
+  const auto started = std::chrono::steady_clock::now();
   try {
     const ChipConfig chip = load_chip(job.chip);
+    Result result;
     if (job.topology) {
       const ici::Topology topology = ici::make_topology(*job.topology, chip);
-      return run_on_pod(job, chip, topology, dry_tracer);
+      result = run_on_pod(job, chip, topology, dry_tracer);
+    } else if (job.steps.size() == 1) {
+      result = run_chip_program(job, chip, dry_tracer);
+    } else {
+      result = run_chip_chain(job, chip, dry_tracer);
     }
-    if (job.steps.size() == 1) return run_chip_program(job, chip, dry_tracer);
-    return run_chip_chain(job, chip, dry_tracer);
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    result.host.peak_rss_bytes = static_cast<std::uint64_t>(usage.ru_maxrss) * 1024;
+    result.host.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (!dry_tracer && job.on_result) job.on_result(result);
+    return result;
   } catch (...) {
     rethrow_as_api_error();
   }
@@ -373,6 +394,9 @@ std::string encode(Result&& r) {
   j["seconds"] = r.seconds;
   j["report"] = std::move(r.report);
   j["fault"] = r.fault ? json(r.fault->message) : json(nullptr);
+  j["host"] = {{"seconds", r.host.seconds},           {"peak_rss_bytes", r.host.peak_rss_bytes},
+               {"bundles", r.host.bundles},           {"network_events", r.host.network_events},
+               {"core_resumes", r.host.core_resumes}, {"core_syncs", r.host.core_syncs}};
   json outputs = json::object();
   for (auto& [name, out] : r.outputs) {
     json chips = json::array();
@@ -418,6 +442,13 @@ Result decode(const std::string& text) {
   r.seconds = j.at("seconds").get<double>();
   r.report = j.at("report");
   if (!j.at("fault").is_null()) r.fault = parse_fault(j.at("fault").get<std::string>());
+  const json& host = j.at("host");
+  r.host.seconds = host.at("seconds").get<double>();
+  r.host.peak_rss_bytes = host.at("peak_rss_bytes").get<std::uint64_t>();
+  r.host.bundles = host.at("bundles").get<std::uint64_t>();
+  r.host.network_events = host.at("network_events").get<std::uint64_t>();
+  r.host.core_resumes = host.at("core_resumes").get<std::uint64_t>();
+  r.host.core_syncs = host.at("core_syncs").get<std::uint64_t>();
   for (const auto& [name, out] : j.at("outputs").items()) {
     OutputBuffer& o = r.outputs[name];
     o.binding = binding_from(out.at("binding"));

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "api/collective.hpp"
 #include "api/report.hpp"
 #include "api/run.hpp"
 #include "common/presets.hpp"
@@ -143,6 +144,25 @@ py::dict result_dict(const api::Result& r) {
   return d;
 }
 
+ici::TopologyRequest topology_request(const std::string& shape, const std::string& wrap, bool force) {
+  ici::TopologyRequest t;
+  t.shape = shape;
+  t.force = force;
+  if (!wrap.empty()) {
+    const std::size_t axes = static_cast<std::size_t>(std::count(shape.begin(), shape.end(), 'x')) + 1;
+    if (wrap == "none") {
+      t.wrap = std::vector<bool>(axes, false);
+    } else {
+      try {
+        t.wrap = ici::parse_wrap_axes(wrap, axes);
+      } catch (const std::exception& e) {
+        throw api::BadInput(e.what());
+      }
+    }
+  }
+  return t;
+}
+
 // steps: list of (Program, {operand index: buffer name}); inputs: {buffer: [arrays]}.
 py::dict run(const std::vector<std::pair<Program, std::map<std::uint32_t, std::string>>>& steps,
              const std::string& chip, const std::string& chip_file, const std::vector<std::string>& overrides,
@@ -155,22 +175,7 @@ py::dict run(const std::vector<std::pair<Program, std::map<std::uint32_t, std::s
   job.chip.chip_file = chip_file;
   job.chip.overrides = overrides;
   if (!topology.empty()) {
-    ici::TopologyRequest t;
-    t.shape = topology;
-    t.force = force;
-    if (!wrap.empty()) {
-      const std::size_t axes = static_cast<std::size_t>(std::count(topology.begin(), topology.end(), 'x')) + 1;
-      if (wrap == "none") {
-        t.wrap = std::vector<bool>(axes, false);
-      } else {
-        try {
-          t.wrap = ici::parse_wrap_axes(wrap, axes);
-        } catch (const std::exception& e) {
-          throw api::BadInput(e.what());
-        }
-      }
-    }
-    job.topology = t;
+    job.topology = topology_request(topology, wrap, force);
     job.routing = routing;
   }
   for (const auto& [program, buffers] : steps) job.steps.push_back({program.program, program.name, buffers});
@@ -193,6 +198,60 @@ py::dict run(const std::vector<std::pair<Program, std::map<std::uint32_t, std::s
     result = api::run(job);
   }
   return result_dict(result);
+}
+
+// One collective per size; a list of row dicts (the pod report's "collective"
+// fields plus cycles, seconds, report, host cost, outputs when asked).
+py::list collective(const std::string& op, const std::string& topology, const std::string& sizes,
+                    const std::string& chip, const std::string& chip_file, const std::vector<std::string>& overrides,
+                    const std::string& wrap, bool force, const std::string& routing, const std::string& axes,
+                    const std::string& algo, const std::string& dtype, const std::string& piece, bool no_data,
+                    std::uint64_t max_cycles, bool keep_outputs) {
+  api::CollectiveJob job;
+  job.chip.preset = chip;
+  job.chip.chip_file = chip_file;
+  job.chip.overrides = overrides;
+  job.topology = topology_request(topology, wrap, force);
+  job.routing = routing;
+  job.no_data = no_data;
+  if (max_cycles != 0) job.max_cycles = max_cycles;
+  job.keep_outputs = keep_outputs;
+  const api::CollectiveSetup setup = api::check_collective_setup(job);
+  job.spec.op = op;
+  job.spec.algorithm = algo;
+  job.spec.dtype = dtype;
+  if (axes.empty()) {
+    for (std::size_t a = 0; a < setup.topology.axis_count(); ++a) job.spec.axes.push_back(a);
+  } else {
+    try {
+      job.spec.axes = ici::parse_axis_list(axes, setup.topology.axis_count(), "axes", "name them like y or x,y");
+    } catch (const std::exception& e) {
+      throw api::BadInput(e.what());
+    }
+  }
+  if (!piece.empty()) job.spec.piece_bytes = api::parse_collective_size(piece);
+  const std::vector<std::uint64_t> list = api::parse_collective_sizes(sizes);
+  for (const std::uint64_t v : list) {  // every size is checked before the first run
+    job.spec.bytes = v;
+    api::check_collective_size(job, setup);
+  }
+  py::list rows;
+  for (const std::uint64_t v : list) {
+    job.spec.bytes = v;
+    api::CollectiveResult r;
+    {
+      py::gil_scoped_release release;
+      r = api::run_collective(job);
+    }
+    py::dict row = result_dict(r.run);
+    py::dict fields = py::module_::import("json").attr("loads")(r.run.report["collective"].dump());
+    for (auto item : fields) row[item.first] = item.second;
+    row["ok"] = r.ok;
+    row["host_seconds"] = r.host_seconds;
+    row["host_peak_rss_bytes"] = r.run.host.peak_rss_bytes;
+    rows.append(row);
+  }
+  return rows;
 }
 
 }  // namespace
@@ -234,5 +293,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("run", &run, py::arg("steps"), py::arg("chip"), py::arg("chip_file"), py::arg("overrides"), py::arg("topology"),
         py::arg("wrap"), py::arg("force"), py::arg("routing"), py::arg("inputs"), py::arg("no_data"), py::arg("strict"),
         py::arg("max_cycles"), py::arg("quantum"), py::arg("trace"), py::arg("vcd"), py::arg("memory_profile"));
+  m.def("collective", &collective, py::arg("op"), py::arg("topology"), py::arg("sizes"), py::arg("chip"),
+        py::arg("chip_file"), py::arg("overrides"), py::arg("wrap"), py::arg("force"), py::arg("routing"),
+        py::arg("axes"), py::arg("algo"), py::arg("dtype"), py::arg("piece"), py::arg("no_data"), py::arg("max_cycles"),
+        py::arg("keep_outputs"));
   m.attr("report_schema_version") = api::kReportSchemaVersion;
 }

@@ -25,7 +25,7 @@ from . import _core
 
 __all__ = [
     "Error", "BadInput", "AssemblyError", "ProgramFault", "InternalError",
-    "Program", "Result", "assemble", "load", "run", "chips", "report_schema_version",
+    "Program", "Result", "assemble", "load", "run", "collective", "chips", "report_schema_version",
 ]
 
 report_schema_version: int = _core.report_schema_version
@@ -204,3 +204,62 @@ def run(program: Union[Program, str, Sequence[Tuple[Any, Mapping[int, str]]]],
     if result.fault is not None and raise_on_fault:
         raise ProgramFault(result.fault, result)
     return result
+
+
+def collective(op: str = "all-gather",
+               topology: str = "8x16",
+               sizes: Union[str, int, Sequence[int]] = "64K",
+               chip: Optional[str] = None,
+               *,
+               axes: Optional[str] = None,
+               algo: str = "bidir-ring",
+               dtype: str = "f32",
+               piece: Optional[Union[str, int]] = None,
+               no_data: bool = False,
+               set: Sequence[str] = (),
+               chip_file: Optional[str] = None,
+               wrap: Optional[str] = None,
+               force: bool = False,
+               routing: str = "dimension-order",
+               max_cycles: Optional[int] = None,
+               keep_outputs: bool = False) -> List[Dict[str, Any]]:
+    """Runs a generated collective on a pod, as ``tpuemu collective`` does.
+
+    op: "all-gather", "reduce-scatter", "all-reduce" or "all-to-all".
+    topology: the pod ("4x4", "4x4x4", ...); ``axes`` the participating
+        axes ("y", "x,y"; default all); ``algo`` "ring", "bidir-ring" or
+        "multi-axis"; ``dtype`` "f32" or "bf16" (reductions sum in it).
+    sizes: V in bytes: an int, a list of ints, or text as ``--sizes`` takes
+        it ("64K:1G" doubling, "1M,4M"; K, M, G are powers of 1024).
+    no_data: timing only (identical times, no check).
+    keep_outputs: also return every chip's output (``outputs["1"]``, raw
+        bytes in device layout as uint8).
+
+    Returns one dict per size: ``cycles``, ``seconds``, ``algbw``,
+    ``busbw``, ``linkbw``, ``link_fraction``, ``predicted_seconds`` (the
+    book's formula, also ``predicted_bandwidth_seconds`` /
+    ``predicted_latency_seconds`` and ``formula``),
+    ``measured_over_predicted``, ``check`` ("bit-exact", "MISMATCH on K
+    chips" or "skipped (--no-data)"), ``ok``, ``report`` (the pod report),
+    ``host_seconds``, ``host_peak_rss_bytes``. Raises BadInput (a size the
+    algorithm cannot split names the multiple it needs; a pod that would
+    not fit the host's memory names the estimate and the limit),
+    ProgramFault, InternalError.
+    """
+    if isinstance(sizes, int):
+        sizes_text = str(sizes)
+    elif isinstance(sizes, str):
+        sizes_text = sizes
+    else:
+        sizes_text = ",".join(str(int(s)) for s in sizes)
+    rows = _core.collective(op, topology, sizes_text, chip or "", chip_file or "", list(set), wrap or "", force,
+                            routing, axes or "", algo, dtype, "" if piece is None else str(piece), no_data,
+                            max_cycles or 0, keep_outputs)
+    out = []
+    for row in rows:
+        if row["fault"] is not None:
+            raise ProgramFault(row["fault"], Result(row, pod=True))
+        row["outputs"] = {k: v for k, v in row["outputs"].items()}
+        del row["bits"]
+        out.append(row)
+    return out

@@ -1,0 +1,207 @@
+#include "api/collective.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "chip/host_io.hpp"
+#include "chip/host_memory.hpp"
+#include "common/numerics.hpp"
+#include "common/parse_number.hpp"
+#include "ici/routing.hpp"
+#include "programs/collective_reference.hpp"
+
+namespace tpuemu::api {
+namespace {
+
+// Runs `f`, turning the generator's and the chip layer's refusals into BadInput.
+template <typename F>
+auto checked(F&& f) {
+  try {
+    return f();
+  } catch (const BadInput&) {
+    throw;
+  } catch (const std::exception& e) {  // ConfigError, TopologyError, invalid_argument, LoadError
+    throw BadInput(e.what());
+  }
+}
+
+}  // namespace
+
+// "64K", "1G", "4096", "2MiB": K, M, G (and KiB, MiB, GiB) are powers of 1024, as in nccl-tests.
+std::uint64_t parse_collective_size(const std::string& text) {
+  const auto value = parse_bytes(text);
+  if (!value) throw BadInput(fmt::format("size '{}' is not a whole number of bytes like 65536, 64K or 1G", text));
+  if (*value == 0) throw BadInput(fmt::format("size '{}' must be positive", text));
+  return *value;
+}
+
+// "64K:1G" (doubling), "1M,4M", "16M".
+std::vector<std::uint64_t> parse_collective_sizes(const std::string& text) {
+  std::vector<std::uint64_t> sizes;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    const std::uint64_t lo = parse_collective_size(text.substr(0, colon));
+    const std::uint64_t hi = parse_collective_size(text.substr(colon + 1));
+    if (hi < lo) throw BadInput(fmt::format("--sizes {}: the range ends below its start", text));
+    for (std::uint64_t s = lo;; s *= 2) {
+      sizes.push_back(s);
+      if (s > hi / 2) break;  // the next doubling passes hi (or 64 bits)
+    }
+    return sizes;
+  }
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const auto comma = text.find(',', start);
+    sizes.push_back(
+        parse_collective_size(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return sizes;
+}
+
+std::vector<std::uint8_t> collective_input(std::uint64_t bytes, bool bf16, std::uint32_t chip) {
+  std::vector<std::uint8_t> out(bytes);
+  std::mt19937 rng(1000 + chip);
+  std::uniform_real_distribution<float> dist(-1.0F, 1.0F);
+  if (bf16) {
+    for (std::uint64_t i = 0; i + 2 <= bytes; i += 2) {
+      const std::uint16_t b = f32_to_bf16_bits(dist(rng));
+      std::memcpy(&out[i], &b, 2);
+    }
+  } else {
+    for (std::uint64_t i = 0; i + 4 <= bytes; i += 4) {
+      const float f = dist(rng);
+      std::memcpy(&out[i], &f, 4);
+    }
+  }
+  return out;
+}
+
+CollectiveSetup check_collective_setup(const CollectiveJob& job) {
+  return checked([&job] {
+    CollectiveSetup setup;
+    setup.chip = load_chip(job.chip);
+    setup.topology = ici::make_topology(job.topology, setup.chip);
+    (void)ici::routing_policy(job.routing);
+    return setup;
+  });
+}
+
+programs::CollectivePlan collective_plan(const CollectiveJob& job, const CollectiveSetup& setup) {
+  return checked([&] { return programs::plan_collective(job.spec, setup.topology); });
+}
+
+void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setup) {
+  checked([&] {
+    const ici::Topology& topology = setup.topology;
+    const auto shapes = programs::collective_shapes(job.spec, topology);
+    const bool data = !job.no_data;
+    const double touched = static_cast<double>(topology.chip_count()) *
+                           static_cast<double>(shapes.input_bytes * 2 + shapes.output_bytes + shapes.scratch_bytes);
+    chip::check_host_memory(
+        chip::estimate_pod_host_memory(topology.chip_count(), setup.chip.tensorcores_per_chip,
+                                       data ? static_cast<std::uint64_t>(touched) / topology.chip_count() : 0),
+        fmt::format("size {}: the {} pod of {}", job.spec.bytes, topology.shape(), setup.chip.name));
+    if (data && touched > 8.0 * (1ULL << 30)) {
+      throw BadInput(fmt::format(
+          "size {}: moving real data would touch {:.1f} GiB of host memory over {} chips; use --no-data for "
+          "timing (identical times) or a smaller size",
+          job.spec.bytes, touched / (1ULL << 30), topology.chip_count()));
+    }
+    return 0;
+  });
+}
+
+CollectiveResult run_collective(const CollectiveJob& cjob) {
+  const auto started = std::chrono::steady_clock::now();
+  const CollectiveSetup setup = check_collective_setup(cjob);
+  const programs::CollectiveSpec& spec = cjob.spec;
+  const ici::Topology& topology = setup.topology;
+  const programs::CollectivePlan plan = collective_plan(cjob, setup);
+  const programs::CollectiveShapes shapes = checked([&] { return programs::collective_shapes(spec, topology); });
+  const bool bf16 = spec.dtype == "bf16";
+  const bool data = !cjob.no_data;
+
+  Job job;
+  job.chip = cjob.chip;
+  job.topology = cjob.topology;
+  job.routing = cjob.routing;
+  job.options.no_data = cjob.no_data;
+  job.options.max_cycles = cjob.max_cycles;
+  job.isolation = Isolation::kChild;
+  const std::string name = fmt::format("{}-{}.llo", spec.op, spec.bytes);
+  job.steps.push_back(
+      {assemble(checked([&] { return programs::generate_collective(spec, topology, setup.chip); }), name), name, {}});
+  if (data) {
+    // A chunk below one (8,128) tile is padded to the operand's device size
+    // (the program reads only its first input_bytes).
+    job.inputs["0"].origin = "the collective's input";
+    job.inputs["0"].device_provider = [&shapes, bf16](std::uint32_t id, const chip::OperandBinding&) {
+      return collective_input(shapes.input_bytes, bf16, id);
+    };
+  }
+  std::string check = "skipped (--no-data)";
+  bool ok = true;
+  job.on_result = [&](Result& r) {
+    if (!data || r.fault) return;
+    std::vector<std::vector<std::uint8_t>> inputs;
+    for (std::uint32_t id = 0; id < topology.chip_count(); ++id)
+      inputs.push_back(collective_input(shapes.input_bytes, bf16, id));
+    const auto expected = programs::collective_reference(spec, topology, inputs);
+    std::uint64_t wrong_chips = 0;
+    const auto& got = r.outputs.at("1").device;
+    for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
+      if (got[id].size() < expected[id].size() ||
+          std::memcmp(got[id].data(), expected[id].data(), expected[id].size()) != 0) {
+        ++wrong_chips;
+      }
+    }
+    r.report["collective_check"] = wrong_chips == 0 ? "bit-exact" : fmt::format("MISMATCH on {} chips", wrong_chips);
+    if (!cjob.keep_outputs) r.outputs.clear();
+  };
+  CollectiveResult out;
+  out.run = run(job);
+  if (out.run.report.contains("collective_check")) {
+    check = out.run.report["collective_check"].get<std::string>();
+    out.run.report.erase("collective_check");
+    ok = check == "bit-exact";
+  }
+  out.prediction = programs::predict_collective(spec, topology, setup.chip);
+  out.group_size = plan.group_size;
+  const double n = static_cast<double>(plan.group_size);
+  const double bus_factor = spec.op == "all-reduce" ? 2.0 * (n - 1) / n : (n - 1) / n;
+  const double links_in_use = static_cast<double>(plan.directions * plan.parts);
+  const bool per_link = spec.op != "all-to-all";  // all-to-all blocks travel different distances
+  out.algbw = out.run.seconds > 0 ? static_cast<double>(spec.bytes) / out.run.seconds : 0;
+  out.busbw = out.algbw * bus_factor;
+  out.linkbw = per_link ? out.busbw / links_in_use : 0.0;
+  out.link_fraction = per_link ? out.linkbw / setup.chip.ici.link_bandwidth : 0.0;
+  out.check = check;
+  out.ok = ok;
+  out.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::string axes;
+  for (std::size_t a : spec.axes) axes += fmt::format("{}{}", axes.empty() ? "" : ",", ici::axis_name(a));
+  out.run.report["collective"] = {
+      {"op", spec.op},
+      {"algorithm", spec.algorithm},
+      {"dtype", spec.dtype},
+      {"bytes", spec.bytes},
+      {"axes", axes},
+      {"group_size", out.group_size},
+      {"algbw", out.algbw},
+      {"busbw", out.busbw},
+      {"linkbw", out.linkbw},
+      {"link_fraction", out.link_fraction},
+      {"predicted_seconds", out.prediction.seconds},
+      {"predicted_bandwidth_seconds", out.prediction.bandwidth_seconds},
+      {"predicted_latency_seconds", out.prediction.latency_seconds},
+      {"measured_over_predicted", out.prediction.seconds > 0 ? out.run.seconds / out.prediction.seconds : 0.0},
+      {"formula", out.prediction.formula},
+      {"check", out.check}};
+  return out;
+}
+
+}  // namespace tpuemu::api

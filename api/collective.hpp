@@ -1,0 +1,69 @@
+// A generated collective (programs/collectives.hpp) run on a pod through the
+// run API, checked against its host reference, beside the book's prediction
+// and nccl-tests' bandwidth figures. Below `tpuemu collective` and
+// tpuemu.collective in Python.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "api/run.hpp"
+#include "programs/collectives.hpp"
+
+namespace tpuemu::api {
+
+struct CollectiveJob {
+  ChipRequest chip;
+  ici::TopologyRequest topology;
+  std::string routing = "dimension-order";
+  programs::CollectiveSpec spec;  // spec.bytes = V, the size
+  bool no_data = false;           // timing only: no data, no check (identical times)
+  std::uint64_t max_cycles = chip::RunOptions{}.max_cycles;
+  bool keep_outputs = false;  // also return every chip's output buffer ("1") in Result::outputs
+};
+
+struct CollectiveResult {
+  Result run;  // the pod report, with "collective" (the fields below) added
+  programs::CollectivePrediction prediction;
+  std::uint64_t group_size = 0;  // N
+  double algbw = 0;              // V / time (B/s)
+  double busbw = 0;              // algbw x 2(N-1)/N (all-reduce) or (N-1)/N
+  double linkbw = 0;             // busbw / links a stream uses into one chip; 0 for all-to-all
+  double link_fraction = 0;      // linkbw / the link's rate
+  std::string check;             // "bit-exact", "MISMATCH on K chips", "skipped (--no-data)"
+  bool ok = true;                // no mismatch
+  double host_seconds = 0;       // this call's wall time (generation, run, check)
+};
+
+// The parts of a job that do not depend on its size, checked: chip,
+// topology, routing, axes, op, algorithm, dtype. Throws BadInput.
+struct CollectiveSetup {
+  ChipConfig chip;
+  ici::Topology topology{{1}, {false}};
+};
+CollectiveSetup check_collective_setup(const CollectiveJob& job);
+
+// The plan of size job.spec.bytes (group size, directions, parts). Throws BadInput.
+programs::CollectivePlan collective_plan(const CollectiveJob& job, const CollectiveSetup& setup);
+
+// A size: "65536", "64K", "1G", "2MiB" (K, M, G and KiB, MiB, GiB are powers
+// of 1024, as in nccl-tests). Sizes: "64K:1G" (doubling), "1M,4M", "16M".
+// Throw BadInput.
+std::uint64_t parse_collective_size(const std::string& text);
+std::vector<std::uint64_t> parse_collective_sizes(const std::string& text);
+
+// The deterministic input of chip `chip` (random values in [-1, 1) of the
+// spec's dtype, seeded by the chip id), `bytes` long in device layout.
+std::vector<std::uint8_t> collective_input(std::uint64_t bytes, bool bf16, std::uint32_t chip);
+
+// Throws BadInput if size `job.spec.bytes` cannot run: the algorithm cannot
+// split it (naming the multiple it needs), or the pod would not fit the
+// host's memory (naming the estimate and the limit).
+void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setup);
+
+// Generates, runs (always in a child process, so the caller stays small and
+// each size's peak RSS is its own) and checks one size. Throws BadInput or
+// InternalError; a program fault is run.fault.
+CollectiveResult run_collective(const CollectiveJob& job);
+
+}  // namespace tpuemu::api
