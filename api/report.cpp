@@ -145,6 +145,19 @@ json pod_report(const std::string& program, const ChipConfig& chip, const ici::T
     cycles.push_back(c.cycles);
   }
   json j = common_fields(program, chip, r.cycles, r.seconds, cores, cycles);
+  for (std::size_t c = 0; c < r.chips.size(); ++c) {
+    json steps = json::array();
+    const auto& chip_result = r.chips[c];
+    for (std::size_t s = 0; s < chip_result.step_end_cycles.size() && s < chip_result.step_end_stats.size(); ++s) {
+      const chip::CoreStats& st = chip_result.step_end_stats[s];
+      steps.push_back({{"end_cycle", chip_result.step_end_cycles[s]},
+                       {"bundles", st.bundles},
+                       {"mxu_flops", st.mxu_flops},
+                       {"vpu_flops", st.vpu_flops},
+                       {"hbm_bytes", st.hbm_bytes}});
+    }
+    j["per_chip"][c]["steps"] = std::move(steps);
+  }
   std::vector<std::string> wraps;
   for (std::size_t a = 0; a < topology.axis_count(); ++a) {
     if (topology.wraps(a)) wraps.emplace_back(1, ici::axis_name(a));

@@ -8,6 +8,7 @@
 #include "api/output_files.hpp"
 #include "api/report.hpp"
 #include "api/roofline.hpp"
+#include "api/run.hpp"
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
 #include "chip/pod.hpp"
@@ -64,53 +65,50 @@ int chip_demo(const std::vector<std::string>& args) {
   const std::uint64_t n = (*vm)["n"].as<std::uint64_t>();
   const std::uint32_t seed = static_cast<std::uint32_t>((*vm)["seed"].as<std::uint64_t>());
 
-  chip::RunRequest request;
-  request.options.max_cycles = max_cycles(*vm);
-  isa::Program program;
+  api::Job job;
+  job.options.max_cycles = max_cycles(*vm);
+  ChipConfig chip;
   try {
     if (vm->count("report") != 0U) check_writable("--report", (*vm)["report"].as<std::string>());
-    request.chip = load_chip(chip_request(*vm));
+    job.chip = chip_request(*vm);
+    chip = load_chip(job.chip);
     programs::MatmulSpec spec;
     spec.m = m;
     spec.k = k;
     spec.n = n;
-    refuse_other_mxu(request.chip);
-    program = isa::assemble(programs::generate_matmul(spec, request.chip), "demo_matmul.llo");
-  } catch (const ConfigError& e) {
-    fmt::print(stderr, "tpuemu demo: {}\n", e.what());
-    return kExitBadInput;
-  } catch (const std::invalid_argument& e) {
+    refuse_other_mxu(chip);
+    job.steps.push_back({api::assemble(programs::generate_matmul(spec, chip), "demo_matmul.llo"), "demo matmul", {}});
+  } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
     return kExitBadInput;
   }
-  request.program = &program;
   const auto a = programs::random_bf16_values(m * k, seed);
   const auto b = programs::random_bf16_values(k * n, seed + 1);
-  request.inputs[0] = make_npy(NpyDtype::kFloat32, {m, k}, a.data());
-  request.inputs[1] = make_npy(NpyDtype::kFloat32, {k, n}, b.data());
+  job.inputs["0"].per_chip = {make_npy(NpyDtype::kFloat32, {m, k}, a.data())};
+  job.inputs["1"].per_chip = {make_npy(NpyDtype::kFloat32, {k, n}, b.data())};
 
   fmt::print("tpuemu demo: C[{},{}] = A[{},{}] @ B[{},{}], bf16 inputs, f32 output, on an emulated {}\n", m, n, m, k, k,
-             n, request.chip.name);
-  fmt::print("program: `tpuemu gen matmul --m {} --k {} --n {}` ({} bundles)\n\n", m, k, n, program.bundles.size());
+             n, chip.name);
+  fmt::print("program: `tpuemu gen matmul --m {} --k {} --n {}` ({} bundles)\n\n", m, k, n,
+             job.steps.front().program->bundles.size());
   const auto start = std::chrono::steady_clock::now();
-  chip::RunResult run;
+  api::Result run;
   try {
-    run = chip::run_program(request);
+    run = api::run(job);
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
     return kExitBadInput;
   }
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (run.fault) {
-    fmt::print(stderr, "tpuemu demo: program fault: {}\n", *run.fault);
+    fmt::print(stderr, "tpuemu demo: program fault: {}\n", run.fault->message);
     return kExitProgramFault;
   }
-  const nlohmann::json report = api::chip_report("demo matmul", request.chip, run);
+  const nlohmann::json& report = run.report;
   api::print_report(report);
 
   // Bit-exact check against the host reference (same accumulation order).
-  const auto& binding = run.bindings.at(2);
-  const NpyArray c = chip::from_device(binding, run.output_bytes.at(2), false);
+  const NpyArray c = run.output("2");
   const auto expected = programs::matmul_reference(a, b, m, k, n);
   const auto got = c.as_f32();
   std::uint64_t mismatches = 0;
@@ -120,8 +118,9 @@ int chip_demo(const std::vector<std::string>& args) {
       if (mismatches++ == 0) first = i;
     }
   }
-  fmt::print("\nhost      {:.2f} s to emulate {} bundles ({:.3g} bundles/s)\n", host_seconds, run.cores.front().bundles,
-             static_cast<double>(run.cores.front().bundles) / host_seconds);
+  const auto bundles = report["bundles"].get<std::uint64_t>();
+  fmt::print("\nhost      {:.2f} s to emulate {} bundles ({:.3g} bundles/s)\n", host_seconds, bundles,
+             static_cast<double>(bundles) / host_seconds);
   if (vm->count("report") != 0U) {
     if (auto error = write_text_file("--report", (*vm)["report"].as<std::string>(), report.dump(2) + "\n")) {
       fmt::print(stderr, "tpuemu demo: {}\n", *error);
@@ -229,20 +228,29 @@ int pod_demo(const std::vector<std::string>& args) {
   const programs::CollectivePlan plan = programs::plan_collective(gather, topology);
   chip::OperandBinding x_layout{0, "hbm", "bf16", {rows_x, d}, false};
   chip::OperandBinding w_layout{0, "hbm", "bf16", {rows_w, f}, false};
-  chip::PodRequest request;
-  request.options.max_cycles = max_cycles(*vm);
-  request.chip = chip;
-  request.topology = topology;
-  request.routing = (*vm)["routing"].as<std::string>();
-  request.tracer = trace.tracer.get();
-  request.profile = profile.profile.get();
-  request.steps = {{&gather_program, {{0, "w shard"}, {1, "w"}}}, {&matmul_program, {{0, "x"}, {1, "w"}, {2, "y"}}}};
-  request.input = [&](std::uint32_t id, const std::string& buffer, const chip::OperandBinding&) {
+  api::Job job;
+  job.chip = chip_request(*vm);
+  job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
+  job.routing = (*vm)["routing"].as<std::string>();
+  job.options.max_cycles = max_cycles(*vm);
+  if (trace.tracer) {
+    job.observers.trace = trace.path;
+    job.observers.trace_options = trace.tracer->options();
+  }
+  job.observers.memory_profile = profile.json_path;
+  job.steps = {{std::make_shared<const isa::Program>(std::move(gather_program)),
+                "demo_all_gather.llo",
+                {{0, "w shard"}, {1, "w"}}},
+               {std::make_shared<const isa::Program>(std::move(matmul_program)),
+                "demo_matmul.llo",
+                {{0, "x"}, {1, "w"}, {2, "y"}}}};
+  job.inputs["x"].device_provider = [&](std::uint32_t id, const chip::OperandBinding&) {
     const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
-    if (buffer == "x") {
-      const auto rows = row_block(x, d, rank * rows_x, rows_x);
-      return chip::to_device(x_layout, make_npy(NpyDtype::kFloat32, {rows_x, d}, rows.data()), "x");
-    }
+    const auto rows = row_block(x, d, rank * rows_x, rows_x);
+    return chip::to_device(x_layout, make_npy(NpyDtype::kFloat32, {rows_x, d}, rows.data()), "x");
+  };
+  job.inputs["w shard"].device_provider = [&](std::uint32_t id, const chip::OperandBinding&) {
+    const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
     const auto rows = row_block(w, f, rank * rows_w, rows_w);
     return chip::to_device(w_layout, make_npy(NpyDtype::kFloat32, {rows_w, f}, rows.data()), "w");
   };
@@ -254,38 +262,39 @@ int pod_demo(const std::vector<std::string>& args) {
       "  ({} all-gather, `tpuemu collective`), then computes its {} rows of Y (`tpuemu gen matmul`).\n\n",
       n, gather.algorithm, rows_x);
   const auto start = std::chrono::steady_clock::now();
-  chip::PodResult r;
+  api::Result r;
   try {
-    r = chip::run_pod(request);
+    r = api::run(job);
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
     return kExitBadInput;
   }
   const double host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (const auto error = finish_observers(trace, profile, chip.clock_hz)) {
-    fmt::print(stderr, "tpuemu demo: {}\n", *error);
-    return kExitBadInput;
-  }
   if (r.fault) {
-    fmt::print(stderr, "tpuemu demo: program fault: {}\n", *r.fault);
+    fmt::print(stderr, "tpuemu demo: program fault: {}\n", r.fault->message);
     return kExitProgramFault;
   }
-  const nlohmann::json report = api::pod_report("demo: all-gather W, then matmul", chip, topology, request.routing, r);
+  nlohmann::json report = r.report;
+  report["program"] = "demo: all-gather W, then matmul";
   api::print_report(report);
 
   // Phase by phase against the predictions.
   std::uint64_t gather_end = 0;
   std::uint64_t matmul_cycles = 0;
   chip::CoreStats matmul_stats;
-  for (const auto& c : r.chips) {
-    gather_end = std::max(gather_end, c.step_end_cycles.at(0));
-    const std::uint64_t mm = c.step_end_cycles.at(1) - c.step_end_cycles.at(0);
+  for (const auto& c : report["per_chip"]) {
+    const auto& steps = c["steps"];
+    const auto end = [&steps](std::size_t s) { return steps.at(s)["end_cycle"].get<std::uint64_t>(); };
+    const auto delta = [&steps](const char* key) {
+      return steps.at(1)[key].get<std::uint64_t>() - steps.at(0)[key].get<std::uint64_t>();
+    };
+    gather_end = std::max(gather_end, end(0));
+    const std::uint64_t mm = end(1) - end(0);
     if (mm >= matmul_cycles) {
       matmul_cycles = mm;
-      matmul_stats = c.step_end_stats.at(1);
-      matmul_stats.mxu_flops -= c.step_end_stats.at(0).mxu_flops;
-      matmul_stats.vpu_flops -= c.step_end_stats.at(0).vpu_flops;
-      matmul_stats.hbm_bytes -= c.step_end_stats.at(0).hbm_bytes;
+      matmul_stats.mxu_flops = delta("mxu_flops");
+      matmul_stats.vpu_flops = delta("vpu_flops");
+      matmul_stats.hbm_bytes = delta("hbm_bytes");
     }
   }
   const programs::CollectivePrediction predicted = programs::predict_collective(gather, topology, chip);
@@ -307,16 +316,16 @@ int pod_demo(const std::vector<std::string>& args) {
 
   // Every chip's rows of Y against the host reference, bit for bit.
   std::uint64_t mismatches = 0;
-  for (std::uint32_t id = 0; id < r.chips.size(); ++id) {
+  for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
     const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
     const auto rows = row_block(x, d, rank * rows_x, rows_x);
     const auto expected = programs::matmul_reference(rows, w, rows_x, d, f);
-    const NpyArray got = chip::from_device(r.buffers.at("y"), r.chips[id].outputs.at("y"), false);
+    const NpyArray got = r.output("y", id);
     const auto values = got.as_f32();
     for (std::uint64_t i = 0; i < expected.size(); ++i)
       mismatches += std::memcmp(&values[i], &expected[i], 4) != 0 ? 1 : 0;
   }
-  fmt::print("\nhost      {:.2f} s to emulate {} chips\n", host_seconds, r.chips.size());
+  fmt::print("\nhost      {:.2f} s to emulate {} chips\n", host_seconds, topology.chip_count());
   if (vm->count("report") != 0U) {
     if (auto error = write_text_file("--report", (*vm)["report"].as<std::string>(), report.dump(2) + "\n")) {
       fmt::print(stderr, "tpuemu demo: {}\n", *error);
