@@ -77,14 +77,29 @@ struct Job {
   std::optional<ici::TopologyRequest> topology;  // a pod; nullopt = one chip
   std::string routing = "dimension-order";
   std::vector<Step> steps;
+  // What the report calls the run (report.program); empty: the steps' names joined by "+".
+  std::string name;
+  // Run one step on one chip as a chain too (chip::run_chain: the report's
+  // `steps` lists it; `scalars` and `transposed` apply). More than one step
+  // on one chip always runs as a chain.
+  bool chain = false;
   std::map<std::string, Input> inputs;  // by buffer name
+  // By-value operands (`inlined_call_operand.<no memory space>`) of a
+  // one-chip chain: the register value of each such buffer, laid out as
+  // chip::to_device lays out a scalar (f32/s32/u32 the 32-bit pattern, bf16
+  // the low 16 bits, f8 the low byte); chip::scalar_register converts a
+  // one-element array exactly. A buffer named here is not taken from
+  // `inputs` as a by-value operand (an input of a by-value buffer not named
+  // here is converted as to_device converts it).
+  std::map<std::string, std::uint32_t> scalars;
   // Buffers stored transposed (layout {0,1}) in a one-chip chain.
   std::map<std::string, bool> transposed;
   Options options;
   Observers observers;
   Isolation isolation = Isolation::kAuto;
-  // Runs in the process that simulates, just before a one-chip run starts:
-  // the CLI puts an RTL MXU behind the C++ one here (tools/mxu_options.hpp).
+  // Runs in the process that simulates, just before a one-program run on one
+  // chip starts (not for a chain): the CLI puts an RTL MXU behind the C++ one
+  // here (tools/mxu_options.hpp).
   // Only for kAuto/kInProcess callers that know their process simulates.
   std::function<void(chip::RunRequest&)> configure_chip_run;
   // Runs in the process that simulated, on the finished Result, before it

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -61,6 +62,14 @@ std::atomic<bool> g_simulated{false};
 std::string buffer_of(const Step& step, std::uint32_t operand) {
   const auto it = step.operand_buffers.find(operand);
   return it == step.operand_buffers.end() ? std::to_string(operand) : it->second;
+}
+
+// What the report calls the run: Job::name, or the steps' names joined by "+".
+std::string run_name(const Job& job) {
+  if (!job.name.empty()) return job.name;
+  std::string names;
+  for (const Step& s : job.steps) names += (names.empty() ? "" : "+") + s.name;
+  return names;
 }
 
 const NpyArray& input_array(const Input& input, std::uint32_t chip, std::vector<NpyArray>& holder) {
@@ -198,7 +207,7 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
       out.device.push_back(std::move(run.output_bytes.at(b.index)));
     }
   }
-  result.report = chip_report(step.name, chip, run);
+  result.report = chip_report(run_name(job), chip, run);
   return result;
 }
 
@@ -229,22 +238,35 @@ Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_
     for (const auto& b : execs.back().bindings) s.operand_buffers[b.index] = buffer_of(step, b.index);
     request.steps.push_back(std::move(s));
   }
+  request.scalars = job.scalars;
   for (const auto& [name, input] : job.inputs) {
-    const chip::OperandBinding* binding = nullptr;
-    for (std::size_t s = 0; s < job.steps.size() && binding == nullptr; ++s) {
+    // The first by-value operand bound to the buffer, and whether a memory operand is.
+    const chip::OperandBinding* by_value = nullptr;
+    bool in_memory = false;
+    for (std::size_t s = 0; s < job.steps.size(); ++s) {
       for (const auto& b : execs[s].bindings) {
-        if (buffer_of(job.steps[s], b.index) == name) binding = &b;
+        if (buffer_of(job.steps[s], b.index) != name) continue;
+        if (b.space != "<no memory space>") {
+          in_memory = true;
+        } else if (by_value == nullptr) {
+          by_value = &b;
+        }
       }
     }
-    if (binding == nullptr) throw BadInput(fmt::format("input '{}': no operand of the chain is bound to it", name));
+    if (by_value == nullptr && !in_memory) {
+      throw BadInput(fmt::format("input '{}': no operand of the chain is bound to it", name));
+    }
+    if (by_value != nullptr && job.scalars.count(name) != 0U) by_value = nullptr;  // the job gives its value
+    if (by_value == nullptr && !in_memory) continue;
     std::vector<NpyArray> holder;
     const NpyArray& array = input_array(input, 0, holder);
-    if (binding->space == "<no memory space>") {
-      const auto bytes = chip::to_device(*binding, array, origin_of(name, input));
+    if (by_value != nullptr) {
+      const auto bytes = chip::to_device(*by_value, array, origin_of(name, input));
       std::uint32_t v = 0;
       std::memcpy(&v, bytes.data(), std::min<std::size_t>(4, bytes.size()));
       request.scalars[name] = v;
-    } else {
+    }
+    if (in_memory) {
       request.inputs[name] = array;
       request.input_origins[name] = origin_of(name, input);
     }
@@ -273,9 +295,7 @@ Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_
       out.device.push_back(std::move(buffer.second));
     }
   }
-  std::string names;
-  for (const Step& s : job.steps) names += (names.empty() ? "" : "+") + s.name;
-  result.report = chip_report(names, chip, chain.run, chain.steps);
+  result.report = chip_report(run_name(job), chip, chain.run, chain.steps);
   return result;
 }
 
@@ -339,9 +359,7 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
       }
     }
   }
-  std::string names;
-  for (const Step& s : job.steps) names += (names.empty() ? "" : "+") + s.name;
-  result.report = pod_report(names, chip, topology, job.routing, pod);
+  result.report = pod_report(run_name(job), chip, topology, job.routing, pod);
   return result;
 }
 
@@ -356,7 +374,7 @@ Result simulate_here(const Job& job, chip::Tracer* dry_tracer) {
     if (job.topology) {
       const ici::Topology topology = ici::make_topology(*job.topology, chip);
       result = run_on_pod(job, chip, topology, dry_tracer);
-    } else if (job.steps.size() == 1) {
+    } else if (job.steps.size() == 1 && !job.chain) {
       result = run_chip_program(job, chip, dry_tracer);
     } else {
       result = run_chip_chain(job, chip, dry_tracer);
@@ -496,6 +514,12 @@ void check_job(const Job& job) {
   if (job.steps.empty()) throw BadInput("nothing to run: the job has no program");
   for (const Step& s : job.steps) {
     if (!s.program) throw BadInput(fmt::format("step '{}' has no program", s.name));
+  }
+  const bool one_chip_chain = !job.topology && (job.steps.size() > 1 || job.chain);
+  if (!one_chip_chain && (!job.scalars.empty() || !job.transposed.empty())) {
+    throw BadInput(
+        "by-value scalars and transposed buffers are for a chain on one chip (more than one step, or Job::chain, "
+        "without a topology)");
   }
 }
 

@@ -19,6 +19,7 @@
 #include "api/collective.hpp"
 #include "api/report.hpp"
 #include "api/run.hpp"
+#include "api/run_case.hpp"
 #include "common/presets.hpp"
 #include "isa/assembler.hpp"
 
@@ -254,6 +255,55 @@ py::list collective(const std::string& op, const std::string& topology, const st
   return rows;
 }
 
+// A case of the dump corpus (api/run_case.hpp): the run's dict plus the check.
+py::dict run_case(const std::string& dir, const std::string& chip, const std::string& chip_file,
+                  const std::vector<std::string>& overrides, bool strict, std::uint64_t max_cycles,
+                  std::uint64_t quantum, double rtol, double atol, const std::map<std::string, std::string>& row_max,
+                  const std::string& trace, const std::string& vcd, const std::string& memory_profile) {
+  api::CaseResult r;
+  {
+    py::gil_scoped_release release;
+    api::CaseOptions options;
+    options.rtol = rtol;
+    options.atol = atol;
+    options.row_max = row_max;
+    api::CaseJob c = api::load_case(dir, options);
+    c.job.chip.preset = chip;
+    c.job.chip.chip_file = chip_file;
+    c.job.chip.overrides = overrides;
+    c.job.options.strict = strict;
+    if (max_cycles != 0) c.job.options.max_cycles = max_cycles;
+    c.job.options.quantum_cycles = quantum;
+    c.job.observers.trace = trace;
+    c.job.observers.vcd = vcd;
+    c.job.observers.memory_profile = memory_profile;
+    c.job.isolation = api::Isolation::kChild;
+    r = api::run_case(c);
+  }
+  py::dict d = result_dict(r.run);
+  d["name"] = r.name;
+  d["passed"] = r.passed;
+  d["failure"] = r.failure;
+  d["compared"] = r.compared;
+  d["elements"] = r.elements;
+  d["mismatches"] = r.mismatches;
+  d["first_mismatch"] = r.first_mismatch ? py::cast(*r.first_mismatch) : py::object(py::none());
+  d["first_mismatch_index"] =
+      r.first_mismatch ? py::object(py::tuple(py::cast(r.first_mismatch_index))) : py::object(py::none());
+  d["first_got"] = r.first_got;
+  d["first_expected"] = r.first_expected;
+  d["exact"] = r.exact;
+  d["rtol"] = r.rtol;
+  d["atol"] = r.atol;
+  d["max_relative_error"] = r.max_relative_error;
+  d["max_ulp"] = r.max_ulp;
+  d["summary"] = r.text();
+  // check_case reads the output of every run that did not fault.
+  d["output"] = r.run.fault ? py::none() : py::object(from_npy(r.output));
+  d["expected"] = r.run.fault ? py::none() : py::object(from_npy(r.expected));
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -297,5 +347,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("chip_file"), py::arg("overrides"), py::arg("wrap"), py::arg("force"), py::arg("routing"),
         py::arg("axes"), py::arg("algo"), py::arg("dtype"), py::arg("piece"), py::arg("no_data"), py::arg("max_cycles"),
         py::arg("keep_outputs"));
+  m.def("run_case", &run_case, py::arg("dir"), py::arg("chip"), py::arg("chip_file"), py::arg("overrides"),
+        py::arg("strict"), py::arg("max_cycles"), py::arg("quantum"), py::arg("rtol"), py::arg("atol"),
+        py::arg("row_max"), py::arg("trace"), py::arg("vcd"), py::arg("memory_profile"));
   m.attr("report_schema_version") = api::kReportSchemaVersion;
 }

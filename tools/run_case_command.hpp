@@ -1,7 +1,8 @@
-// `tpuemu run-case DIR`: runs a case of the dump corpus (../shared/llo):
-// reads case.json, places the operands where the kernels expect them, runs
-// the kernel chain, compares with expected.npy and prints PASS/FAIL with the
-// first mismatching element and per-kernel cycles and stalls.
+// `tpuemu run-case DIR`: runs a case of the dump corpus (../shared/llo) and
+// prints PASS/FAIL with the first mismatching element and per-kernel cycles
+// and stalls. A front end over api::load_case / api::run_case
+// (api/run_case.hpp); only --tlp (the case's top-level program,
+// chip::run_tlp) runs here, checked by api::check_case.
 #pragma once
 
 #include <string>

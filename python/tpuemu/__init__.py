@@ -10,6 +10,9 @@ report, the same as ``tpuemu run`` gives::
     c = r.outputs[2]                                # numpy array
     print(r.cycles, r.seconds, r.report["roofline"]["bound"])
 
+    c = tpuemu.run_case("shared/llo/softmax_f32")   # a case of the dump corpus
+    assert c.passed, c.summary
+
 Every run happens in a child process of its own (SystemC elaborates once per
 process), so any number of runs work in one interpreter, a run's failure
 never changes the next run, and a crash in the emulator is an InternalError
@@ -25,7 +28,8 @@ from . import _core
 
 __all__ = [
     "Error", "BadInput", "AssemblyError", "ProgramFault", "InternalError",
-    "Program", "Result", "assemble", "load", "run", "collective", "chips", "report_schema_version",
+    "Program", "Result", "CaseResult", "assemble", "load", "run", "run_case", "collective", "chips",
+    "report_schema_version",
 ]
 
 report_schema_version: int = _core.report_schema_version
@@ -106,6 +110,56 @@ class Result:
 
     def __repr__(self) -> str:
         return f"<tpuemu.Result {self.cycles} cycles, outputs {sorted(self.outputs)}>"
+
+
+class CaseResult(Result):
+    """The result of a corpus case (``run_case``): the run's Result (``cycles``,
+    ``seconds``, ``report``, ``outputs``, ``bits``, ``fault``) and its check
+    against the case's expected output.
+
+    ``passed``: every element matched. ``summary``: the verdict as
+    ``tpuemu run-case`` prints it ("PASS NAME: ..." / "FAIL NAME: ...", then a
+    line per kernel). ``name``: the case folder's name.
+    ``exact``: the case is checked bit for bit (its notes do not say
+    "NOT bit-exact"); otherwise float32 elements match within
+    ``|got - want| <= atol + rtol * |want|`` (``rtol``, ``atol``; NaN matches
+    NaN, an infinity itself), and ``max_relative_error`` / ``max_ulp`` are the
+    largest differences over finite elements whose bits differ.
+    ``elements``, ``mismatches``; ``first_mismatch`` (flat index) and
+    ``first_mismatch_index`` (a tuple), ``first_got`` / ``first_expected``
+    (as the summary shows them: "1.5 (0x3fc00000)", or a raw code), None / ""
+    when nothing differs. ``output``, ``expected``: the arrays compared (bf16/f8
+    outputs as raw uint16/uint8 codes when the case has expected.bits.npy;
+    None after a fault). ``compared``: False when the output's shape or dtype
+    differs from the expected one (``failure`` says so) or the run faulted;
+    ``failure`` is "" otherwise. ``report["case"]`` holds pass, mismatches,
+    exact, max_relative_error, max_ulp when compared, as ``tpuemu run-case
+    --report`` writes it.
+    """
+
+    def __init__(self, raw: Mapping[str, Any]):
+        super().__init__(raw, pod=False)
+        self.name: str = raw["name"]
+        self.passed: bool = raw["passed"]
+        self.failure: str = raw["failure"]
+        self.compared: bool = raw["compared"]
+        self.elements: int = raw["elements"]
+        self.mismatches: int = raw["mismatches"]
+        self.first_mismatch: Optional[int] = raw["first_mismatch"]
+        self.first_mismatch_index: Optional[Tuple[int, ...]] = raw["first_mismatch_index"]
+        self.first_got: str = raw["first_got"]
+        self.first_expected: str = raw["first_expected"]
+        self.exact: bool = raw["exact"]
+        self.rtol: float = raw["rtol"]
+        self.atol: float = raw["atol"]
+        self.max_relative_error: float = raw["max_relative_error"]
+        self.max_ulp: float = raw["max_ulp"]
+        self.summary: str = raw["summary"]
+        self.output = raw["output"]
+        self.expected = raw["expected"]
+
+    def __repr__(self) -> str:
+        return f"<tpuemu.CaseResult {self.name}: {'PASS' if self.passed else 'FAIL'}, {self.cycles} cycles>"
 
 
 class _Buffers(dict):
@@ -263,3 +317,48 @@ def collective(op: str = "all-gather",
         del row["bits"]
         out.append(row)
     return out
+
+
+def run_case(case_dir: Union[str, "_os.PathLike[str]"],
+             chip: Optional[str] = None,
+             *,
+             strict: bool = False,
+             set: Sequence[str] = (),
+             chip_file: Optional[str] = None,
+             rtol: float = 1e-5,
+             atol: float = 1e-30,
+             row_max: Optional[Mapping[str, str]] = None,
+             max_cycles: Optional[int] = None,
+             quantum: int = 1000,
+             trace: Optional[str] = None,
+             vcd: Optional[str] = None,
+             memory_profile: Optional[str] = None,
+             raise_on_fault: bool = True) -> CaseResult:
+    """Runs a case of the dump corpus, as ``tpuemu run-case DIR`` does, and
+    checks its output: returns a CaseResult (``passed``, ``summary``,
+    ``mismatches``, ...; a failed check is a result, not an exception).
+
+    case_dir: a folder with case.json (shared/llo/README.md): its kernel
+        chain runs on one chip over the case's buffers, with its inputs, its
+        by-value constants and scalar inputs, and its transposed buffers.
+    chip, chip_file, set: as for ``run``.
+    rtol, atol: the tolerance where the case is not bit-exact.
+    row_max: {buffer: input}: the host provides the buffer as the row maxima
+        of a 2-D float32 input (``--row-max NAME=INPUT``; softmax_f32/older/952f7bb
+        takes {"m": "x"}).
+    strict, max_cycles, quantum, trace, vcd, memory_profile: as for ``run``.
+    raise_on_fault: raise ProgramFault (its ``result`` the CaseResult) when
+        the program faults (else the CaseResult's ``fault`` holds it).
+
+    The case's top-level program (``tpuemu run-case --tlp``) is not run here.
+    Raises BadInput (a missing or malformed case.json, input or expected file,
+    a scalar input that does not convert; messages as run-case prints them),
+    AssemblyError, ProgramFault, InternalError.
+    """
+    raw = _core.run_case(_os.fspath(case_dir), chip or "", chip_file or "", list(set), strict, max_cycles or 0, quantum,
+                         float(rtol), float(atol), {str(k): str(v) for k, v in (row_max or {}).items()}, trace or "",
+                         vcd or "", memory_profile or "")
+    result = CaseResult(raw)
+    if result.fault is not None and raise_on_fault:
+        raise ProgramFault(result.fault, result)
+    return result

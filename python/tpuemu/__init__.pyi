@@ -35,6 +35,26 @@ class Result:
     outputs: _Outputs
     bits: _Outputs
 
+class CaseResult(Result):
+    name: str
+    passed: bool
+    failure: str
+    compared: bool
+    elements: int
+    mismatches: int
+    first_mismatch: Optional[int]
+    first_mismatch_index: Optional[Tuple[int, ...]]
+    first_got: str
+    first_expected: str
+    exact: bool
+    rtol: float
+    atol: float
+    max_relative_error: float
+    max_ulp: float
+    summary: str
+    output: Optional[_Array]
+    expected: Optional[_Array]
+
 class ProgramFault(Error):
     chip: Optional[int]
     core: Optional[int]
@@ -84,3 +104,18 @@ def collective(op: str = ...,
                routing: str = ...,
                max_cycles: Optional[int] = ...,
                keep_outputs: bool = ...) -> List[Dict[str, Any]]: ...
+def run_case(case_dir: Union[str, os.PathLike[str]],
+             chip: Optional[str] = ...,
+             *,
+             strict: bool = ...,
+             set: Sequence[str] = ...,
+             chip_file: Optional[str] = ...,
+             rtol: float = ...,
+             atol: float = ...,
+             row_max: Optional[Mapping[str, str]] = ...,
+             max_cycles: Optional[int] = ...,
+             quantum: int = ...,
+             trace: Optional[str] = ...,
+             vcd: Optional[str] = ...,
+             memory_profile: Optional[str] = ...,
+             raise_on_fault: bool = ...) -> CaseResult: ...
