@@ -146,16 +146,12 @@ chip::RunOptions run_options(const Options& o) {
   return r;
 }
 
-void set_fault(Result& result, const std::optional<std::string>& fault) {
-  if (fault) result.fault = parse_fault(*fault);
-}
-
-// One program on one chip.
-Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dry_tracer) {
-  const Step& step = job.steps.front();
-  chip::RunRequest request;
-  request.program = step.program.get();
-  request.chip = chip;
+// The fields every request type (RunRequest, ChainRequest, PodRequest) shares:
+// options, quantum, and the observers (their files created), or only
+// `dry_tracer` for a timing-only dry run.
+template <typename Request>
+std::optional<LiveObservers> prepare(Request& request, const Job& job, const ChipConfig& chip,
+                                     chip::Tracer* dry_tracer) {
   request.options = run_options(job.options);
   request.quantum_cycles = std::max<std::uint64_t>(1, job.options.quantum_cycles);
   std::optional<LiveObservers> observers;
@@ -169,6 +165,20 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
     request.vcd = job.observers.vcd;
     request.vcd_max_changes = job.observers.vcd_max_changes;
   }
+  return observers;
+}
+
+void set_fault(Result& result, const std::optional<std::string>& fault) {
+  if (fault) result.fault = parse_fault(*fault);
+}
+
+// One program on one chip.
+Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dry_tracer) {
+  const Step& step = job.steps.front();
+  chip::RunRequest request;
+  request.program = step.program.get();
+  request.chip = chip;
+  std::optional<LiveObservers> observers = prepare(request, job, chip, dry_tracer);
   // Operand index of each buffer (a one-program job's buffers are "0", "1", ... unless renamed).
   const chip::ExecProgram exec = [&] {
     chip::check_fits(*step.program, chip);
@@ -215,20 +225,8 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
 Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_tracer) {
   chip::ChainRequest request;
   request.chip = chip;
-  request.options = run_options(job.options);
-  request.quantum_cycles = std::max<std::uint64_t>(1, job.options.quantum_cycles);
   request.transposed = job.transposed;
-  std::optional<LiveObservers> observers;
-  if (dry_tracer) {
-    request.options.compute_numerics = false;
-    request.tracer = dry_tracer;
-  } else {
-    observers.emplace(job.observers, chip.clock_hz);
-    request.tracer = observers->tracer.get();
-    request.profile = observers->profile.get();
-    request.vcd = job.observers.vcd;
-    request.vcd_max_changes = job.observers.vcd_max_changes;
-  }
+  std::optional<LiveObservers> observers = prepare(request, job, chip, dry_tracer);
   std::vector<chip::ExecProgram> execs;
   for (const Step& step : job.steps) {
     chip::check_fits(*step.program, chip);
@@ -305,19 +303,7 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
   request.chip = chip;
   request.topology = topology;
   request.routing = job.routing;
-  request.options = run_options(job.options);
-  request.quantum_cycles = std::max<std::uint64_t>(1, job.options.quantum_cycles);
-  std::optional<LiveObservers> observers;
-  if (dry_tracer) {
-    request.options.compute_numerics = false;
-    request.tracer = dry_tracer;
-  } else {
-    observers.emplace(job.observers, chip.clock_hz);
-    request.tracer = observers->tracer.get();
-    request.profile = observers->profile.get();
-    request.vcd = job.observers.vcd;
-    request.vcd_max_changes = job.observers.vcd_max_changes;
-  }
+  std::optional<LiveObservers> observers = prepare(request, job, chip, dry_tracer);
   for (const Step& step : job.steps) {
     chip::PodStep s;
     s.program = step.program.get();
