@@ -29,7 +29,7 @@ fi
 
 # 1. Build (BUILD_TESTING=OFF: the fuzz targets need only tpuemu_isa and tpuemu_common).
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DTPUEMU_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+  -DTPUEMU_FUZZ=ON -DBUILD_TESTING=OFF -DTPUEMU_WERROR=ON >/dev/null
 cmake --build "$build" -j2 --target "${targets[@]}" fuzz_make_seeds
 
 # 2. Seeds: LLO text for fuzz_assembler, images of it for fuzz_image.

@@ -20,12 +20,13 @@ label_args=(-LE "slow|unsupported")
 # work of issue 12 those runs take seconds even under Debug+ASan).
 asan_label_args=("${label_args[@]}")
 
-tools/setup.sh
+# The project's own builds treat warnings as errors (TPUEMU_WERROR; off for users' builds).
+TPUEMU_CMAKE_ARGS="-DTPUEMU_WERROR=ON" tools/setup.sh
 ctest --test-dir build -j2 --output-on-failure --timeout 300 "${label_args[@]}"
 
 if [[ "${TPUEMU_SKIP_ASAN:-0}" != 1 ]]; then
   # The sanitizer build verilates only the 8x8 RTL array (the 16x16 one costs ~6 min of Debug+ASan compile).
-  TPUEMU_BUILD_DIR=build-asan TPUEMU_BUILD_TYPE=Debug TPUEMU_CMAKE_ARGS="-DTPUEMU_SANITIZE=ON -DTPUEMU_MXU_RTL_SIZES=8" tools/setup.sh
+  TPUEMU_BUILD_DIR=build-asan TPUEMU_BUILD_TYPE=Debug TPUEMU_CMAKE_ARGS="-DTPUEMU_SANITIZE=ON -DTPUEMU_MXU_RTL_SIZES=8 -DTPUEMU_WERROR=ON" tools/setup.sh
   # detect_stack_use_after_return stays 0: it crashes SystemC's QuickThreads coroutines.
   ASAN_OPTIONS=detect_stack_use_after_return=0:abort_on_error=0:halt_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
