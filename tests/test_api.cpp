@@ -1,0 +1,118 @@
+// The run API (api/): fault parsing, the bit-for-bit compare, collective
+// sizes, and runs in this process and in children giving the same result.
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <vector>
+
+#include "api/collective.hpp"
+#include "api/run.hpp"
+#include "programs/generators.hpp"
+
+using namespace tpuemu;
+
+TEST_CASE("parse_fault locates engine faults and leaves deadlocks unplaced", "[api]") {
+  struct Row {
+    const char* message;
+    std::optional<std::uint32_t> chip, core;
+    std::optional<std::uint64_t> bundle;
+    const char* file;
+    std::uint32_t line, col;
+  };
+  const std::vector<Row> rows = {
+      {"chip 0 core 0 bundle 0x1 (out_of_range.llo:4:3): vld: VMEM address 0x400000 is outside VMEM", 0, 0, 1,
+       "out_of_range.llo", 4, 3},
+      {"chip 12 core 1 bundle 0x1c (k.llo:9): the run reached the cycle limit", 12, 1, 0x1c, "k.llo", 9, 0},
+      {"chip 3 core 0 bundle 0xab (dump-final_bundles.txt:120:7 loc(\"x\")): pop from an empty FIFO", 3, 0, 0xab,
+       "dump-final_bundles.txt", 120, 7},
+      {"deadlock: every core waits: chip 0 core 0 bundle 0x2 waits for flag 1; chip 1 ...", std::nullopt, std::nullopt,
+       std::nullopt, "", 0, 0},
+  };
+  for (const Row& r : rows) {
+    INFO(r.message);
+    const api::FaultSite site = api::parse_fault(r.message);
+    CHECK(site.message == r.message);
+    CHECK(site.chip == r.chip);
+    CHECK(site.core == r.core);
+    CHECK(site.bundle == r.bundle);
+    CHECK(site.file == r.file);
+    CHECK(site.line == r.line);
+    CHECK(site.col == r.col);
+  }
+}
+
+namespace {
+NpyArray floats(std::vector<float> v, std::vector<std::uint64_t> shape) {
+  NpyArray a;
+  a.dtype = NpyDtype::kFloat32;
+  a.shape = std::move(shape);
+  a.data.resize(v.size() * 4);
+  std::memcpy(a.data.data(), v.data(), a.data.size());
+  return a;
+}
+}  // namespace
+
+TEST_CASE("compare_bits says bit-exact or what differs", "[api]") {
+  const NpyArray a = floats({1, 2, 3, 4}, {2, 2});
+  CHECK(api::compare_bits(a, a) == "bit-exact (4 elements)");
+  CHECK(api::is_bit_exact(api::compare_bits(a, a)));
+  const std::string one = api::compare_bits(a, floats({1, 2, 3.5F, 4}, {2, 2}));
+  CHECK(one == "1 of 4 elements differ, the first at flat index 2: got 3 where 3.5 was expected");
+  CHECK_FALSE(api::is_bit_exact(one));
+  // -0.0 and 0.0 compare equal as floats, not as bits.
+  CHECK_FALSE(api::is_bit_exact(api::compare_bits(floats({0.0F}, {1}), floats({-0.0F}, {1}))));
+  CHECK(api::compare_bits(a, floats({1, 2, 3, 4}, {4})) == "shape [2,2] differs from the expected [4]");
+  NpyArray ints = a;
+  ints.dtype = NpyDtype::kInt32;
+  CHECK(api::compare_bits(a, ints).starts_with("dtype float32 differs from the expected file's int32"));
+}
+
+TEST_CASE("collective sizes parse as nccl-tests writes them", "[api]") {
+  CHECK(api::parse_collective_sizes("64K:256K") == std::vector<std::uint64_t>{65536, 131072, 262144});
+  CHECK(api::parse_collective_sizes("1M,4M") == std::vector<std::uint64_t>{1 << 20, 4 << 20});
+  CHECK(api::parse_collective_sizes("4096") == std::vector<std::uint64_t>{4096});
+  CHECK_THROWS_AS(api::parse_collective_sizes("12Q"), api::BadInput);
+  CHECK_THROWS_AS(api::parse_collective_sizes("0"), api::BadInput);
+  CHECK_THROWS_AS(api::parse_collective_sizes("1M:64K"), api::BadInput);
+}
+
+TEST_CASE("a run in this process and later runs in children give identical results", "[api]") {
+  api::Job job;
+  job.chip.preset = "v5e";
+  programs::AddSpec spec;
+  spec.n = 4096;
+  spec.chunk_bytes = 8192;
+  job.steps.push_back({api::assemble(programs::generate_add(spec, load_chip(job.chip)), "add.llo"), "add.llo", {}});
+  std::vector<float> a(spec.n), b(spec.n);
+  for (std::size_t i = 0; i < spec.n; ++i) {
+    a[i] = static_cast<float>(i) * 0.5F;
+    b[i] = 3.0F - static_cast<float>(i);
+  }
+  job.inputs["0"].per_chip = {floats(a, {spec.n})};
+  job.inputs["1"].per_chip = {floats(b, {spec.n})};
+  REQUIRE_FALSE(api::process_has_simulated());
+  const api::Result here = api::run(job);
+  CHECK(api::process_has_simulated());
+  api::Job again = job;
+  again.isolation = api::Isolation::kInProcess;  // refused: this process has simulated
+  CHECK_THROWS_AS(api::run(again), api::BadInput);
+  const api::Result child = api::run(job);  // kAuto: a child now
+  again.isolation = api::Isolation::kChild;
+  const api::Result child2 = api::run(again);
+  REQUIRE_FALSE(here.fault);
+  const NpyArray c = here.output("2");
+  for (std::size_t i = 0; i < spec.n; ++i) {
+    const float want = a[i] + b[i];
+    REQUIRE(std::memcmp(&c.as_f32()[i], &want, 4) == 0);
+  }
+  for (const api::Result* r : {&child, &child2}) {
+    CHECK(r->cycles == here.cycles);
+    CHECK(r->report == here.report);
+    CHECK(r->output("2").data == c.data);
+  }
+  CHECK_THROWS_AS(here.output("7"), api::BadInput);
+  // A faulting job and a bad one in between change nothing for the next.
+  api::Job bad = job;
+  bad.inputs.erase("1");
+  CHECK_THROWS_AS(api::run(bad), api::BadInput);
+  CHECK(api::run(job).report == here.report);
+}
