@@ -72,6 +72,18 @@ enum class Isolation {
   kInProcess,  // in this process; BadInput if it has already simulated
 };
 
+// A top-level program run the way the runtime starts one (chip::run_tlp):
+// its parameters are the job's input buffers in `parameters` order, placed in
+// HBM in the layout of the first kernel operand bound to each (transposed
+// where Job::transposed says); its inlined_calls run the job's steps, found
+// by program name; `output` names the buffer whose layout the output has.
+// One chip only; observers: the trace only.
+struct TopLevel {
+  std::shared_ptr<const isa::Program> program;
+  std::vector<std::string> parameters;
+  std::string output = "output";
+};
+
 struct Job {
   ChipRequest chip;                              // preset and/or chip file, then overrides
   std::optional<ici::TopologyRequest> topology;  // a pod; nullopt = one chip
@@ -94,6 +106,8 @@ struct Job {
   std::map<std::string, std::uint32_t> scalars;
   // Buffers stored transposed (layout {0,1}) in a one-chip chain.
   std::map<std::string, bool> transposed;
+  // Run the steps through this top-level program instead of one after the other.
+  std::optional<TopLevel> top_level;
   Options options;
   Observers observers;
   Isolation isolation = Isolation::kAuto;

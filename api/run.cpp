@@ -297,6 +297,60 @@ Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_
   return result;
 }
 
+// The steps called by a top-level program on one chip (Job::top_level).
+Result run_top_level(const Job& job, const ChipConfig& chip, chip::Tracer* dry_tracer) {
+  const TopLevel& top = *job.top_level;
+  if (!job.observers.vcd.empty() || !job.observers.memory_profile.empty()) {
+    throw BadInput("a top-level program run writes no waveform or memory profile (only --trace)");
+  }
+  chip::TlpRequest t;
+  t.chip = chip;
+  t.options = run_options(job.options);
+  t.quantum_cycles = std::max<std::uint64_t>(1, job.options.quantum_cycles);
+  t.tlp = top.program.get();
+  std::optional<LiveObservers> observers;
+  if (dry_tracer) {
+    t.options.compute_numerics = false;
+    t.tracer = dry_tracer;
+  } else {
+    observers.emplace(job.observers, chip.clock_hz);
+    t.tracer = observers->tracer.get();
+  }
+  // Each buffer's layout comes from the first kernel operand bound to it.
+  std::map<std::string, chip::OperandBinding> layouts;
+  for (const Step& step : job.steps) {
+    t.kernels[step.program->name] = step.program.get();
+    for (const auto& b : chip::decode_program(*step.program, chip).bindings)
+      layouts.emplace(buffer_of(step, b.index), b);
+  }
+  for (const std::string& buffer : top.parameters) {
+    if (layouts.count(buffer) == 0U) throw BadInput(fmt::format("no kernel reads input '{}'", buffer));
+    const auto it = job.inputs.find(buffer);
+    if (it == job.inputs.end()) throw BadInput(fmt::format("parameter '{}' has no input", buffer));
+    std::vector<NpyArray> holder;
+    const NpyArray& array = input_array(it->second, 0, holder);
+    const bool transposed = job.transposed.count(buffer) != 0U && job.transposed.at(buffer);
+    t.parameters.emplace_back(transposed ? chip::transposed_binding(layouts.at(buffer)) : layouts.at(buffer),
+                              transposed ? chip::transpose_2d(array) : array);
+  }
+  if (layouts.count(top.output) == 0U) throw BadInput(fmt::format("no kernel writes the buffer '{}'", top.output));
+  t.output = layouts.at(top.output);
+  chip::TlpResult r = chip::run_tlp(t);
+  Result result;
+  result.cycles = r.run.cycles;
+  result.seconds = r.run.seconds;
+  if (dry_tracer) return result;
+  observers->finish(job.observers, chip.clock_hz);
+  chip::StepResult step;
+  step.kernel = "top-level program " + top.program->name;
+  step.end_cycle = r.run.cycles;
+  step.stats = r.run.cores.front();
+  result.report = chip_report(run_name(job), chip, r.run, {step});
+  set_fault(result, r.run.fault);
+  if (!r.run.fault && t.options.compute_numerics) result.outputs[top.output] = {t.output, {std::move(r.output_bytes)}};
+  return result;
+}
+
 // One program or a chain on every core of every chip of a pod.
 Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& topology, chip::Tracer* dry_tracer) {
   chip::PodRequest request;
@@ -360,6 +414,8 @@ Result simulate_here(const Job& job, chip::Tracer* dry_tracer) {
     if (job.topology) {
       const ici::Topology topology = ici::make_topology(*job.topology, chip);
       result = run_on_pod(job, chip, topology, dry_tracer);
+    } else if (job.top_level) {
+      result = run_top_level(job, chip, dry_tracer);
     } else if (job.steps.size() == 1 && !job.chain) {
       result = run_chip_program(job, chip, dry_tracer);
     } else {
@@ -501,7 +557,10 @@ void check_job(const Job& job) {
   for (const Step& s : job.steps) {
     if (!s.program) throw BadInput(fmt::format("step '{}' has no program", s.name));
   }
-  const bool one_chip_chain = !job.topology && (job.steps.size() > 1 || job.chain);
+  if (job.top_level && (job.topology || !job.top_level->program)) {
+    throw BadInput("a top-level program runs on one chip (no topology) and needs its program");
+  }
+  const bool one_chip_chain = !job.topology && (job.steps.size() > 1 || job.chain || job.top_level);
   if (!one_chip_chain && (!job.scalars.empty() || !job.transposed.empty())) {
     throw BadInput(
         "by-value scalars and transposed buffers are for a chain on one chip (more than one step, or Job::chain, "

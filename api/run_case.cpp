@@ -352,4 +352,12 @@ std::string CaseResult::text() const {
       elements, rtol, atol, max_relative_error, max_ulp, run.cycles, kernels);
 }
 
+void use_top_level_program(CaseJob& c) {
+  if (c.tlp_dump.empty()) {
+    throw BadInput(fmt::format("{}: the case has no top-level program (tlp_dump is null: an old-format dump)", c.name));
+  }
+  c.job.top_level = TopLevel{load(c.tlp_dump), c.input_names, c.output};
+  c.job.scalars.clear();  // the top-level program computes what it passes by value
+}
+
 }  // namespace tpuemu::api

@@ -11,10 +11,9 @@
 //   const api::CaseResult r = api::run_case(c);
 //   std::puts(r.text().c_str());   // "PASS vector_add_f32: 1024 elements bit-exact, ..."
 //
-// The top-level-program mode (`tpuemu run-case --tlp`: chip::run_tlp, the
-// TLP's copy-in DMAs and inlined_calls) does not fit a Job (its parameters
-// are HBM arrays in TLP order, not kernel-operand buffers) and stays in the
-// CLI (tools/run_case_command.cpp); it checks its output with check_case.
+// The top-level-program mode (`tpuemu run-case --tlp`: the TLP's copy-in
+// DMAs and inlined_calls call the kernels) is the same Job with
+// Job::top_level set to {the TLP, input_names, output}.
 #pragma once
 
 #include <cstdint>
@@ -92,6 +91,12 @@ struct CaseResult {
 // expected output. Throws BadInput "NAME: no kernel writes the buffer
 // 'output'" if the run has no such output (and did not fault).
 CaseResult check_case(const CaseJob& c, Result run);
+
+// Makes `c` run through the case's top-level program (`run-case --tlp`:
+// its copy-in DMAs and inlined_calls call the chain's kernels). Throws
+// BadInput "NAME: the case has no top-level program ..." for an old-format
+// dump, AssemblyError for a bad one.
+void use_top_level_program(CaseJob& c);
 
 // api::run(c.job), then check_case. Errors of the run name the case:
 // BadInput "NAME: ...", InternalError.

@@ -9,8 +9,6 @@
 namespace tpuemu::chip {
 namespace {
 
-constexpr std::size_t kRowBytes = vpu::kLanes * 4;
-
 bool completes_before(const PendingDma& a, const PendingDma& b) {
   return a.complete_cycle != b.complete_cycle ? a.complete_cycle < b.complete_cycle : a.sequence < b.sequence;
 }

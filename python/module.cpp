@@ -259,7 +259,7 @@ py::list collective(const std::string& op, const std::string& topology, const st
 py::dict run_case(const std::string& dir, const std::string& chip, const std::string& chip_file,
                   const std::vector<std::string>& overrides, bool strict, std::uint64_t max_cycles,
                   std::uint64_t quantum, double rtol, double atol, const std::map<std::string, std::string>& row_max,
-                  const std::string& trace, const std::string& vcd, const std::string& memory_profile) {
+                  const std::string& trace, const std::string& vcd, const std::string& memory_profile, bool tlp) {
   api::CaseResult r;
   {
     py::gil_scoped_release release;
@@ -268,6 +268,7 @@ py::dict run_case(const std::string& dir, const std::string& chip, const std::st
     options.atol = atol;
     options.row_max = row_max;
     api::CaseJob c = api::load_case(dir, options);
+    if (tlp) api::use_top_level_program(c);
     c.job.chip.preset = chip;
     c.job.chip.chip_file = chip_file;
     c.job.chip.overrides = overrides;
@@ -349,6 +350,6 @@ PYBIND11_MODULE(_core, m) {
         py::arg("keep_outputs"));
   m.def("run_case", &run_case, py::arg("dir"), py::arg("chip"), py::arg("chip_file"), py::arg("overrides"),
         py::arg("strict"), py::arg("max_cycles"), py::arg("quantum"), py::arg("rtol"), py::arg("atol"),
-        py::arg("row_max"), py::arg("trace"), py::arg("vcd"), py::arg("memory_profile"));
+        py::arg("row_max"), py::arg("trace"), py::arg("vcd"), py::arg("memory_profile"), py::arg("tlp"));
   m.attr("report_schema_version") = api::kReportSchemaVersion;
 }

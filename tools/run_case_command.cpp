@@ -17,64 +17,6 @@
 #include "tools/trace_options.hpp"
 
 namespace tpuemu::cli {
-namespace {
-
-// --tlp: the case's top-level program (chip::run_tlp) with the kernels of
-// its chain as callees, its parameters the case's inputs in case.json order;
-// a Result for api::check_case, after writing the trace. Throws BadInput
-// "NAME: ..." on what cannot run, BadInput "--trace ..." if the trace fails.
-api::Result run_top_level_program(const api::CaseJob& c, const ChipConfig& chip, const TraceOutput& trace) {
-  std::shared_ptr<const isa::Program> tlp;  // outlives the trace's writing: its events point into the program
-  api::Result result;
-  try {
-    if (c.tlp_dump.empty()) {
-      throw std::invalid_argument("the case has no top-level program (tlp_dump is null: an old-format dump)");
-    }
-    tlp = api::load(c.tlp_dump);
-    chip::TlpRequest t;
-    t.chip = chip;
-    t.options.strict = c.job.options.strict;
-    t.options.max_cycles = c.job.options.max_cycles;
-    t.tlp = tlp.get();
-    t.tracer = trace.tracer.get();
-    // Each buffer's layout comes from the first kernel operand bound to it.
-    std::map<std::string, chip::OperandBinding> layouts;
-    for (const auto& step : c.job.steps) {
-      t.kernels[step.program->name] = step.program.get();
-      const auto exec = chip::decode_program(*step.program, chip);
-      for (const auto& b : exec.bindings) layouts.emplace(step.operand_buffers.at(b.index), b);
-    }
-    for (const std::string& buffer : c.input_names) {
-      if (layouts.count(buffer) == 0U) throw std::invalid_argument(fmt::format("no kernel reads input '{}'", buffer));
-      const bool transposed = c.job.transposed.count(buffer) != 0U;
-      const NpyArray& array = c.job.inputs.at(buffer).per_chip.front();
-      t.parameters.emplace_back(transposed ? chip::transposed_binding(layouts.at(buffer)) : layouts.at(buffer),
-                                transposed ? chip::transpose_2d(array) : array);
-    }
-    if (layouts.count(c.output) == 0U) throw std::invalid_argument("no kernel writes the buffer 'output'");
-    t.output = layouts.at(c.output);
-    chip::TlpResult r = chip::run_tlp(t);
-    chip::StepResult step;
-    step.kernel = "top-level program " + tlp->name;
-    step.end_cycle = r.run.cycles;
-    step.stats = r.run.cores.front();
-    result.cycles = r.run.cycles;
-    result.seconds = r.run.seconds;
-    result.report = api::chip_report(c.name, chip, r.run, {step});
-    if (r.run.fault) {
-      result.fault = api::parse_fault(*r.run.fault);
-    } else {
-      result.outputs[c.output] = {t.output, {std::move(r.output_bytes)}};
-    }
-  } catch (const std::exception& e) {  // LoadError, invalid_argument, AssemblyError
-    throw api::BadInput(fmt::format("{}: {}", c.name, e.what()));
-  }
-  if (const auto error = finish_trace(trace)) throw api::BadInput(*error);
-  return result;
-}
-
-}  // namespace
-
 int run_case_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
@@ -128,7 +70,8 @@ int run_case_command(const std::vector<std::string>& args) {
     c.job.chip = chip_choice;
     c.job.options.strict = vm->count("strict") != 0U;
     c.job.options.max_cycles = max_cycles(*vm);
-    if (trace.tracer && !tlp) {
+    if (tlp) api::use_top_level_program(c);
+    if (trace.tracer) {
       c.job.observers.trace = trace.path;
       c.job.observers.trace_options = trace.tracer->options();
     }
@@ -143,11 +86,7 @@ int run_case_command(const std::vector<std::string>& args) {
   // 2. Run the chain (api::run_case), or the top-level program that calls it; check the output.
   std::optional<api::CaseResult> result;
   try {
-    if (!tlp) {
-      result = api::run_case(c);
-    } else {
-      result = api::check_case(c, run_top_level_program(c, chip, trace));
-    }
+    result = api::run_case(c);
   } catch (const api::InternalError& e) {
     fmt::print(stderr, "tpuemu run-case: {}\n", e.what());
     return kExitInternalError;

@@ -124,3 +124,26 @@ def test_case_errors_are_bad_input(tmp_path):
         tpuemu.run_case(DATA / "case_scalar_input", rtol=-1)
     with pytest.raises(tpuemu.BadInput, match=r"unknown chip preset 'v9z'"):
         tpuemu.run_case(DATA / "case_scalar_input", chip="v9z")
+
+
+def _tlp_cases():
+    if not CORPUS.is_dir():
+        return [pytest.param(None, id="corpus-absent")]
+    return [pytest.param(p.parent, id=str(p.parent.relative_to(CORPUS))) for p in sorted(CORPUS.glob("**/case.json"))
+            if isinstance(json.loads(p.read_text()).get("tlp_dump"), str)]
+
+
+@pytest.mark.parametrize("case_dir", _tlp_cases())
+def test_top_level_program_passes_and_equals_the_cli(case_dir, tpuemu_bin, tmp_path):
+    """The case's top-level program (run-case --tlp) through the module."""
+    if case_dir is None:
+        pytest.skip(f"LLO corpus not found at {CORPUS} (TPUEMU_LLO)")
+    r = tpuemu.run_case(case_dir, tlp=True)
+    assert r.passed, r.summary
+    assert r.report["steps"][0]["kernel"].startswith("top-level program ")
+    report = tmp_path / "r.json"
+    cli = subprocess.run([tpuemu_bin, "run-case", "--tlp", str(case_dir), "--report", str(report)],
+                         capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert cli.stdout.rstrip("\n") == r.summary
+    assert json.loads(report.read_text()) == r.report

@@ -333,6 +333,7 @@ def run_case(case_dir: Union[str, "_os.PathLike[str]"],
              trace: Optional[str] = None,
              vcd: Optional[str] = None,
              memory_profile: Optional[str] = None,
+             tlp: bool = False,
              raise_on_fault: bool = True) -> CaseResult:
     """Runs a case of the dump corpus, as ``tpuemu run-case DIR`` does, and
     checks its output: returns a CaseResult (``passed``, ``summary``,
@@ -350,14 +351,15 @@ def run_case(case_dir: Union[str, "_os.PathLike[str]"],
     raise_on_fault: raise ProgramFault (its ``result`` the CaseResult) when
         the program faults (else the CaseResult's ``fault`` holds it).
 
-    The case's top-level program (``tpuemu run-case --tlp``) is not run here.
+    tlp: run the case's top-level program, whose copy-in DMAs and
+        inlined_calls call the kernels (``tpuemu run-case --tlp``; trace only).
     Raises BadInput (a missing or malformed case.json, input or expected file,
     a scalar input that does not convert; messages as run-case prints them),
     AssemblyError, ProgramFault, InternalError.
     """
     raw = _core.run_case(_os.fspath(case_dir), chip or "", chip_file or "", list(set), strict, max_cycles or 0, quantum,
                          float(rtol), float(atol), {str(k): str(v) for k, v in (row_max or {}).items()}, trace or "",
-                         vcd or "", memory_profile or "")
+                         vcd or "", memory_profile or "", tlp)
     result = CaseResult(raw)
     if result.fault is not None and raise_on_fault:
         raise ProgramFault(result.fault, result)

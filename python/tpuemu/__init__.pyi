@@ -118,4 +118,5 @@ def run_case(case_dir: Union[str, os.PathLike[str]],
              trace: Optional[str] = ...,
              vcd: Optional[str] = ...,
              memory_profile: Optional[str] = ...,
+             tlp: bool = ...,
              raise_on_fault: bool = ...) -> CaseResult: ...
