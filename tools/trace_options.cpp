@@ -5,15 +5,12 @@
 #include <cstdio>
 #include <fstream>
 
-#include "api/child_process.hpp"
 #include "api/output_files.hpp"
 #include "common/parse_number.hpp"
 
 namespace tpuemu::cli {
 
 using api::check_writable;
-using api::ChildOutcome;
-using api::run_in_child;
 
 void add_trace_options(po::options_description& options) {
   options.add_options()("trace", po::value<std::string>(),
@@ -41,22 +38,6 @@ std::string waveform_path(const po::variables_map& vm) {
   return path;
 }
 
-std::optional<std::string> trace_dry_run(const TraceOutput& trace, const std::function<bool(chip::Tracer&)>& dry_run) {
-  if (!trace.tracer) return std::nullopt;
-  const ChildOutcome outcome = run_in_child(
-      [&] {
-        chip::Tracer tracer(trace.tracer->options());
-        try {
-          return std::string(dry_run(tracer) ? "overflow" : "fits");
-        } catch (...) {  // the real run reports it
-          return std::string("failed");
-        }
-      },
-      /*quiet=*/true);  // the real run prints what there is to say
-  if (outcome.output != "overflow") return std::nullopt;
-  return fmt::format("--trace {}: a timing-only dry run found that {}", trace.path, trace.tracer->overflow_message());
-}
-
 void add_profile_options(po::options_description& options) {
   options.add_options()("memory-profile", po::value<std::string>(),
                         "FILE.json: VMEM, SMEM and HBM occupancy over time per buffer, and the peak (also FILE.svg)");
@@ -73,16 +54,6 @@ ProfileOutput profile_output(const po::variables_map& vm) {
   for (const auto& path : {out.json_path, out.svg_path}) check_writable("--memory-profile", path);
   out.profile = std::make_unique<chip::MemoryProfile>();
   return out;
-}
-
-std::optional<std::string> finish_profile(const ProfileOutput& out, double clock_hz) {
-  if (!out.profile) return std::nullopt;
-  std::ofstream json(out.json_path);
-  json << out.profile->to_json(clock_hz).dump(1) << "\n";
-  std::ofstream svg(out.svg_path);
-  svg << out.profile->to_svg(clock_hz);
-  if (!json || !svg) return fmt::format("--memory-profile {}: writing failed", out.json_path);
-  return std::nullopt;
 }
 
 TraceOutput trace_output(const po::variables_map& vm, double clock_hz) {
@@ -130,27 +101,6 @@ api::Observers observers_from(const po::variables_map& vm, double clock_hz) {
   return o;
 }
 
-std::optional<std::string> finish_trace(const TraceOutput& trace) {
-  if (!trace.tracer) return std::nullopt;
-  if (trace.tracer->overflowed()) {
-    return fmt::format(
-        "--trace {}: the trace reached {} events before the run ended; narrow it with --trace-window "
-        "BEGIN:END (cycles) or raise --trace-max-events (the file was not written)",
-        trace.path, trace.tracer->options().max_events);
-  }
-  std::ofstream out(trace.path);
-  trace.tracer->write(out);
-  if (!out) return fmt::format("--trace {}: writing failed", trace.path);
-  return std::nullopt;
-}
-
 }  // namespace tpuemu::cli
 
-namespace tpuemu::cli {
-
-std::optional<std::string> finish_observers(const TraceOutput& trace, const ProfileOutput& profile, double clock_hz) {
-  if (auto error = finish_trace(trace)) return error;
-  return finish_profile(profile, clock_hz);
-}
-
-}  // namespace tpuemu::cli
+namespace tpuemu::cli {}  // namespace tpuemu::cli
