@@ -127,24 +127,19 @@ int collective_command(const std::vector<std::string>& args) {
                per_link ? fmt::format("{:.1f}%", 100.0 * row.link_fraction) : "-", row.prediction.seconds * 1e6,
                row.run.seconds / row.prediction.seconds, row.check);
     std::fflush(stdout);
-    rows.push_back({{"bytes", v},
-                    {"cycles", row.run.cycles},
-                    {"seconds", row.run.seconds},
-                    {"algbw", row.algbw},
-                    {"busbw", row.busbw},
-                    {"linkbw", row.linkbw},
-                    {"link_fraction", row.link_fraction},
-                    {"predicted_seconds", row.prediction.seconds},
-                    {"predicted_bandwidth_seconds", row.prediction.bandwidth_seconds},
-                    {"predicted_latency_seconds", row.prediction.latency_seconds},
-                    {"measured_over_predicted", row.run.seconds / row.prediction.seconds},
-                    {"check", row.check},
-                    {"host_seconds", row.host_seconds},
-                    {"host_bundles", host.bundles},
-                    {"host_network_events", host.network_events},
-                    {"host_core_resumes", host.core_resumes},
-                    {"host_core_syncs", host.core_syncs},
-                    {"host_peak_rss_bytes", host.peak_rss_bytes}});
+    // The row: the run API's per-size fields (bandwidths, prediction, check), minus those the
+    // whole table shares (op, algorithm, dtype, axes, group size, formula), plus time and host cost.
+    nlohmann::json json_row = row.run.report["collective"];
+    for (const char* shared : {"op", "algorithm", "dtype", "axes", "group_size", "formula"}) json_row.erase(shared);
+    json_row["cycles"] = row.run.cycles;
+    json_row["seconds"] = row.run.seconds;
+    json_row["host_seconds"] = row.host_seconds;
+    json_row["host_bundles"] = host.bundles;
+    json_row["host_network_events"] = host.network_events;
+    json_row["host_core_resumes"] = host.core_resumes;
+    json_row["host_core_syncs"] = host.core_syncs;
+    json_row["host_peak_rss_bytes"] = host.peak_rss_bytes;
+    rows.push_back(std::move(json_row));
     host_lines.push_back(fmt::format(
         "# host: {} B: {:.2f} s, peak RSS {:.0f} MiB, {} bundles, {} network events, {} core resumes, {} core syncs "
         "({:.3g} bundles + events/s)",
