@@ -38,16 +38,21 @@ int topology_command(const std::vector<std::string>& args) {
     if (vm->count("route") != 0U) {
       const std::string text = (*vm)["route"].as<std::string>();
       const auto comma = text.find(',');
-      const auto from_id = comma == std::string::npos ? std::nullopt : parse_unsigned(text.substr(0, comma));
-      const auto to_id = comma == std::string::npos ? std::nullopt : parse_unsigned(text.substr(comma + 1));
-      if (!from_id || !to_id) {
+      // Plain integers with a "not a number" value: GCC 12 at -Os reports a false
+      // -Wmaybe-uninitialized on std::optional built from a conditional here.
+      constexpr std::uint64_t kNotANumber = UINT64_MAX;
+      const std::uint64_t from_id =
+          comma == std::string::npos ? kNotANumber : parse_unsigned(text.substr(0, comma)).value_or(kNotANumber);
+      const std::uint64_t to_id =
+          comma == std::string::npos ? kNotANumber : parse_unsigned(text.substr(comma + 1)).value_or(kNotANumber);
+      if (from_id == kNotANumber || to_id == kNotANumber) {
         throw std::invalid_argument(fmt::format("--route {}: expected FROM,TO (two chip numbers, e.g. 0,5)", text));
       }
-      if (*from_id >= topology.chip_count() || *to_id >= topology.chip_count()) {
+      if (from_id >= topology.chip_count() || to_id >= topology.chip_count()) {
         throw std::invalid_argument(fmt::format("--route {}: chips are numbered 0..{}", text, topology.chip_count() - 1));
       }
-      const ChipId from(static_cast<std::uint32_t>(*from_id));
-      const ChipId to(static_cast<std::uint32_t>(*to_id));
+      const ChipId from(static_cast<std::uint32_t>(from_id));
+      const ChipId to(static_cast<std::uint32_t>(to_id));
       const auto route = ici::routing_policy((*vm)["routing"].as<std::string>()).route(topology, from, to);
       fmt::print("route {} -> {} ({}): {} hop{}\n", from.value(), to.value(), (*vm)["routing"].as<std::string>(),
                  route.size(), route.size() == 1 ? "" : "s");
