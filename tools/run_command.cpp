@@ -212,7 +212,9 @@ int run_command(const std::vector<std::string>& args) {
     // A timing-only run reads only the inputs passed by value (the run API
     // asks for no others); the rest are read on the host threads meanwhile.
     files = std::make_unique<NpyPrefetch>(timing_only || on_pod ? std::vector<std::string>{} : npy_files(*vm));
-    for (const auto& [index, path] : bindings_of(*vm, "in")) {
+    for (const auto& binding : bindings_of(*vm, "in")) {
+      const std::uint32_t index = binding.first;
+      const std::string path = binding.second;  // a variable, not a structured binding: clang 14 cannot capture those
       api::Input& input = job.inputs[std::to_string(index)];
       if (!input.origin.empty()) {
         throw std::invalid_argument(fmt::format("--in {}={}: operand {} is given twice", index, path, index));

@@ -16,9 +16,8 @@ int topology_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
   add_topology_options(options);
-  options.add_options()
-      ("shape", po::value<std::string>(), "axes, e.g. 8x16, 4x4x4, 16")
-      ("route", po::value<std::string>(), "FROM,TO: print the route between two chips (linear ids)");
+  options.add_options()("shape", po::value<std::string>(), "axes, e.g. 8x16, 4x4x4, 16")(
+      "route", po::value<std::string>(), "FROM,TO: print the route between two chips (linear ids)");
   po::positional_options_description positional;
   positional.add("shape", 1);
   bool help = false;
@@ -33,7 +32,8 @@ int topology_command(const std::vector<std::string>& args) {
     const ChipConfig chip = load_chip(chip_request(*vm));
     const ici::Topology topology = topology_from(*vm, (*vm)["shape"].as<std::string>(), chip);
     fmt::print("{} on {}\n", ici::describe(topology), chip.name);
-    fmt::print("links: {} one way per link, {} per hop\n", format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
+    fmt::print("links: {} one way per link, {} per hop\n",
+               format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
                format_quantity(chip.ici.hop_latency_s, Quantity::kTime));
     if (vm->count("route") != 0U) {
       const std::string text = (*vm)["route"].as<std::string>();
@@ -49,7 +49,8 @@ int topology_command(const std::vector<std::string>& args) {
         throw std::invalid_argument(fmt::format("--route {}: expected FROM,TO (two chip numbers, e.g. 0,5)", text));
       }
       if (from_id >= topology.chip_count() || to_id >= topology.chip_count()) {
-        throw std::invalid_argument(fmt::format("--route {}: chips are numbered 0..{}", text, topology.chip_count() - 1));
+        throw std::invalid_argument(
+            fmt::format("--route {}: chips are numbered 0..{}", text, topology.chip_count() - 1));
       }
       const ChipId from(static_cast<std::uint32_t>(from_id));
       const ChipId to(static_cast<std::uint32_t>(to_id));
