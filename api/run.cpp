@@ -146,7 +146,7 @@ chip::RunOptions run_options(const Options& o) {
   return r;
 }
 
-// The fields every request type (RunRequest, ChainRequest, PodRequest) shares:
+// The fields every request type (RunRequest, ChainRequest, PodRequest, TlpRequest) shares:
 // options, quantum, and the observers (their files created), or only
 // `dry_tracer` for a timing-only dry run.
 template <typename Request>
@@ -161,9 +161,11 @@ std::optional<LiveObservers> prepare(Request& request, const Job& job, const Chi
   } else {
     observers.emplace(job.observers, chip.clock_hz);
     request.tracer = observers->tracer.get();
-    request.profile = observers->profile.get();
-    request.vcd = job.observers.vcd;
-    request.vcd_max_changes = job.observers.vcd_max_changes;
+    if constexpr (requires { request.vcd; }) {  // a TlpRequest takes the trace only
+      request.profile = observers->profile.get();
+      request.vcd = job.observers.vcd;
+      request.vcd_max_changes = job.observers.vcd_max_changes;
+    }
   }
   return observers;
 }
@@ -305,17 +307,8 @@ Result run_top_level(const Job& job, const ChipConfig& chip, chip::Tracer* dry_t
   }
   chip::TlpRequest t;
   t.chip = chip;
-  t.options = run_options(job.options);
-  t.quantum_cycles = std::max<std::uint64_t>(1, job.options.quantum_cycles);
   t.tlp = top.program.get();
-  std::optional<LiveObservers> observers;
-  if (dry_tracer) {
-    t.options.compute_numerics = false;
-    t.tracer = dry_tracer;
-  } else {
-    observers.emplace(job.observers, chip.clock_hz);
-    t.tracer = observers->tracer.get();
-  }
+  std::optional<LiveObservers> observers = prepare(t, job, chip, dry_tracer);
   // Each buffer's layout comes from the first kernel operand bound to it.
   std::map<std::string, chip::OperandBinding> layouts;
   for (const Step& step : job.steps) {
