@@ -56,9 +56,9 @@ class PodModule : public sc_core::sc_module, public Fabric {
 
   void send(RemoteSend message) override {
     if (request_.tracer != nullptr) message.trace_id = sends_++;
-    const auto id = network_.send(ChipId(message.src_chip), ChipId(message.dst_chip), message.bytes,
-                                  static_cast<double>(message.start_cycle));
-    in_flight_.emplace(id, std::move(message));
+    const auto key = network_.send(ChipId(message.src_chip), ChipId(message.dst_chip), message.bytes,
+                                   static_cast<double>(message.start_cycle), message.src_core);
+    in_flight_.emplace(key, std::move(message));
     wake_network_.notify(sc_core::SC_ZERO_TIME);
   }
 
@@ -96,6 +96,12 @@ class PodModule : public sc_core::sc_module, public Fabric {
       const sc_core::sc_time at = time_of_cycle(*next, request_.chip.clock_hz);
       if (at > sc_core::sc_time_stamp()) {
         sc_core::wait(at - sc_core::sc_time_stamp(), wake_network_);
+        continue;
+      }
+      // The events of this time go as one batch in key order, so it must
+      // hold every one: the cores still to run at this time may send now.
+      if (sc_core::sc_pending_activity_at_current_time()) {
+        sc_core::wait(sc_core::SC_ZERO_TIME);
         continue;
       }
       done.clear();
@@ -214,7 +220,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
 
   const PodRequest& request_;
   ici::Network network_;
-  std::unordered_map<ici::Network::TransferId, RemoteSend> in_flight_;
+  std::unordered_map<ici::Network::TransferKey, RemoteSend, ici::Network::TransferKeyHash> in_flight_;
   std::vector<std::uint32_t> arrival_tracks_;
   std::vector<ici::Network::Completion> completions_;
   std::unique_ptr<Waveform> waves_;

@@ -7,8 +7,8 @@
 //    Config::packet_bytes (the last one shorter). The source injects packet
 //    i+1 into the first link when packet i has left it, so concurrent
 //    transfers leaving one chip by the same link alternate packet by packet.
-//  * A link serves the packets that reach it in arrival order (FIFO, ties in
-//    the order the events were created): a packet of b bytes reaching the link
+//  * A link serves the packets that reach it in arrival order (FIFO; ties in
+//    the order of the events' keys, see below): a packet of b bytes reaching the link
 //    at a starts at max(a, the link's busy-until), holds the link for
 //    b / bytes_per_cycle and reaches the next router hop_latency_cycles after
 //    it has left. A busy link therefore delays everything queued behind it
@@ -17,10 +17,26 @@
 //    Arrived: the last packet has reached the destination chip.
 //  * A transfer between two cores of one chip (from == to) uses no link: it is
 //    sent and arrives at start + bytes / bytes_per_cycle.
-// Deterministic: events are ordered by (time, creation order).
+//
+// Order: events are processed in (time, transfer key, packet, hop) order,
+// where a transfer's key is (source chip, lane, the lane's send count) and
+// the lane is the caller's (the pod passes the source core). The order never
+// depends on when an event was created, so the same sends give the same
+// timing whether the pod is simulated by one Network or split over several.
+//
+// Partitions (one pod over several processes): a Network may own only some
+// chips (set_owned_chips). It then handles the events of the links leaving
+// its chips and the arrivals at them; an event another partition must
+// handle goes to outbox() instead, as a Crossing, which that partition
+// inject()s. A crossing is created at least hop_latency_cycles before its
+// time (it is the next hop of a packet that has just been served), so
+// partitions that exchange crossings at least that often, and process only
+// events before the exchange time (advance_before), see every event in time
+// and in the same order as one Network would.
 #pragma once
 
 #include <array>
+#include <compare>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -41,12 +57,36 @@ class Network {
     double hop_latency_cycles = 0;  // per hop
     std::uint64_t packet_bytes = 0;
   };
-  using TransferId = std::uint64_t;
+  // Names a transfer in every partition: the sender's chip, its lane (the
+  // pod: its core) and that lane's send count before this one.
+  struct TransferKey {
+    std::uint32_t chip = 0;
+    std::uint32_t lane = 0;
+    std::uint64_t sequence = 0;
+    auto operator<=>(const TransferKey&) const = default;
+  };
+  struct TransferKeyHash {
+    std::size_t operator()(const TransferKey& k) const {
+      return std::hash<std::uint64_t>{}((std::uint64_t{k.chip} << 40) ^ (std::uint64_t{k.lane} << 32) ^ k.sequence);
+    }
+  };
   enum class EventKind : std::uint8_t { kSent, kArrived };
   struct Completion {
-    TransferId transfer;
+    TransferKey transfer;
     EventKind kind;
     double time;
+  };
+  // An event that another partition handles: packet `packet` of transfer
+  // `key` (from -> to, `bytes` long) reaching hop `hop` of its route at
+  // `time` (hop == the route's length: the destination chip).
+  struct Crossing {
+    double time = 0;
+    TransferKey key;
+    std::uint32_t from = 0;
+    std::uint32_t to = 0;
+    std::uint64_t bytes = 0;
+    std::uint32_t packet = 0;
+    std::uint16_t hop = 0;
   };
   struct LinkStats {
     Link link;
@@ -58,15 +98,36 @@ class Network {
   // Throws std::invalid_argument on a non-positive bandwidth or packet size.
   Network(const Topology& topology, const RoutingPolicy& routing, Config config);
 
-  // Starts a transfer of `bytes` (>= 1) at `start`; a start before the last
-  // processed event is moved up to it. Chips must be in the topology
-  // (std::out_of_range otherwise).
-  TransferId send(ChipId from, ChipId to, std::uint64_t bytes, double start);
+  // Starts a transfer of `bytes` (>= 1) at `start` from lane `lane` of chip
+  // `from`; a start before the last processed event is moved up to it. Chips
+  // must be in the topology (std::out_of_range otherwise); `from` must be
+  // owned (std::logic_error otherwise).
+  TransferKey send(ChipId from, ChipId to, std::uint64_t bytes, double start, std::uint32_t lane = 0);
   // The time of the earliest unprocessed event, if any.
   [[nodiscard]] std::optional<double> next_event_time() const;
-  // Processes every event at or before `time` and appends the sends and
-  // arrivals that happened, in time order.
+  // Processes every event at or before `time` (advance_to) or before `time`
+  // (advance_before) and appends the sends and arrivals that happened, in
+  // event order.
   void advance_to(double time, std::vector<Completion>& completions);
+  void advance_before(double time, std::vector<Completion>& completions);
+
+  // Partitions. `owned[c]` says whether this Network handles chip c (size:
+  // the chip count; by default it owns every chip and never crosses).
+  void set_owned_chips(std::vector<bool> owned);
+  [[nodiscard]] bool owns(ChipId chip) const { return owned_.empty() || owned_[chip.value()]; }
+  // Crossings created since the last clear, in creation order; the caller
+  // hands each to the partition that owns crossing_chip(c) and clears this.
+  [[nodiscard]] std::vector<Crossing>& outbox() { return outbox_; }
+  // The chip whose partition handles `c`: the sender of the link it reaches,
+  // or its destination.
+  [[nodiscard]] ChipId crossing_chip(const Crossing& c);
+  // Takes an event from another partition. Throws std::logic_error if it is
+  // earlier than an event already processed (the partitions did not
+  // exchange crossings within the lookahead) or not for an owned chip.
+  void inject(const Crossing& c);
+  // The least time between an event's creation and a crossing it creates:
+  // the hop latency (what partitions may run ahead of each other).
+  [[nodiscard]] double lookahead() const { return config_.hop_latency_cycles; }
   [[nodiscard]] std::size_t transfers_in_flight() const { return in_flight_; }
   [[nodiscard]] double now() const { return now_; }
   // Events processed so far (packets entering a link or a chip, sent markers): host-cost statistics.
@@ -80,10 +141,15 @@ class Network {
   std::function<void(ChipId, std::uint8_t, std::int8_t, double, double, std::uint64_t)> on_packet;
 
  private:
+  using TransferId = std::uint64_t;  // a handle, local to this Network
   struct Transfer {
     const std::vector<std::uint32_t>* route = nullptr;  // link indices, in routes_ (stable)
     std::uint64_t bytes = 0;
     std::uint32_t packets = 0;
+    std::uint32_t pending = 0;  // its events queued here; the record goes at 0
+    std::uint32_t from = 0;
+    std::uint32_t to = 0;
+    TransferKey key;
   };
   struct Event {
     TransferId transfer;
@@ -100,7 +166,14 @@ class Network {
 
   [[nodiscard]] std::uint32_t link_index(const Link& link) const;
   const std::vector<std::uint32_t>& route(ChipId from, ChipId to);
+  TransferId add_transfer(const Transfer& t);
   void push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop, bool sent);
+  // Queues the event here, or in the outbox when another partition handles it.
+  void forward(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop);
+  void process(double at, const Event& e, std::vector<Completion>& completions);
+  void advance(double time, bool inclusive, std::vector<Completion>& completions);
+  [[nodiscard]] Transfer& transfer(TransferId id) { return *transfers_[id - first_id_]; }
+  void retire(TransferId id);
   [[nodiscard]] std::uint64_t packet_size(const Transfer& t, std::uint32_t packet) const;
 
   Topology topology_;
@@ -121,8 +194,13 @@ class Network {
   std::deque<std::optional<Transfer>> transfers_;
   TransferId first_id_ = 0;
   std::size_t in_flight_ = 0;
-  EventQueue<Event> events_;  // by (time, creation order)
+  EventQueue<Event> events_;  // by time; equal times are sorted by key (batch_)
+  std::vector<Event> batch_;  // the events of one time, being processed
   TransferId next_id_ = 0;
+  std::vector<std::vector<std::uint64_t>> lane_sends_;  // [chip][lane]: sends so far
+  std::vector<bool> owned_;                             // empty: every chip
+  std::vector<Crossing> outbox_;
+  std::unordered_map<TransferKey, TransferId, TransferKeyHash> by_key_;  // partitioned only: injected transfers
   std::uint64_t events_processed_ = 0;
   double now_ = 0;
 };

@@ -19,6 +19,7 @@ packages=(
   gtkwave
   python3-numpy  # the docs' steps make and read .npy files with numpy
   python3-dev pybind11-dev python3-pybind11 python3-pytest  # the Python module (python/) and its tests
+  libopenmpi-dev openmpi-bin  # one pod over several processes (mpirun)
 )
 
 missing=()
