@@ -10,6 +10,7 @@
 #include "chip/host_memory.hpp"
 #include "common/numerics.hpp"
 #include "common/parse_number.hpp"
+#include "dist/ranks.hpp"
 #include "ici/routing.hpp"
 #include "programs/collective_reference.hpp"
 
@@ -131,7 +132,10 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
   job.routing = cjob.routing;
   job.options.no_data = cjob.no_data;
   job.options.max_cycles = cjob.max_cycles;
-  job.isolation = Isolation::kChild;
+  job.options.partition = cjob.partition;
+  // A child per size keeps every size's run fresh; under mpirun the ranks
+  // run one pod, in their own processes.
+  job.isolation = dist::world().size() > 1 ? Isolation::kAuto : Isolation::kChild;
   const std::string name = fmt::format("{}-{}.llo", spec.op, spec.bytes);
   job.steps.push_back(
       {assemble(checked([&] { return programs::generate_collective(spec, topology, setup.chip); }), name), name, {}});

@@ -20,6 +20,7 @@ struct CollectiveJob {
   bool no_data = false;           // timing only: no data, no check (identical times)
   std::uint64_t max_cycles = chip::RunOptions{}.max_cycles;
   bool keep_outputs = false;  // also return every chip's output buffer ("1") in Result::outputs
+  std::string partition;      // under mpirun: Options::partition
 };
 
 struct CollectiveResult {

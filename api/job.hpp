@@ -51,6 +51,9 @@ struct Options {
   bool strict = false;   // stalls on register hazards are faults (checks a compiler's schedule)
   std::uint64_t max_cycles = chip::RunOptions{}.max_cycles;
   std::uint64_t quantum_cycles = 1000;  // how far a core may run ahead of SystemC time
+  // Under mpirun with several ranks: how the pod's chips split over them
+  // (--partition; ici/partition.hpp), "" = contiguous linear ids.
+  std::string partition;
 };
 
 // Files the run writes. A trace that would exceed trace_options.max_events

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "dist/ranks.hpp"
+
 namespace tpuemu::api {
 
 void check_writable(const std::string& option, const std::string& path) {
@@ -36,6 +38,7 @@ void check_writable(const std::string& option, const std::string& path) {
 
 std::optional<std::string> write_text_file(const std::string& option, const std::string& path,
                                            const std::string& text) {
+  if (dist::world().rank() != 0) return std::nullopt;  // rank 0 writes what a pod over MPI ranks produces
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) return fmt::format("{} {}: writing failed (cannot open: {})", option, path, std::strerror(errno));
   out.write(text.data(), static_cast<std::streamsize>(text.size()));

@@ -15,7 +15,8 @@ namespace tpuemu::api {
 void check_writable(const std::string& option, const std::string& path);
 
 // Writes `text` to `path` (replacing it). Returns "OPTION PATH: writing
-// failed (REASON)" if opening, writing or closing failed.
+// failed (REASON)" if opening, writing or closing failed. Only MPI rank 0
+// writes (every rank of a pod split over ranks has the same result).
 std::optional<std::string> write_text_file(const std::string& option, const std::string& path, const std::string& text);
 
 }  // namespace tpuemu::api

@@ -20,6 +20,8 @@
 #include "chip/pod.hpp"
 #include "chip/simulate.hpp"
 #include "common/chip_config.hpp"
+#include "dist/ranks.hpp"
+#include "ici/partition.hpp"
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
 
@@ -45,6 +47,8 @@ std::atomic<bool> g_simulated{false};
   } catch (const ConfigError& e) {
     throw BadInput(e.what());
   } catch (const ici::TopologyError& e) {
+    throw BadInput(e.what());
+  } catch (const ici::PartitionError& e) {
     throw BadInput(e.what());
   } catch (const isa::ImageError& e) {
     throw BadInput(e.what());
@@ -371,6 +375,13 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
     std::string origin = origin_of(buffer, it->second);
     return chip::to_device(binding, input_array(it->second, chip_id, holder), origin);
   };
+  dist::Ranks& ranks = dist::world();
+  if (ranks.size() > 1 || !job.options.partition.empty()) {
+    const ici::PartitionSpec spec =
+        job.options.partition.empty() ? ici::PartitionSpec{} : ici::parse_partition(job.options.partition);
+    request.rank_of = ici::partition_chips(topology, spec, ranks.size());
+    request.ranks = &ranks;
+  }
   chip::PodResult pod = chip::run_pod(request);
   Result result;
   result.cycles = pod.cycles;
@@ -553,6 +564,20 @@ void check_job(const Job& job) {
   if (job.top_level && (job.topology || !job.top_level->program)) {
     throw BadInput("a top-level program runs on one chip (no topology) and needs its program");
   }
+  const std::uint32_t ranks = dist::world().size();
+  if (!job.topology && (ranks > 1 || !job.options.partition.empty())) {
+    throw BadInput(ranks > 1
+                       ? fmt::format("a one-chip run cannot be split over {} MPI ranks: give a topology (a "
+                                     "pod) or run one process",
+                                     ranks)
+                       : std::string("--partition splits a pod (a topology) over MPI ranks: this run has one chip"));
+  }
+  if (ranks > 1 &&
+      (!job.observers.trace.empty() || !job.observers.vcd.empty() || !job.observers.memory_profile.empty())) {
+    throw BadInput(
+        "traces, waveforms and memory profiles are not yet available for a pod split over MPI ranks: run it in one "
+        "process");
+  }
   const bool one_chip_chain = !job.topology && (job.steps.size() > 1 || job.chain || job.top_level);
   if (!one_chip_chain && (!job.scalars.empty() || !job.transposed.empty())) {
     throw BadInput(
@@ -606,6 +631,9 @@ Result run(const Job& job) {
   check_job(job);
   if (!job.observers.trace.empty()) check_trace_fits(job);
   const bool here = job.isolation == Isolation::kInProcess || (job.isolation == Isolation::kAuto && !g_simulated);
+  if (!here && dist::world().size() > 1) {
+    throw BadInput("under mpirun each process runs one pod: this one has simulated already");
+  }
   if (!here) return in_child([&job] { return simulate_here(job, nullptr); });
   if (g_simulated) {
     throw BadInput(

@@ -100,6 +100,7 @@ void ChipModule::core_thread(std::size_t index) {
         const Core::Status status = core.run_until(limit);
         if (const int signal_number = stop_requested(); signal_number != 0) [[unlikely]] {
           if (!fault) {
+            fault_cycle = core.cycle();
             fault = fmt::format("interrupted by {}: {}",
                                 signal_number == SIGINT    ? std::string("SIGINT")
                                 : signal_number == SIGTERM ? std::string("SIGTERM")
@@ -110,7 +111,10 @@ void ChipModule::core_thread(std::size_t index) {
           break;
         }
         if (core.tracer() != nullptr && core.tracer()->overflowed()) {
-          if (!fault) fault = core.tracer()->overflow_message();
+          if (!fault) {
+            fault_cycle = core.cycle();
+            fault = core.tracer()->overflow_message();
+          }
           sc_core::sc_stop();
           break;
         }
@@ -138,7 +142,10 @@ void ChipModule::core_thread(std::size_t index) {
       step_ends[index].push_back({core.cycle(), core.stats()});
     }
   } catch (const std::exception& f) {  // LocatedFault, WaveformOverflow
-    if (!fault) fault = f.what();
+    if (!fault) {
+      fault_cycle = core.cycle();
+      fault = f.what();
+    }
     if (shared.fabric != nullptr) sc_core::sc_stop();  // a pod stops at its first fault
   }
   // A finished core's thread never returns: SystemC removes a terminated

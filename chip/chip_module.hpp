@@ -37,6 +37,7 @@ class ChipModule : public sc_core::sc_module {
   std::vector<std::unique_ptr<Core>> cores;
   // The first fault of any core; the run stops at it.
   std::optional<std::string> fault;
+  std::uint64_t fault_cycle = 0;  // the faulting core's cycle then
   // Per core, per program: the cycle it ended at and the core's statistics then.
   struct StepEnd {
     std::uint64_t cycle = 0;

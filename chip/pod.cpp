@@ -4,7 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
 #include <memory>
+#include <tuple>
 #include <unordered_map>
 
 #include "chip/chip_module.hpp"
@@ -12,11 +16,55 @@
 #include "chip/host_memory.hpp"
 #include "chip/run.hpp"
 #include "chip/simulate.hpp"
+#include "dist/bytes.hpp"
+#include "isa/image.hpp"
 
 namespace tpuemu::chip {
 namespace {
 
 constexpr std::uint64_t kAlign = 4096;
+
+void put_message(dist::ByteWriter& w, const ici::Network::TransferKey& key, const RemoteSend& m) {
+  w.put(key);
+  w.put(m.src_chip);
+  w.put(m.src_core);
+  w.put(m.dst_chip);
+  w.put(m.dst_core);
+  w.put(m.dst_space);
+  w.put(m.dst_address);
+  w.put(m.bytes);
+  w.put_bytes(m.payload);
+  w.put(m.has_src_flag);
+  w.put(m.src_flag);
+  w.put(m.src_credit);
+  w.put(m.dst_flag);
+  w.put(m.dst_credit);
+  w.put(m.start_cycle);
+  w.put(m.source_bundle);
+  w.put(m.trace_id);
+}
+
+std::pair<ici::Network::TransferKey, RemoteSend> get_message(dist::ByteReader& r) {
+  const auto key = r.get<ici::Network::TransferKey>();
+  RemoteSend m;
+  m.src_chip = r.get<std::uint32_t>();
+  m.src_core = r.get<std::uint32_t>();
+  m.dst_chip = r.get<std::uint32_t>();
+  m.dst_core = r.get<std::uint32_t>();
+  m.dst_space = r.get<RemoteSend::Space>();
+  m.dst_address = r.get<std::uint64_t>();
+  m.bytes = r.get<std::uint64_t>();
+  m.payload = r.get_bytes();
+  m.has_src_flag = r.get<bool>();
+  m.src_flag = r.get<std::uint32_t>();
+  m.src_credit = r.get<std::int32_t>();
+  m.dst_flag = r.get<std::uint32_t>();
+  m.dst_credit = r.get<std::int32_t>();
+  m.start_cycle = r.get<std::uint64_t>();
+  m.source_bundle = r.get<std::uint32_t>();
+  m.trace_id = r.get<std::uint64_t>();
+  return {key, std::move(m)};
+}
 
 // The pod as a SystemC module: the chips and one process for the network,
 // which implements the cores' Fabric.
@@ -31,10 +79,22 @@ class PodModule : public sc_core::sc_module, public Fabric {
                                       request.chip.ici.hop_latency_s * request.chip.clock_hz,
                                       request.chip.ici.packet_bytes}) {
     const ici::Topology& t = request.topology;
+    if (!request.rank_of.empty()) {
+      rank_ = request.ranks->rank();
+      ranks_ = request.ranks->size();
+      std::vector<bool> owned(t.chip_count());
+      for (std::uint32_t c = 0; c < t.chip_count(); ++c) owned[c] = request.rank_of[c] == rank_;
+      network_.set_owned_chips(owned);
+      outgoing_.resize(ranks_);
+    }
     const std::uint64_t hop = std::max<std::uint64_t>(
         1, static_cast<std::uint64_t>(std::floor(request.chip.ici.hop_latency_s * request.chip.clock_hz)));
     const std::uint64_t quantum = request.vcd.empty() ? std::min(request.quantum_cycles, hop) : 1;
     for (std::uint32_t id = 0; id < t.chip_count(); ++id) {
+      if (!owns(id)) {  // another rank's
+        chips.emplace_back();
+        continue;
+      }
       chips.push_back(std::make_unique<ChipModule>(sc_core::sc_gen_unique_name("chip"), request.chip, programs,
                                                    operand_values, request.options, quantum));
       ChipShared& shared = chips.back()->shared;
@@ -58,15 +118,69 @@ class PodModule : public sc_core::sc_module, public Fabric {
     if (request_.tracer != nullptr) message.trace_id = sends_++;
     const auto key = network_.send(ChipId(message.src_chip), ChipId(message.dst_chip), message.bytes,
                                    static_cast<double>(message.start_cycle), message.src_core);
+    if (!owns(message.dst_chip)) {
+      // The destination's rank gets the message (and its data) at this
+      // window's end, before the network can deliver it (a hop later at least).
+      RemoteSend copy = message;
+      copy.payload = std::move(message.payload);
+      message.payload.clear();
+      outgoing_[request_.rank_of[message.dst_chip]].emplace_back(key, std::move(copy));
+    }
     in_flight_.emplace(key, std::move(message));
     wake_network_.notify(sc_core::SC_ZERO_TIME);
   }
 
-  std::vector<std::unique_ptr<ChipModule>> chips;
+  [[nodiscard]] bool owns(std::uint32_t chip) const { return ranks_ == 1 || request_.rank_of[chip] == rank_; }
+
+  // At a window's end (between sc_start calls, every rank at once): sends
+  // every rank what crossed to it (network events, remote DMAs with their
+  // data) and takes what the others sent here. Returns how many items came.
+  std::uint64_t exchange(dist::Ranks& ranks) {
+    std::vector<std::vector<ici::Network::Crossing>> crossings(ranks_);
+    for (const auto& c : network_.outbox()) {
+      crossings[request_.rank_of[network_.crossing_chip(c).value()]].push_back(c);
+    }
+    network_.outbox().clear();
+    std::vector<dist::Bytes> batches(ranks_);
+    for (std::uint32_t r = 0; r < ranks_; ++r) {
+      if (r == rank_) continue;
+      dist::ByteWriter w;
+      w.put_vector(crossings[r]);
+      w.put<std::uint64_t>(outgoing_[r].size());
+      for (const auto& [key, m] : outgoing_[r]) put_message(w, key, m);
+      outgoing_[r].clear();
+      batches[r] = w.take();
+    }
+    const std::vector<dist::Bytes> received = ranks.exchange(std::move(batches));
+    std::uint64_t items = 0;
+    for (std::uint32_t r = 0; r < ranks_; ++r) {
+      if (r == rank_ || received[r].empty()) continue;
+      dist::ByteReader in(received[r]);
+      for (const auto& c : in.get_vector<ici::Network::Crossing>()) {
+        network_.inject(c);
+        ++items;
+      }
+      const auto messages = in.get<std::uint64_t>();
+      for (std::uint64_t i = 0; i < messages; ++i) {
+        auto [key, m] = get_message(in);
+        in_flight_.emplace(key, std::move(m));
+        ++items;
+      }
+    }
+    if (items > 0) wake_network_.notify(sc_core::SC_ZERO_TIME);
+    return items;
+  }
+
+  std::vector<std::unique_ptr<ChipModule>> chips;  // null: another rank's chip
   double last_delivery = 0;
   // The network's own failure (a trace over its limit): the run stops.
   std::optional<std::string> fault;
-  [[nodiscard]] const ici::Network& network() const { return network_; }
+  [[nodiscard]] ici::Network& network() { return network_; }
+  // A fault on this rank (the network's or a chip's): the run is over.
+  [[nodiscard]] bool stopped() const {
+    return fault.has_value() ||
+           std::any_of(chips.begin(), chips.end(), [](const auto& c) { return c && c->fault.has_value(); });
+  }
   [[nodiscard]] bool waveform_overflowed() const { return waves_ != nullptr && waves_->overflowed(); }
 
  private:
@@ -192,11 +306,13 @@ class PodModule : public sc_core::sc_module, public Fabric {
     last_delivery = std::max(last_delivery, c.time);
     if (request_.tracer != nullptr && m.dst_space != RemoteSend::Space::kFlagOnly) trace_delivery(m, c);
     if (c.kind == ici::Network::EventKind::kSent) {
-      if (m.dst_space == RemoteSend::Space::kFlagOnly) return;
-      Core& src = *chips[m.src_chip]->cores[m.src_core];
-      src.note_remote_sent();
-      if (m.has_src_flag) src.remote_credit(m.src_flag, m.src_credit, c.time);
-      chips[m.src_chip]->wake_core(m.src_core);
+      if (m.dst_space != RemoteSend::Space::kFlagOnly) {
+        Core& src = *chips[m.src_chip]->cores[m.src_core];
+        src.note_remote_sent();
+        if (m.has_src_flag) src.remote_credit(m.src_flag, m.src_credit, c.time);
+        chips[m.src_chip]->wake_core(m.src_core);
+      }
+      if (!owns(m.dst_chip)) in_flight_.erase(it);  // the destination's rank has its copy
       return;
     }
     ChipModule& dst_chip = *chips[m.dst_chip];
@@ -229,9 +345,251 @@ class PodModule : public sc_core::sc_module, public Fabric {
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<double>> remote_lanes_;  // (chip, core) -> lane ends
   std::unordered_map<std::uint64_t, std::uint32_t> flow_tracks_;
   std::uint64_t sends_ = 0;
+  std::uint32_t rank_ = 0;
+  std::uint32_t ranks_ = 1;
+  // Per destination rank: remote DMAs sent there in this window.
+  std::vector<std::vector<std::pair<ici::Network::TransferKey, RemoteSend>>> outgoing_;
   sc_core::sc_event wake_network_;
   sc_core::sc_event stopped_;  // never notified (network_thread)
 };
+
+// What one chip ends with: its result, its first fault, its waiting cores.
+struct ChipEnd {
+  std::uint32_t chip = 0;
+  PodChipResult result;
+  std::optional<std::pair<std::uint64_t, std::string>> fault;  // (cycle, message)
+  std::vector<std::string> waiting;
+  std::vector<std::vector<std::uint64_t>> core_step_ends;  // per core, per step
+};
+
+void put_chip_end(dist::ByteWriter& w, const ChipEnd& e) {
+  w.put(e.chip);
+  w.put(e.result.cycles);
+  w.put_vector(e.result.cores);
+  w.put<std::uint64_t>(e.result.outputs.size());
+  for (const auto& [name, bytes] : e.result.outputs) {
+    w.put_string(name);
+    w.put_bytes(bytes);
+  }
+  w.put_vector(e.result.step_end_cycles);
+  w.put_vector(e.result.step_end_stats);
+  w.put<bool>(e.fault.has_value());
+  if (e.fault) {
+    w.put(e.fault->first);
+    w.put_string(e.fault->second);
+  }
+  w.put<std::uint64_t>(e.waiting.size());
+  for (const auto& text : e.waiting) w.put_string(text);
+  w.put<std::uint64_t>(e.core_step_ends.size());
+  for (const auto& v : e.core_step_ends) w.put_vector(v);
+}
+
+ChipEnd get_chip_end(dist::ByteReader& r) {
+  ChipEnd e;
+  e.chip = r.get<std::uint32_t>();
+  e.result.cycles = r.get<std::uint64_t>();
+  e.result.cores = r.get_vector<CoreStats>();
+  const auto outputs = r.get<std::uint64_t>();
+  for (std::uint64_t i = 0; i < outputs; ++i) {
+    std::string name = r.get_string();
+    e.result.outputs.emplace(std::move(name), r.get_bytes());
+  }
+  e.result.step_end_cycles = r.get_vector<std::uint64_t>();
+  e.result.step_end_stats = r.get_vector<CoreStats>();
+  if (r.get<bool>()) {
+    const auto cycle = r.get<std::uint64_t>();
+    e.fault = {cycle, r.get_string()};
+  }
+  const auto waiting = r.get<std::uint64_t>();
+  for (std::uint64_t i = 0; i < waiting; ++i) e.waiting.push_back(r.get_string());
+  const auto cores = r.get<std::uint64_t>();
+  for (std::uint64_t i = 0; i < cores; ++i) e.core_step_ends.push_back(r.get_vector<std::uint64_t>());
+  return e;
+}
+
+// Every rank's chips, links and statistics on every rank (chips in id order,
+// links in used_links order), so every rank returns the whole result.
+void merge_ranks(dist::Ranks& ranks, PodResult& result, std::vector<ChipEnd>& ends, double& last_delivery) {
+  dist::ByteWriter w;
+  w.put<bool>(result.fault.has_value());
+  if (result.fault) w.put_string(*result.fault);
+  w.put<std::uint64_t>(ends.size());
+  for (const auto& e : ends) put_chip_end(w, e);
+  w.put<std::uint64_t>(result.links.size());
+  for (const auto& l : result.links) {
+    w.put(l.link.from.value());
+    w.put(l.link.to.value());
+    w.put(l.link.axis);
+    w.put(l.link.direction);
+    w.put(l.busy_cycles);
+    w.put(l.bytes);
+    w.put(l.packets);
+  }
+  w.put(result.network_events);
+  w.put(result.core_resumes);
+  w.put(result.core_syncs);
+  w.put(last_delivery);
+  const std::vector<dist::Bytes> all = ranks.all_gather(w.take());
+  ends.clear();
+  result.links.clear();
+  result.fault.reset();
+  result.network_events = result.core_resumes = result.core_syncs = 0;
+  for (const auto& bytes : all) {
+    dist::ByteReader r(bytes);
+    if (r.get<bool>()) {
+      std::string fault = r.get_string();
+      if (!result.fault) result.fault = std::move(fault);  // the network's own failure, lowest rank first
+    }
+    const auto chips = r.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < chips; ++i) ends.push_back(get_chip_end(r));
+    const auto links = r.get<std::uint64_t>();
+    for (std::uint64_t i = 0; i < links; ++i) {
+      ici::Network::LinkStats l;
+      l.link.from = ChipId(r.get<std::uint32_t>());
+      l.link.to = ChipId(r.get<std::uint32_t>());
+      l.link.axis = r.get<std::uint8_t>();
+      l.link.direction = r.get<std::int8_t>();
+      l.busy_cycles = r.get<double>();
+      l.bytes = r.get<std::uint64_t>();
+      l.packets = r.get<std::uint64_t>();
+      result.links.push_back(l);
+    }
+    result.network_events += r.get<std::uint64_t>();
+    result.core_resumes += r.get<std::uint64_t>();
+    result.core_syncs += r.get<std::uint64_t>();
+    last_delivery = std::max(last_delivery, r.get<double>());
+  }
+  std::sort(ends.begin(), ends.end(), [](const ChipEnd& a, const ChipEnd& b) { return a.chip < b.chip; });
+  std::sort(result.links.begin(), result.links.end(), [](const auto& a, const auto& b) {
+    return std::tuple(a.link.from.value(), a.link.axis, a.link.direction) <
+           std::tuple(b.link.from.value(), b.link.axis, b.link.direction);
+  });
+}
+
+// The pod's figures from every chip's end (in chip id order).
+void finish_result(const PodRequest& request, PodResult& result, std::vector<ChipEnd>& ends, double last_delivery) {
+  std::vector<std::string> waiting;
+  const ChipEnd* first_fault = nullptr;
+  for (auto& e : ends) {
+    if (e.fault && (first_fault == nullptr || e.fault->first < first_fault->fault->first)) first_fault = &e;
+    for (auto& w : e.waiting) waiting.push_back(std::move(w));
+    for (const auto& core : e.core_step_ends) {
+      for (std::size_t s = 0; s < core.size() && s < result.step_end_cycles.size(); ++s) {
+        result.step_end_cycles[s] = std::max(result.step_end_cycles[s], core[s]);
+      }
+    }
+    for (const auto& c : e.result.cores) {
+      result.ici_bytes += c.ici_bytes;
+      result.bundles += c.bundles;
+    }
+    result.cycles = std::max(result.cycles, e.result.cycles);
+  }
+  if (!result.fault && first_fault != nullptr) result.fault = first_fault->fault->second;
+  for (auto& e : ends) result.chips.push_back(std::move(e.result));
+  result.cycles = std::max(result.cycles, static_cast<std::uint64_t>(std::ceil(last_delivery)));
+  result.seconds = static_cast<double>(result.cycles) / request.chip.clock_hz;
+  if (!waiting.empty() && !result.fault) {
+    result.fault = fmt::format("deadlock: {} core(s) wait for something no core or DMA in flight will do:\n  {}",
+                               waiting.size(), fmt::join(waiting, "\n  "));
+  }
+}
+
+// Runs the pod's part on this rank in conservative windows. Each window ends
+// one hop latency (the least time from any event to a crossing it causes)
+// after the earliest activity of any rank, so what crosses in a window is due
+// only after it; between windows the ranks exchange it. Idle stretches are
+// skipped: the next window starts at the next activity. Returns the windows run.
+std::uint64_t run_windows(PodModule& pod, dist::Ranks& ranks, double clock_hz) {
+  // In picoseconds, less one for the rounding of cycle times (chip/sim_time.hpp).
+  const double lookahead_ps = std::floor(pod.network().lookahead() * 1e12 / clock_hz) - 1;
+  constexpr double kIdle = std::numeric_limits<double>::infinity();
+  std::uint64_t windows = 0;
+  double start_ps = 0;  // the first window starts at 0 (elaboration)
+  for (;;) {
+    const double now_ps = windows == 0 ? 0.0 : sc_core::sc_time_stamp().to_double();
+    simulate(sc_core::sc_time(start_ps + lookahead_ps - now_ps, sc_core::SC_PS));
+    ++windows;
+    pod.exchange(ranks);
+    const bool stopped = pod.stopped() || sc_core::sc_get_status() == sc_core::SC_STOPPED;
+    double next = kIdle;
+    if (!stopped) {
+      if (sc_core::sc_pending_activity()) {
+        next = (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).to_double();
+      }
+      if (const auto t = pod.network().next_event_time())
+        next = std::min(next, time_of_cycle(*t, clock_hz).to_double());
+    }
+    if (ranks.max_all(stopped ? 1 : 0) != 0) break;
+    start_ps = ranks.min_all(next);
+    if (start_ps == kIdle) break;
+  }
+  return windows;
+}
+
+// FNV-1a, 64 bits: the digests ranks compare before they run.
+std::uint64_t fnv1a(std::uint64_t h, const void* data, std::size_t size) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  for (std::size_t i = 0; i < size; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  return h;
+}
+constexpr std::uint64_t kFnvBasis = 0xcbf29ce484222325ULL;
+std::uint64_t fnv1a(std::uint64_t h, const std::string& s) {
+  return fnv1a(h, s.data(), s.size());
+}
+
+// Refuses the run, on every rank with the same message, unless every rank has
+// the same build, chip, topology, programs, options and partition.
+void check_ranks_agree(dist::Ranks& ranks, const PodRequest& request, const std::vector<PodStep>& steps) {
+  struct Part {
+    const char* what;
+    std::uint64_t digest;
+  };
+  std::vector<Part> parts;
+  {
+    std::uint64_t h = kFnvBasis;
+    std::ifstream exe("/proc/self/exe", std::ios::binary);
+    std::vector<char> block(1 << 20);
+    while (exe.read(block.data(), static_cast<std::streamsize>(block.size())) || exe.gcount() > 0) {
+      h = fnv1a(h, block.data(), static_cast<std::size_t>(exe.gcount()));
+    }
+    parts.push_back({"tpuemu binary", h});
+  }
+  parts.push_back({"chip configuration", fnv1a(kFnvBasis, chip_config_json(request.chip))});
+  std::string topology = describe(request.topology) + " routing " + request.routing;
+  parts.push_back({"topology", fnv1a(kFnvBasis, topology)});
+  std::uint64_t programs = kFnvBasis;
+  for (const auto& step : steps) {
+    const std::vector<std::uint8_t> image = isa::encode_image(*step.program);
+    programs = fnv1a(programs, image.data(), image.size());
+    for (const auto& [index, name] : step.operand_buffers)
+      programs = fnv1a(fnv1a(programs, &index, sizeof index), name);
+  }
+  parts.push_back({"programs", programs});
+  const std::string options = fmt::format("strict {} numerics {} max_cycles {} quantum {} outputs {}",
+                                          request.options.strict, request.options.compute_numerics,
+                                          request.options.max_cycles, request.quantum_cycles, request.read_outputs);
+  parts.push_back({"run options", fnv1a(kFnvBasis, options)});
+  parts.push_back(
+      {"partition", fnv1a(kFnvBasis, request.rank_of.data(), request.rank_of.size() * sizeof(std::uint32_t))});
+
+  dist::ByteWriter w;
+  for (const auto& p : parts) w.put(p.digest);
+  const std::vector<dist::Bytes> all = ranks.all_gather(w.take());
+  std::vector<std::string> differences;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    std::vector<std::uint32_t> odd;
+    for (std::uint32_t r = 1; r < all.size(); ++r) {
+      if (std::memcmp(all[r].data() + i * 8, all[0].data() + i * 8, 8) != 0) odd.push_back(r);
+    }
+    if (!odd.empty())
+      differences.push_back(fmt::format("{} (rank {} differs from rank 0)", parts[i].what, fmt::join(odd, ", ")));
+  }
+  if (!differences.empty()) {
+    throw std::invalid_argument(
+        fmt::format("the MPI ranks do not agree on: {}; every rank needs the same tpuemu build, presets and arguments",
+                    fmt::join(differences, "; ")));
+  }
+}
 
 }  // namespace
 
@@ -296,7 +654,27 @@ PodResult run_pod(const PodRequest& request) {
     }
   }
 
-  // The pod must fit the host before anything is built.
+  // Over several ranks: each builds only its chips.
+  const bool partitioned = request.ranks != nullptr && request.ranks->size() > 1;
+  if (partitioned) {
+    if (request.rank_of.size() != request.topology.chip_count()) {
+      throw std::invalid_argument("a pod over several ranks needs the rank of every chip");
+    }
+    if (request.tracer != nullptr || !request.vcd.empty() || request.profile != nullptr) {
+      throw std::invalid_argument(
+          "traces, waveforms and memory profiles are not yet available for a pod split over ranks: run it in one "
+          "process");
+    }
+    if (!(request.chip.ici.hop_latency_s * request.chip.clock_hz >= 2)) {
+      throw std::invalid_argument("a pod split over ranks needs an ICI hop latency of at least 2 cycles (lookahead)");
+    }
+  }
+  if (partitioned) check_ranks_agree(*request.ranks, request, steps);
+  const auto owned = [&](std::uint32_t chip) { return !partitioned || request.rank_of[chip] == request.ranks->rank(); };
+  std::uint32_t owned_chips = 0;
+  for (std::uint32_t c = 0; c < request.topology.chip_count(); ++c) owned_chips += owned(c) ? 1 : 0;
+
+  // This process's chips must fit the host before anything is built.
   std::uint64_t data_bytes = 0;
   if (request.options.compute_numerics) {
     for (const auto& [name, buf] : buffers) {
@@ -304,13 +682,14 @@ PodResult run_pod(const PodRequest& request) {
     }
     data_bytes += core_data_bytes(execs, request.chip);
   }
-  check_host_memory(
-      estimate_pod_host_memory(request.topology.chip_count(), request.chip.tensorcores_per_chip, data_bytes),
-      fmt::format("the {} pod of {}", request.topology.shape(), request.chip.name));
+  check_host_memory(estimate_pod_host_memory(owned_chips, request.chip.tensorcores_per_chip, data_bytes),
+                    fmt::format("the {} pod of {}", request.topology.shape(), request.chip.name));
 
   std::vector<const ExecProgram*> programs;
   for (const auto& e : execs) programs.push_back(&e);
-  PodModule pod("pod", request, programs, operand_values);
+  PodRequest local = request;
+  if (!partitioned) local.rank_of.clear();
+  PodModule pod("pod", local, programs, operand_values);
   if (request.profile != nullptr) {
     std::vector<ChipModule::NamedRange> hbm;
     for (const auto& name : order)
@@ -319,6 +698,7 @@ PodResult run_pod(const PodRequest& request) {
   }
   if (request.input && request.options.compute_numerics) {
     for (std::uint32_t id = 0; id < pod.chips.size(); ++id) {
+      if (!pod.chips[id]) continue;
       for (const auto& name : order) {
         const Buffer& buf = buffers.at(name);
         if (!buf.input) continue;
@@ -336,34 +716,42 @@ PodResult run_pod(const PodRequest& request) {
       }
     }
   }
-  simulate();
+  std::uint64_t windows = 0;
+  if (partitioned) {
+    windows = run_windows(pod, *request.ranks, request.chip.clock_hz);
+  } else {
+    simulate();
+  }
 
+  // This process's part of the result: its chips, links and statistics.
   PodResult result;
   result.fault = pod.fault;
   result.waveform_overflowed = pod.waveform_overflowed();
   for (const auto& [name, buf] : buffers) result.buffers.emplace(name, buf.binding);
   result.step_end_cycles.assign(steps.size(), 0);
-  std::vector<std::string> waiting;
+  std::vector<ChipEnd> ends;
   for (std::uint32_t id = 0; id < pod.chips.size(); ++id) {
+    if (!pod.chips[id]) continue;
     ChipModule& chip = *pod.chips[id];
-    if (chip.fault && !result.fault) result.fault = chip.fault;
+    ChipEnd end;
+    end.chip = id;
+    if (chip.fault) end.fault = {chip.fault_cycle, *chip.fault};
     result.core_resumes += chip.resumes;
     result.core_syncs += chip.syncs;
-    PodChipResult r;
+    PodChipResult& r = end.result;
     for (std::size_t k = 0; k < chip.cores.size(); ++k) {
       const Core& core = *chip.cores[k];
       r.cycles = std::max(r.cycles, core.cycle());
       r.cores.push_back(core.stats());
-      result.ici_bytes += core.stats().ici_bytes;
-      result.bundles += core.stats().bundles;
-      if (chip.blocked[k]) waiting.push_back(core.blocked_on());
-      for (std::size_t s = 0; s < chip.step_ends[k].size(); ++s) {
-        result.step_end_cycles[s] = std::max(result.step_end_cycles[s], chip.step_ends[k][s].cycle);
+      if (chip.blocked[k]) end.waiting.push_back(core.blocked_on());
+      for (std::size_t st = 0; st < chip.step_ends[k].size(); ++st) {
         if (k == 0) {
-          r.step_end_cycles.push_back(chip.step_ends[k][s].cycle);
-          r.step_end_stats.push_back(chip.step_ends[k][s].stats);
+          r.step_end_cycles.push_back(chip.step_ends[k][st].cycle);
+          r.step_end_stats.push_back(chip.step_ends[k][st].stats);
         }
       }
+      end.core_step_ends.push_back({});
+      for (const auto& e : chip.step_ends[k]) end.core_step_ends.back().push_back(e.cycle);
     }
     if (request.read_outputs && request.options.compute_numerics) {
       for (const auto& [name, buf] : buffers) {
@@ -373,17 +761,17 @@ PodResult run_pod(const PodRequest& request) {
         r.outputs.emplace(name, std::move(bytes));
       }
     }
-    result.cycles = std::max(result.cycles, r.cycles);
-    result.chips.push_back(std::move(r));
+    ends.push_back(std::move(end));
   }
-  result.cycles = std::max(result.cycles, static_cast<std::uint64_t>(std::ceil(pod.last_delivery)));
-  result.seconds = static_cast<double>(result.cycles) / request.chip.clock_hz;
   result.links = pod.network().used_links();
   result.network_events = pod.network().events_processed();
-  if (!waiting.empty() && !result.fault) {
-    result.fault = fmt::format("deadlock: {} core(s) wait for something no core or DMA in flight will do:\n  {}",
-                               waiting.size(), fmt::join(waiting, "\n  "));
+  double last_delivery = pod.last_delivery;
+  if (partitioned) {
+    result.windows = windows;
+    result.ranks = request.ranks->size();
+    merge_ranks(*request.ranks, result, ends, last_delivery);
   }
+  finish_result(request, result, ends, last_delivery);
   return result;
 }
 

@@ -23,6 +23,7 @@
 #include "chip/exec_program.hpp"
 #include "chip/trace.hpp"
 #include "common/chip_config.hpp"
+#include "dist/ranks.hpp"
 #include "ici/network.hpp"
 #include "ici/topology.hpp"
 #include "isa/program.hpp"
@@ -57,6 +58,14 @@ struct PodRequest {
   std::string vcd;           // waveform file; empty = off (forces a one-cycle quantum)
   std::uint64_t vcd_max_changes = 20'000'000;
   MemoryProfile* profile = nullptr;  // memory profile of every chip; null = off
+  // Several processes simulating this pod together (dist/ranks.hpp): each
+  // builds and runs only the chips rank_of gives it (rank_of[chip] = rank,
+  // every rank at least one chip), and they exchange what crosses between
+  // them in conservative windows of one hop latency (pod.cpp). Null, or one
+  // rank: this process runs every chip. Traces, VCD and memory profiles are
+  // not yet available across ranks (std::invalid_argument).
+  dist::Ranks* ranks = nullptr;
+  std::vector<std::uint32_t> rank_of;
 };
 
 struct PodChipResult {
@@ -81,8 +90,13 @@ struct PodResult {
   std::uint64_t network_events = 0;
   std::uint64_t core_resumes = 0;  // blocked cores woken by a delivery
   std::uint64_t core_syncs = 0;    // cores catching up with SystemC time (quantum ends)
-  // The first program fault, or a deadlock report naming every waiting core.
+  // The first program fault (the earliest by (cycle, chip) where several
+  // chips fault), or a deadlock report naming every waiting core.
   std::optional<std::string> fault;
+  // Over several ranks every rank returns this whole result (all chips'
+  // results and outputs, gathered from their ranks).
+  std::uint32_t ranks = 1;
+  std::uint64_t windows = 0;         // conservative windows run (0 in one process)
   bool waveform_overflowed = false;  // the fault is the waveform's limit (--vcd-max-changes)
 };
 

@@ -5,6 +5,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
@@ -136,25 +137,35 @@ std::unique_ptr<Ranks>& ranks() {
 
 }  // namespace
 
-Ranks& world() { return *ranks(); }
+Ranks& world() {
+  return *ranks();
+}
 
 bool init(int* argc, char*** argv) {
   if (!launched_by_mpirun()) return false;
   MPI_Init(argc, argv);
   ranks() = std::make_unique<MpiRanks>();
+  // Every rank computes the same result and messages: rank 0 speaks for
+  // all. TPUEMU_RANK_OUTPUT=all keeps every rank's standard error (debugging).
   if (ranks()->rank() != 0) {
     original_stderr = ::dup(2);
     std::fflush(stdout);
+    std::fflush(stderr);
+    const char* keep = std::getenv("TPUEMU_RANK_OUTPUT");
+    const bool keep_stderr = keep != nullptr && std::string(keep) == "all";
     const int null = ::open("/dev/null", O_WRONLY);
     if (null >= 0) {
       ::dup2(null, 1);
+      if (!keep_stderr) ::dup2(null, 2);
       ::close(null);
     }
   }
   return true;
 }
 
-void finalize() { MPI_Finalize(); }
+void finalize() {
+  MPI_Finalize();
+}
 
 std::string mpi_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -22,8 +22,12 @@ bool init(int* /*argc*/, char*** /*argv*/) {
 
 void finalize() {}
 
-std::string mpi_version() { return ""; }
+std::string mpi_version() {
+  return "";
+}
 
-void rank_message(const std::string& text) { std::fprintf(stderr, "rank 0: %s\n", text.c_str()); }
+void rank_message(const std::string& text) {
+  std::fprintf(stderr, "rank 0: %s\n", text.c_str());
+}
 
 }  // namespace tpuemu::dist

@@ -44,9 +44,10 @@ class Ranks {
 Ranks& world();
 
 // Call first thing in main: starts MPI when the process was launched by
-// mpirun with several ranks (and tpuemu was built with MPI), and then sends
-// the standard output of every rank but 0 to /dev/null. Returns whether MPI
-// runs. Launched by mpirun in a build without MPI: prints why and exits 2.
+// mpirun (and tpuemu was built with MPI), and then sends the standard output
+// and error of every rank but 0 to /dev/null (TPUEMU_RANK_OUTPUT=all keeps
+// their standard error): every rank has the same result, rank 0 reports it.
+// Returns whether MPI runs. Launched by mpirun in a build without MPI: prints why and exits 2.
 bool init(int* argc, char*** argv);
 // Call at the end of main when init() returned true.
 void finalize();

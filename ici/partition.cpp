@@ -22,7 +22,12 @@ std::size_t parse_axis(std::string_view text, std::string_view whole) {
 }
 
 std::vector<std::uint32_t> read_partition_file(const std::string& path, std::uint32_t chips) {
-  const std::string text = read_input_file(path, std::size_t{64} << 20);
+  std::string text;
+  try {
+    text = read_input_file(path, std::size_t{64} << 20);
+  } catch (const InputFileError& e) {
+    throw PartitionError(fmt::format("--partition file:{}", e.what()));
+  }
   std::vector<std::uint32_t> ranks;
   std::size_t line = 1;
   std::size_t line_start = 0;

@@ -9,6 +9,7 @@
 #include "api/output_files.hpp"
 #include "common/parse_number.hpp"
 #include "common/units.hpp"
+#include "dist/ranks.hpp"
 #include "programs/collectives.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
@@ -23,6 +24,7 @@ int collective_command(const std::vector<std::string>& args) {
   add_chip_options(options);
   add_max_cycles_option(options);
   add_topology_options(options);
+  add_partition_option(options);
   options.add_options()("op", po::value<std::string>()->default_value("all-gather"),
                         "all-gather | reduce-scatter | all-reduce | all-to-all")(
       "topology", po::value<std::string>()->default_value("8x16"), "pod shape, e.g. 8x16, 4x4x4, 16")(
@@ -53,6 +55,7 @@ int collective_command(const std::vector<std::string>& args) {
     job.chip = chip_request(*vm);
     job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
     job.routing = (*vm)["routing"].as<std::string>();
+    job.partition = partition_option(*vm);
     job.no_data = !data;
     job.max_cycles = max_cycles(*vm);
     setup = api::check_collective_setup(job);
@@ -67,6 +70,11 @@ int collective_command(const std::vector<std::string>& args) {
     }
     if (vm->count("piece") != 0U) spec.piece_bytes = api::parse_collective_size((*vm)["piece"].as<std::string>());
     sizes = api::parse_collective_sizes((*vm)["sizes"].as<std::string>());
+    if (dist::world().size() > 1 && sizes.size() > 1) {
+      throw api::BadInput(fmt::format(
+          "under mpirun each process simulates one pod: give one size (--sizes {}), not {}",
+          (*vm)["sizes"].as<std::string>().substr(0, (*vm)["sizes"].as<std::string>().find(':')), sizes.size()));
+    }
     // Every size is checked before the first run.
     for (const std::uint64_t v : sizes) {
       spec.bytes = v;

@@ -151,6 +151,7 @@ int pod_demo(const std::vector<std::string>& args) {
   add_chip_options(options);
   add_max_cycles_option(options);
   add_topology_options(options);
+  add_partition_option(options);
   add_trace_options(options);
   add_profile_options(options);
   options.add_options()("topology", po::value<std::string>()->default_value("2x2"), "pod shape")(
@@ -232,6 +233,7 @@ int pod_demo(const std::vector<std::string>& args) {
   job.chip = chip_request(*vm);
   job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
   job.routing = (*vm)["routing"].as<std::string>();
+  job.options.partition = partition_option(*vm);
   job.options.max_cycles = max_cycles(*vm);
   if (trace.tracer) {
     job.observers.trace = trace.path;

@@ -9,6 +9,7 @@
 #endif
 
 #include "chip/systemc_reports.hpp"
+#include "dist/ranks.hpp"
 #include "tools/cli.hpp"
 
 int sc_main(int argc, char* argv[]) {
@@ -30,5 +31,9 @@ int main(int argc, char* argv[]) {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 #endif
-  return sc_core::sc_elab_and_sim(argc, argv);
+  // Under mpirun: one rank of a pod split over processes (dist/ranks.hpp).
+  const bool mpi = tpuemu::dist::init(&argc, &argv);
+  const int code = sc_core::sc_elab_and_sim(argc, argv);
+  if (mpi) tpuemu::dist::finalize();
+  return code;
 }

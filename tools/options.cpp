@@ -134,6 +134,16 @@ void add_topology_options(po::options_description& options) {
       "routing", po::value<std::string>()->default_value("dimension-order"), "routing policy");
 }
 
+void add_partition_option(po::options_description& options) {
+  options.add_options()("partition", po::value<std::string>(),
+                        "under mpirun: how the pod's chips split over the ranks: slab:AXIS, block:AxBxC or "
+                        "file:PATH (default: contiguous chip ids)");
+}
+
+std::string partition_option(const po::variables_map& vm) {
+  return vm.count("partition") != 0U ? vm["partition"].as<std::string>() : std::string();
+}
+
 ici::TopologyRequest topology_request_from(const po::variables_map& vm, const std::string& shape) {
   ici::TopologyRequest request;
   request.shape = shape;

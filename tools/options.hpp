@@ -43,6 +43,10 @@ ChipRequest chip_request(const po::variables_map& vm);
 // Adds --wrap, --no-wrap, --force and --routing (the topology shape itself is
 // each command's own option).
 void add_topology_options(po::options_description& options);
+// Adds --partition (how mpirun's ranks split a pod; ici/partition.hpp).
+void add_partition_option(po::options_description& options);
+// The --partition value, "" when not given.
+std::string partition_option(const po::variables_map& vm);
 // The request for topology `shape` with the wrap/force options of `vm`
 // (unchecked: ici::make_topology checks it against a chip). Throws ici::TopologyError.
 ici::TopologyRequest topology_request_from(const po::variables_map& vm, const std::string& shape);

@@ -15,6 +15,7 @@
 #include "common/host_pool.hpp"
 #include "common/npy.hpp"
 #include "common/parse_number.hpp"
+#include "dist/ranks.hpp"
 #include "tools/cli.hpp"
 #include "tools/mxu_options.hpp"
 #include "tools/options.hpp"
@@ -150,6 +151,7 @@ int run_command(const std::vector<std::string>& args) {
   add_chip_options(options);
   add_max_cycles_option(options);
   add_topology_options(options);
+  add_partition_option(options);
   add_trace_options(options);
   add_waveform_options(options);
   add_profile_options(options);
@@ -202,6 +204,7 @@ int run_command(const std::vector<std::string>& args) {
       job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
       chips = ici::make_topology(*job.topology, chip).chip_count();
       job.routing = (*vm)["routing"].as<std::string>();
+      job.options.partition = partition_option(*vm);
     }
     check_outputs(*vm, chips);
     job.steps.push_back({api::load(program_path), program_path, {}});
@@ -289,7 +292,7 @@ int run_command(const std::vector<std::string>& args) {
       it = host_outputs.emplace(key, result.output(std::to_string(index), chip_id, raw_bits)).first;
     return it->second;
   };
-  if (!result.fault) {
+  if (!result.fault && dist::world().rank() == 0) {  // under mpirun, rank 0 writes
     for (const auto& [index, pattern] : outputs) {
       for (std::uint32_t c = 0; c < chips; ++c) {
         const std::string path = per_chip_path(pattern, c);
