@@ -204,8 +204,8 @@ int run_command(const std::vector<std::string>& args) {
       job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
       chips = ici::make_topology(*job.topology, chip).chip_count();
       job.routing = (*vm)["routing"].as<std::string>();
-      job.options.partition = partition_option(*vm);
     }
+    job.options.partition = partition_option(*vm);
     check_outputs(*vm, chips);
     job.steps.push_back({api::load(program_path), program_path, {}});
     job.options.strict = vm->count("strict") != 0U;
