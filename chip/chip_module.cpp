@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <set>
@@ -21,7 +22,8 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, std
       programs_(std::move(programs)),
       operand_values_(std::move(operand_values)),
       quantum_(quantum_cycles),
-      wake_events_(chip.tensorcores_per_chip) {
+      wake_events_(chip.tensorcores_per_chip),
+      due_ps_(chip.tensorcores_per_chip, kNotDue) {
   for (std::uint64_t i = 0; i < chip.tensorcores_per_chip; ++i) {
     cores.push_back(std::make_unique<Core>(chip, shared, static_cast<std::uint32_t>(i), *programs_.front(), options));
     sc_core::sc_spawn_options opts;
@@ -133,7 +135,18 @@ void ChipModule::core_thread(std::size_t index) {
         ++syncs;
         const sc_core::sc_time local = time_of_cycle(static_cast<double>(core.cycle()), chip_.clock_hz);
         if (local > sc_core::sc_time_stamp()) {
+          due_ps_[index] = local.value();
           sc_core::wait(local - sc_core::sc_time_stamp());
+          due_ps_[index] = kNotDue;
+          // Cores of this chip due at the same time run in index order: the
+          // kernel's timed events do not say which of them comes first (the
+          // order would depend on the other chips' events, e.g. on how a pod
+          // is split over MPI ranks). A lower core due now runs in this delta.
+          const std::uint64_t now = sc_core::sc_time_stamp().value();
+          while (std::any_of(due_ps_.begin(), due_ps_.begin() + static_cast<std::ptrdiff_t>(index),
+                             [now](std::uint64_t t) { return t == now; })) {
+            sc_core::wait(sc_core::SC_ZERO_TIME);
+          }
         } else {
           sc_core::wait(sc_core::SC_ZERO_TIME);
         }

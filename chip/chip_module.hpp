@@ -82,6 +82,9 @@ class ChipModule : public sc_core::sc_module {
   std::vector<std::map<std::uint32_t, std::uint32_t>> operand_values_;
   std::uint64_t quantum_;
   std::deque<sc_core::sc_event> wake_events_;
+  // Per core: the SystemC time (ps) it waits for, kNotDue when it does not.
+  static constexpr std::uint64_t kNotDue = UINT64_MAX;
+  std::vector<std::uint64_t> due_ps_;
   sc_core::sc_event finished_;  // never notified (core_thread)
 };
 

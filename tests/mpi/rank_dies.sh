@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# rank_dies.sh TPUEMU: a pod over 2 ranks whose rank 1 is killed (SIGKILL)
+# mid-run must end with a non-zero exit code within 30 s, never hang.
+set -u
+tpuemu=$1
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+# A timing-only all-reduce that runs for several seconds.
+mpirun --allow-run-as-root --oversubscribe -np 2 "$tpuemu" collective --op all-reduce --chip v5e --topology 16x16 \
+  --sizes 1G --no-data >"$out" 2>&1 &
+launcher=$!
+victim=""
+for _ in $(seq 100); do  # find rank 1 (its environment says so), up to 10 s
+  for pid in $(pgrep -f "$tpuemu collective" || true); do
+    if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx 'OMPI_COMM_WORLD_RANK=1'; then victim=$pid; fi
+  done
+  [[ -n $victim ]] && break
+  sleep 0.1
+done
+if [[ -z $victim ]]; then
+  echo "rank 1 never started"; cat "$out"; kill "$launcher" 2>/dev/null; exit 1
+fi
+sleep 1
+kill -9 "$victim"
+killed_at=$SECONDS
+for _ in $(seq 300); do
+  kill -0 "$launcher" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$launcher" 2>/dev/null; then
+  echo "the other rank still runs 30 s after rank 1 died"; pkill -9 -f "$tpuemu collective"; exit 1
+fi
+wait "$launcher"
+code=$?
+echo "mpirun exited with $code $((SECONDS - killed_at)) s after rank 1 was killed"
+[[ $code -ne 0 ]] || { cat "$out"; exit 1; }
