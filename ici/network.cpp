@@ -196,24 +196,29 @@ void Network::advance(double time, bool inclusive, std::vector<Completion>& comp
   while (!events_.empty() && due(events_.top_time())) {
     const double at = events_.top_time();
     now_ = at;
+    const Event first = events_.top();
+    events_.pop();
+    if (events_.empty() || events_.top_time() != at) {  // the common case: alone at its time
+      process(at, first, completions);
+      continue;
+    }
+    // Several events at this time: in key order (a transfer is sent before
+    // it arrives: kSent markers sort before packets of the same packet index).
     batch_.clear();
+    const auto add = [this](const Event& e) {
+      const TransferKey& k = transfer(e.transfer).key;
+      batch_.push_back({std::uint64_t{k.chip} << 32 | k.lane, k.sequence,
+                        std::uint64_t{e.packet} << 17 | std::uint64_t{e.hop} << 1 | (e.sent ? 0U : 1U), e});
+    };
+    add(first);
     while (!events_.empty() && events_.top_time() == at) {
-      batch_.push_back(events_.top());
+      add(events_.top());
       events_.pop();
     }
-    if (batch_.size() > 1) {
-      std::sort(batch_.begin(), batch_.end(), [this](const Event& a, const Event& b) {
-        const TransferKey& ka = transfer(a.transfer).key;
-        const TransferKey& kb = transfer(b.transfer).key;
-        if (ka != kb) return ka < kb;
-        if (a.packet != b.packet) return a.packet < b.packet;
-        if (a.sent != b.sent) return a.sent;  // a transfer is sent before it arrives
-        return a.hop < b.hop;
-      });
-    }
+    if (!std::is_sorted(batch_.begin(), batch_.end())) std::sort(batch_.begin(), batch_.end());
     // Processing an event queues only later ones (a packet holds a link for
     // a positive time), so the batch is every event of this time.
-    for (const Event& e : batch_) process(at, e, completions);
+    for (const Ordered& o : batch_) process(at, o.event, completions);
   }
   if (inclusive) now_ = std::max(now_, std::min(time, events_.empty() ? time : events_.top_time()));
 }

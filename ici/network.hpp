@@ -195,7 +195,19 @@ class Network {
   TransferId first_id_ = 0;
   std::size_t in_flight_ = 0;
   EventQueue<Event> events_;  // by time; equal times are sorted by key (batch_)
-  std::vector<Event> batch_;  // the events of one time, being processed
+  // The events of one time, with their order keys, being processed.
+  struct Ordered {
+    std::uint64_t source;  // chip << 32 | lane
+    std::uint64_t sequence;
+    std::uint64_t within;  // packet << 17 | hop << 1 | (not a kSent marker)
+    Event event;
+    bool operator<(const Ordered& o) const {
+      if (source != o.source) return source < o.source;
+      if (sequence != o.sequence) return sequence < o.sequence;
+      return within < o.within;
+    }
+  };
+  std::vector<Ordered> batch_;
   TransferId next_id_ = 0;
   std::vector<std::vector<std::uint64_t>> lane_sends_;  // [chip][lane]: sends so far
   std::vector<bool> owned_;                             // empty: every chip
