@@ -39,7 +39,7 @@ const std::vector<std::uint32_t>& Network::route(ChipId from, ChipId to) {
 
 void Network::push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop, bool sent) {
   events_.push(time, Event{transfer, packet, hop, sent});
-  ++this->transfer(transfer).pending;
+  if (!owned_.empty()) ++this->transfer(transfer).pending;  // one network: the arrival is always last
 }
 
 void Network::forward(double time, TransferId id, std::uint32_t packet, std::uint16_t hop) {
@@ -147,10 +147,13 @@ void Network::inject(const Crossing& c) {
   push(c.time, id, c.packet, c.hop, false);
 }
 
-void Network::process(double at, const Event& e, std::vector<Completion>& completions) {
+inline void Network::process(double at, const Event& e, std::vector<Completion>& completions) {
   ++events_processed_;
   Transfer& t = transfer(e.transfer);
-  const bool last_event = --t.pending == 0;
+  // One network: a transfer's arrival is its last event (its kSent marker
+  // comes first). Partitions count what is queued here (pending).
+  const bool partitioned = !owned_.empty();
+  const bool last_event = partitioned && --t.pending == 0;
   if (e.sent) {
     completions.push_back({t.key, EventKind::kSent, at});
     if (last_event) retire(e.transfer);
@@ -158,7 +161,7 @@ void Network::process(double at, const Event& e, std::vector<Completion>& comple
   }
   if (e.hop == t.route->size()) {  // the last packet reached the destination chip
     completions.push_back({t.key, EventKind::kArrived, at});
-    if (last_event) retire(e.transfer);
+    if (!partitioned || last_event) retire(e.transfer);
     return;
   }
   const std::uint32_t link_id = (*t.route)[e.hop];
@@ -188,7 +191,7 @@ void Network::process(double at, const Event& e, std::vector<Completion>& comple
   if (!to_destination || e.packet + 1 == t.packets) {
     forward(left + config_.hop_latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1));
   }
-  if (t.pending == 0) retire(e.transfer);  // its next event is another partition's
+  if (partitioned && t.pending == 0) retire(e.transfer);  // its next event is another partition's
 }
 
 void Network::advance(double time, bool inclusive, std::vector<Completion>& completions) {

@@ -146,7 +146,7 @@ class Network {
     const std::vector<std::uint32_t>* route = nullptr;  // link indices, in routes_ (stable)
     std::uint64_t bytes = 0;
     std::uint32_t packets = 0;
-    std::uint32_t pending = 0;  // its events queued here; the record goes at 0
+    std::uint32_t pending = 0;  // partitioned: its events queued here; the record goes at 0
     std::uint32_t from = 0;
     std::uint32_t to = 0;
     TransferKey key;
