@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <stdexcept>
 
+// The per-event steps, inlined into the event loop (advance) that calls them.
+#define TPUEMU_HOT_INLINE [[gnu::always_inline]] inline
+
 namespace tpuemu::ici {
 
 Network::Network(const Topology& topology, const RoutingPolicy& routing, Config config)
@@ -37,14 +40,15 @@ const std::vector<std::uint32_t>& Network::route(ChipId from, ChipId to) {
   return it->second;
 }
 
-void Network::push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop, bool sent) {
+TPUEMU_HOT_INLINE void Network::push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop,
+                                     bool sent) {
   events_.push(time, Event{transfer, packet, hop, sent});
   if (!owned_.empty()) ++this->transfer(transfer).pending;  // one network: the arrival is always last
 }
 
-void Network::forward(double time, TransferId id, std::uint32_t packet, std::uint16_t hop) {
-  const Transfer& t = transfer(id);
+TPUEMU_HOT_INLINE void Network::forward(double time, TransferId id, std::uint32_t packet, std::uint16_t hop) {
   if (!owned_.empty()) {
+    const Transfer& t = transfer(id);
     const std::uint32_t chip = hop == t.route->size() ? t.to : (*t.route)[hop] / 6;
     if (!owned_[chip]) {
       outbox_.push_back(Crossing{time, t.key, t.from, t.to, t.bytes, packet, hop});
@@ -147,7 +151,7 @@ void Network::inject(const Crossing& c) {
   push(c.time, id, c.packet, c.hop, false);
 }
 
-inline void Network::process(double at, const Event& e, std::vector<Completion>& completions) {
+TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<Completion>& completions) {
   ++events_processed_;
   Transfer& t = transfer(e.transfer);
   // One network: a transfer's arrival is its last event (its kSent marker
