@@ -375,8 +375,10 @@ RunResult run_program_on(const RunRequest& request, const std::function<void(std
       // Timing-only runs need no array data; a by-value operand steers the
       // program (loop counts), so it needs its value either way.
       if (!b.is_output && (request.options.compute_numerics || b.space == "<no memory space>")) {
-        throw std::invalid_argument(fmt::format("operand {} ({}[{}], input) has no data: pass --in {}=FILE.npy",
-                                                b.index, b.dtype, fmt::join(b.shape, ","), b.index));
+        throw std::invalid_argument(
+            fmt::format("operand {} ({}[{}], input) has no data: give it an input (tpuemu run: --in {}=FILE.npy; "
+                        "the API: inputs[{}])",
+                        b.index, b.dtype, fmt::join(b.shape, ","), b.index, b.index));
       }
       continue;
     }

@@ -34,6 +34,7 @@ class ByteWriter {
   void put_vector(const std::vector<T>& v) {
     static_assert(std::is_trivially_copyable_v<T>);
     put<std::uint64_t>(v.size());
+    if (v.empty()) return;
     const auto* p = reinterpret_cast<const std::uint8_t*>(v.data());
     bytes_.insert(bytes_.end(), p, p + v.size() * sizeof(T));
   }
@@ -70,7 +71,7 @@ class ByteReader {
     const auto n = get<std::uint64_t>();
     if (n > (bytes_.size() - at_) / sizeof(T)) throw std::out_of_range("ByteReader: truncated vector");
     std::vector<T> v(n);
-    std::memcpy(v.data(), take(n * sizeof(T)), n * sizeof(T));
+    if (n > 0) std::memcpy(v.data(), take(n * sizeof(T)), n * sizeof(T));  // no memcpy to null
     return v;
   }
   [[nodiscard]] bool done() const { return at_ == bytes_.size(); }
