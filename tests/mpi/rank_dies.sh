@@ -13,7 +13,7 @@ mpirun --allow-run-as-root --oversubscribe -np 2 "$tpuemu" collective --op all-r
 launcher=$!
 victim=""
 for _ in $(seq 100); do  # find rank 1 (its environment says so), up to 10 s
-  for pid in $(pgrep -f "$tpuemu collective" || true); do
+  for pid in $(pgrep -x tpuemu || true); do
     env=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null)
     if grep -qx "TPUEMU_RANK_DIES_MARK=$$" <<<"$env" && grep -qx 'OMPI_COMM_WORLD_RANK=1' <<<"$env"; then victim=$pid; fi
   done
