@@ -87,9 +87,7 @@ void multiply_portable(const TileJob& job, vpu::Vreg& out) {
       if (k_mask != nullptr && k_mask->bits[row * kLanes + k] == 0) continue;  // masked lanes add nothing, not even +0
       const float ar = a[row];
       float* o = acc[row].data();
-      // Operands in the contract's order (weight x lhs, then product + sum):
-      // which NaN comes out depends on it, also where a compiler keeps it (-O0).
-      for (std::size_t col = 0; col < kLanes; ++col) o[col] = w[col] * ar + o[col];
+      for (std::size_t col = 0; col < kLanes; ++col) o[col] += ar * w[col];
     }
   }
   for (std::size_t row = 0; row < kSublanes; ++row) {

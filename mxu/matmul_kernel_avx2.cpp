@@ -127,7 +127,7 @@ TPUEMU_AVX2 inline void block(const float* a, const float* w, std::uint32_t k_co
         if constexpr (kFused) {
           acc[r][c] = _mm256_fmadd_ps(b, wv[c], acc[r][c]);
         } else {
-          acc[r][c] = _mm256_add_ps(_mm256_mul_ps(wv[c], b), acc[r][c]);  // contract order (NaN choice)
+          acc[r][c] = _mm256_add_ps(acc[r][c], _mm256_mul_ps(b, wv[c]));
         }
       }
     }
