@@ -77,6 +77,44 @@ po::typed_value<double>* real_value(double min, double max) {
   return new RealValue(min, max);
 }
 
+namespace {
+
+// Boost 1.74's error_with_option_name::what() replaces each placeholder
+// (%option%, %value%, %original_token%, ...) until none is left, so an argument
+// that itself holds one (an unknown option "-%original_token%") makes it loop
+// forever. When an argument holds a '%', the message therefore comes from the
+// same parse of the arguments with every '%' replaced by a character no argument
+// holds, and that character is turned back into '%' in the text.
+std::string option_error_message(const po::error& error, const std::vector<std::string>& args,
+                                 const po::options_description& options,
+                                 const po::positional_options_description& positional) {
+  const bool has_percent =
+      std::any_of(args.begin(), args.end(), [](const std::string& a) { return a.find('%') != std::string::npos; });
+  if (!has_percent) return error.what();
+  char sentinel = 0;
+  for (char c = 1; c < 32 && sentinel == 0; ++c) {
+    if (std::none_of(args.begin(), args.end(), [c](const std::string& a) { return a.find(c) != std::string::npos; })) {
+      sentinel = c;
+    }
+  }
+  if (sentinel != 0) {
+    std::vector<std::string> escaped = args;
+    for (auto& a : escaped) std::replace(a.begin(), a.end(), '%', sentinel);
+    try {
+      po::variables_map vm;
+      po::store(po::command_line_parser(escaped).options(options).positional(positional).run(), vm);
+      po::notify(vm);
+    } catch (const po::error& same) {
+      std::string message = same.what();
+      std::replace(message.begin(), message.end(), sentinel, '%');
+      return message;
+    }
+  }
+  return "the command line could not be parsed (an argument holding '%' made the parser's own message unusable)";
+}
+
+}  // namespace
+
 std::optional<po::variables_map> parse_options(const std::string& name, const std::string& synopsis,
                                                const std::vector<std::string>& args, po::options_description& options,
                                                const po::positional_options_description& positional, bool& help_shown) {
@@ -94,7 +132,8 @@ std::optional<po::variables_map> parse_options(const std::string& name, const st
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    std::cerr << fmt::format("tpuemu {}: {}\n\n", name, e.what()) << usage.str();
+    std::cerr << fmt::format("tpuemu {}: {}\n\n", name, option_error_message(e, args, options, positional))
+              << usage.str();
     return std::nullopt;
   }
   return vm;
