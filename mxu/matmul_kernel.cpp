@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -65,6 +66,49 @@ void multiply_tile(KernelKind kind, const TileJob& job, vpu::Vreg& out) {
   }
 }
 
+namespace {
+
+// The contract's NaN rule written out operand by operand, so the NaN a tile
+// returns depends neither on the compiler (which may swap the operands of a
+// commutative * or +, and at -O0 GCC and clang swap different ones) nor on
+// the host (whose default NaN need not be x86's).
+constexpr std::uint32_t kDefaultNan = 0xFFC0'0000U;
+
+float quiet_nan(float nan) {
+  return std::bit_cast<float>(std::bit_cast<std::uint32_t>(nan) | 0x0040'0000U);
+}
+
+float contract_product(float w, float a) {
+  if (std::isnan(w)) return quiet_nan(w);
+  if (std::isnan(a)) return quiet_nan(a);
+  if ((std::isinf(w) && a == 0.0F) || (w == 0.0F && std::isinf(a))) return std::bit_cast<float>(kDefaultNan);
+  return w * a;
+}
+
+float contract_sum(float product, float acc) {
+  if (std::isnan(product)) return quiet_nan(product);
+  if (std::isnan(acc)) return quiet_nan(acc);
+  if (std::isinf(product) && std::isinf(acc) && std::signbit(product) != std::signbit(acc)) {
+    return std::bit_cast<float>(kDefaultNan);
+  }
+  return product + acc;
+}
+
+// One output element by the contract, for the elements that came out NaN: the
+// vector loop gets every other value exactly (without NaNs the operand order
+// of * and + does not matter), but not which NaN wins where two meet.
+float contract_element(const TileJob& job, std::size_t row, std::size_t col) {
+  float acc = 0.0F;
+  for (std::size_t k = 0; k < job.used_k; ++k) {
+    if (job.k_mask != nullptr && job.k_mask->bits[row * kLanes + k] == 0) continue;
+    const float a = bf16_round(job.lhs->f32(row * kLanes + k));
+    acc = contract_sum(contract_product(job.weights->values[k * kLanes + col], a), acc);
+  }
+  return acc;
+}
+
+}  // namespace
+
 namespace detail {
 
 // The scalar kernel the MXU had before the AVX2 one (the anchor of
@@ -91,6 +135,9 @@ void multiply_portable(const TileJob& job, vpu::Vreg& out) {
     }
   }
   for (std::size_t row = 0; row < kSublanes; ++row) {
+    for (std::size_t col = 0; col < job.size; ++col) {
+      if (std::isnan(acc[row][col])) acc[row][col] = contract_element(job, row, col);
+    }
     std::memcpy(&out.words[row * kLanes], acc[row].data(), job.size * sizeof(float));
     std::memset(&out.words[row * kLanes + job.size], 0, (kLanes - job.size) * sizeof(float));
   }

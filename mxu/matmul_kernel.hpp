@@ -9,10 +9,13 @@
 //    added (round to nearest even, IEEE denormals, no FTZ/DAZ);
 //  * with a K mask, a masked (row, k) adds nothing, not even +0;
 //  * columns 0..size-1 are computed, lanes >= size are +0;
-//  * NaN payloads as the MXU has always computed them (x86 SSE, the
-//    portable kernel's code): product = w * a and sum = product + acc, where
-//    two NaNs meet the first operand's wins; Inf * 0 and Inf - Inf give the
-//    default NaN 0xFFC00000 (tests/test_mxu.cpp writes this rule out).
+//  * NaN payloads as the MXU has always computed them on x86: product =
+//    w * a and sum = product + acc, where two NaNs meet the first operand's
+//    wins (made quiet); Inf * 0 and Inf - Inf give the default NaN
+//    0xFFC00000 on every host. The portable kernel recomputes each element
+//    that comes out NaN by this rule written out operand by operand, so no
+//    compiler or optimisation level changes it (tests/test_mxu.cpp has its
+//    own copy of the rule as the reference).
 // A fused multiply-add equals the product-then-add whenever the product is
 // exact in f32; the AVX2 kernel uses it only on tiles where ValueRange proves
 // every product exact, computes other finite tiles with separate multiplies
@@ -100,8 +103,8 @@ struct TileJob {
   const vpu::Vreg* lhs = nullptr;      // raw f32 words, rounded to bf16 by the kernel
   const vpu::Vmask* k_mask = nullptr;  // null: every (row, k) enabled
   const WeightTile* weights = nullptr;
-  std::uint32_t used_k = 0;  // K lanes 0..used_k-1
-  std::uint32_t size = 0;    // array width: columns computed, 1..kLanes
+  std::uint32_t used_k = 0;     // K lanes 0..used_k-1
+  std::uint32_t size = 0;       // array width: columns computed, 1..kLanes
   LhsScan* lhs_scan = nullptr;  // the shared LHS's scan, or null (the kernel scans itself)
 };
 
