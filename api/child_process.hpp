@@ -20,6 +20,12 @@ struct ChildOutcome {
 // (chip/stop_request.hpp) and reports through `work` as usual. With
 // `quiet`, the child's stdout and stderr go to /dev/null. An exception
 // escaping `work` ends the child without output.
+// Under mpirun (dist::world().size() > 1) the child's dist::world() is a
+// dist::ChildRanks whose calls this process makes for it while it waits, so
+// every rank may run its part of a pod in a child; a child that dies then
+// ends every rank (dist::Ranks::abort with kDeadChildExitCode) instead of
+// leaving the others waiting for its next call.
+inline constexpr int kDeadChildExitCode = 4;  // tools/cli.hpp's kExitInternalError
 ChildOutcome run_in_child(const std::function<std::string()>& work, bool quiet);
 
 }  // namespace tpuemu::api

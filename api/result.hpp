@@ -24,7 +24,8 @@ struct OutputBuffer {
 // What a run cost the host (not part of the report, which stays the same
 // from run to run): wall time and peak RSS of the simulating process, and
 // its work counters (pods only: bundles over all cores, network events,
-// blocked cores woken, quantum synchronisations).
+// blocked cores woken, quantum synchronisations, conservative windows
+// between MPI ranks: 0 in one process).
 struct HostCost {
   double seconds = 0;
   std::uint64_t peak_rss_bytes = 0;
@@ -32,6 +33,7 @@ struct HostCost {
   std::uint64_t network_events = 0;
   std::uint64_t core_resumes = 0;
   std::uint64_t core_syncs = 0;
+  std::uint64_t windows = 0;
 };
 
 struct Result {

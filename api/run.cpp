@@ -390,6 +390,7 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
   result.host.network_events = pod.network_events;
   result.host.core_resumes = pod.core_resumes;
   result.host.core_syncs = pod.core_syncs;
+  result.host.windows = pod.windows;
   if (dry_tracer) return result;
   if (pod.fault && pod.waveform_overflowed) throw BadInput(fmt::format("--vcd {}: {}", job.observers.vcd, *pod.fault));
   observers->finish(job.observers, chip.clock_hz);
@@ -458,9 +459,13 @@ std::string encode(Result&& r) {
   j["seconds"] = r.seconds;
   j["report"] = std::move(r.report);
   j["fault"] = r.fault ? json(r.fault->message) : json(nullptr);
-  j["host"] = {{"seconds", r.host.seconds},           {"peak_rss_bytes", r.host.peak_rss_bytes},
-               {"bundles", r.host.bundles},           {"network_events", r.host.network_events},
-               {"core_resumes", r.host.core_resumes}, {"core_syncs", r.host.core_syncs}};
+  j["host"] = {{"seconds", r.host.seconds},
+               {"peak_rss_bytes", r.host.peak_rss_bytes},
+               {"bundles", r.host.bundles},
+               {"network_events", r.host.network_events},
+               {"core_resumes", r.host.core_resumes},
+               {"core_syncs", r.host.core_syncs},
+               {"windows", r.host.windows}};
   json outputs = json::object();
   for (auto& [name, out] : r.outputs) {
     json chips = json::array();
@@ -513,6 +518,7 @@ Result decode(const std::string& text) {
   r.host.network_events = host.at("network_events").get<std::uint64_t>();
   r.host.core_resumes = host.at("core_resumes").get<std::uint64_t>();
   r.host.core_syncs = host.at("core_syncs").get<std::uint64_t>();
+  r.host.windows = host.at("windows").get<std::uint64_t>();
   for (const auto& [name, out] : j.at("outputs").items()) {
     OutputBuffer& o = r.outputs[name];
     o.binding = binding_from(out.at("binding"));
@@ -631,9 +637,6 @@ Result run(const Job& job) {
   check_job(job);
   if (!job.observers.trace.empty()) check_trace_fits(job);
   const bool here = job.isolation == Isolation::kInProcess || (job.isolation == Isolation::kAuto && !g_simulated);
-  if (!here && dist::world().size() > 1) {
-    throw BadInput("under mpirun each process runs one pod: this one has simulated already");
-  }
   if (!here) return in_child([&job] { return simulate_here(job, nullptr); });
   if (g_simulated) {
     throw BadInput(

@@ -134,17 +134,23 @@ class PodModule : public sc_core::sc_module, public Fabric {
 
   // At a window's end (between sc_start calls, every rank at once): sends
   // every rank what crossed to it (network events, remote DMAs with their
-  // data) and takes what the others sent here. Returns how many items came.
-  std::uint64_t exchange(dist::Ranks& ranks) {
+  // data) and takes what the others sent here, in one collective call.
+  // `next_ps` is this rank's next activity before the exchange (-inf: it
+  // stopped, +inf: idle). Returns the least over every rank of that and of
+  // the times of the events crossing to other ranks: the global next
+  // activity, since every event that arrives here is one a rank sent.
+  double exchange(dist::Ranks& ranks, double next_ps) {
     std::vector<std::vector<ici::Network::Crossing>> crossings(ranks_);
     for (const auto& c : network_.outbox()) {
       crossings[request_.rank_of[network_.crossing_chip(c).value()]].push_back(c);
+      next_ps = std::min(next_ps, time_of_cycle(c.time, request_.chip.clock_hz).to_double());
     }
     network_.outbox().clear();
     std::vector<dist::Bytes> batches(ranks_);
     for (std::uint32_t r = 0; r < ranks_; ++r) {
       if (r == rank_) continue;
       dist::ByteWriter w;
+      w.put(next_ps);
       w.put_vector(crossings[r]);
       w.put<std::uint64_t>(outgoing_[r].size());
       for (const auto& [key, m] : outgoing_[r]) put_message(w, key, m);
@@ -153,9 +159,11 @@ class PodModule : public sc_core::sc_module, public Fabric {
     }
     const std::vector<dist::Bytes> received = ranks.exchange(std::move(batches));
     std::uint64_t items = 0;
+    double global_next_ps = next_ps;
     for (std::uint32_t r = 0; r < ranks_; ++r) {
-      if (r == rank_ || received[r].empty()) continue;
+      if (r == rank_) continue;
       dist::ByteReader in(received[r]);
+      global_next_ps = std::min(global_next_ps, in.get<double>());
       for (const auto& c : in.get_vector<ici::Network::Crossing>()) {
         network_.inject(c);
         ++items;
@@ -168,7 +176,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
       }
     }
     if (items > 0) wake_network_.notify(sc_core::SC_ZERO_TIME);
-    return items;
+    return global_next_ps;
   }
 
   std::vector<std::unique_ptr<ChipModule>> chips;  // null: another rank's chip
@@ -509,9 +517,8 @@ std::uint64_t run_windows(PodModule& pod, dist::Ranks& ranks, double clock_hz) {
     const double now_ps = windows == 0 ? 0.0 : sc_core::sc_time_stamp().to_double();
     simulate(sc_core::sc_time(start_ps + lookahead_ps - now_ps, sc_core::SC_PS));
     ++windows;
-    pod.exchange(ranks);
     const bool stopped = pod.stopped() || sc_core::sc_get_status() == sc_core::SC_STOPPED;
-    double next = kIdle;
+    double next = stopped ? -kIdle : kIdle;
     if (!stopped) {
       if (sc_core::sc_pending_activity()) {
         next = (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).to_double();
@@ -519,9 +526,11 @@ std::uint64_t run_windows(PodModule& pod, dist::Ranks& ranks, double clock_hz) {
       if (const auto t = pod.network().next_event_time())
         next = std::min(next, time_of_cycle(*t, clock_hz).to_double());
     }
-    if (ranks.max_all(stopped ? 1 : 0) != 0) break;
-    start_ps = ranks.min_all(next);
-    if (start_ps == kIdle) break;
+    // One collective per window: what crossed, and the least next activity
+    // (-inf when any rank stopped). What arrives only wakes the network at
+    // the current time; its events are at times the senders counted.
+    start_ps = pod.exchange(ranks, next);
+    if (start_ps == -kIdle || start_ps == kIdle) break;
   }
   return windows;
 }

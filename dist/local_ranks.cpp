@@ -33,4 +33,9 @@ bool launched_by_mpirun() {
          std::getenv("PMI_RANK") != nullptr;
 }
 
+std::unique_ptr<Ranks>& replaced_world() {
+  static std::unique_ptr<Ranks> replaced;
+  return replaced;
+}
+
 }  // namespace tpuemu::dist

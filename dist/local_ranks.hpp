@@ -1,6 +1,8 @@
 // The one-rank Ranks (a process not launched by mpirun, or a build without MPI).
 #pragma once
 
+#include <memory>
+
 #include "dist/ranks.hpp"
 
 namespace tpuemu::dist {
@@ -20,5 +22,8 @@ class LocalRanks final : public Ranks {
 
 // Whether the environment says mpirun (Open MPI, PMIx or PMI) started this process.
 bool launched_by_mpirun();
+
+// What replace_world() installed (dist/child_ranks.hpp), or null: world() returns it when set.
+std::unique_ptr<Ranks>& replaced_world();
 
 }  // namespace tpuemu::dist

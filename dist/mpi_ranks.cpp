@@ -138,6 +138,7 @@ std::unique_ptr<Ranks>& ranks() {
 }  // namespace
 
 Ranks& world() {
+  if (replaced_world()) return *replaced_world();
   return *ranks();
 }
 

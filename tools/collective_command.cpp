@@ -70,11 +70,6 @@ int collective_command(const std::vector<std::string>& args) {
     }
     if (vm->count("piece") != 0U) spec.piece_bytes = api::parse_collective_size((*vm)["piece"].as<std::string>());
     sizes = api::parse_collective_sizes((*vm)["sizes"].as<std::string>());
-    if (dist::world().size() > 1 && sizes.size() > 1) {
-      throw api::BadInput(fmt::format(
-          "under mpirun each process simulates one pod: give one size (--sizes {}), not {}",
-          (*vm)["sizes"].as<std::string>().substr(0, (*vm)["sizes"].as<std::string>().find(':')), sizes.size()));
-    }
     // Every size is checked before the first run.
     for (const std::uint64_t v : sizes) {
       spec.bytes = v;
@@ -146,13 +141,15 @@ int collective_command(const std::vector<std::string>& args) {
     json_row["host_network_events"] = host.network_events;
     json_row["host_core_resumes"] = host.core_resumes;
     json_row["host_core_syncs"] = host.core_syncs;
+    json_row["host_windows"] = host.windows;
     json_row["host_peak_rss_bytes"] = host.peak_rss_bytes;
     rows.push_back(std::move(json_row));
     host_lines.push_back(fmt::format(
-        "# host: {} B: {:.2f} s, peak RSS {:.0f} MiB, {} bundles, {} network events, {} core resumes, {} core syncs "
+        "# host: {} B: {:.2f} s, peak RSS {:.0f} MiB, {} bundles, {} network events, {} core resumes, {} core syncs{} "
         "({:.3g} bundles + events/s)",
         v, row.host_seconds, static_cast<double>(host.peak_rss_bytes) / (1 << 20), host.bundles, host.network_events,
         host.core_resumes, host.core_syncs,
+        host.windows == 0 ? std::string() : fmt::format(", {} windows between ranks", host.windows),
         static_cast<double>(host.bundles + host.network_events) / row.host_seconds));
   }
   fmt::print("# predicted: {}\n", formula);
