@@ -67,60 +67,62 @@ ByteWriter request(Op op) {
   return w;
 }
 
-}  // namespace
-
-Bytes ChildRanks::call(const Bytes& request_bytes) {
+// One request and its reply. The parent is gone or broken if this fails:
+// nothing this child computes can reach the other ranks any more.
+Bytes round_trip(int fd, ByteWriter& request) {
   Bytes reply;
-  // The parent is gone or broken: nothing this child computes can reach the
-  // other ranks any more.
-  if (!write_frame(fd_, request_bytes) || !read_frame(fd_, reply)) std::_Exit(1);
+  if (!write_frame(fd, request.take()) || !read_frame(fd, reply)) std::_Exit(1);
   return reply;
 }
 
-double ChildRanks::min_all(double value) {
-  ByteWriter w = request(Op::kMin);
+template <typename T>
+T scalar_call(int fd, Op op, T value) {
+  ByteWriter w = request(op);
   w.put(value);
-  const Bytes reply = call(w.take());
+  const Bytes reply = round_trip(fd, w);
   ByteReader r(reply);
-  return r.get<double>();
+  return r.get<T>();
+}
+
+// A request with one byte string whose reply is one per rank.
+std::vector<Bytes> gathering_call(int fd, Op op, const Bytes& mine) {
+  ByteWriter w = request(op);
+  w.put_bytes(mine);
+  const Bytes reply = round_trip(fd, w);
+  ByteReader r(reply);
+  return get_all(r);
+}
+
+}  // namespace
+
+double ChildRanks::min_all(double value) {
+  return scalar_call(fd_, Op::kMin, value);
 }
 
 std::uint64_t ChildRanks::max_all(std::uint64_t value) {
-  ByteWriter w = request(Op::kMax);
-  w.put(value);
-  const Bytes reply = call(w.take());
-  ByteReader r(reply);
-  return r.get<std::uint64_t>();
+  return scalar_call(fd_, Op::kMax, value);
 }
 
 std::vector<Bytes> ChildRanks::exchange(std::vector<Bytes> to_each) {
   ByteWriter w = request(Op::kExchange);
   put_all(w, to_each);
-  const Bytes reply = call(w.take());
+  const Bytes reply = round_trip(fd_, w);
   ByteReader r(reply);
   return get_all(r);
 }
 
 std::vector<Bytes> ChildRanks::all_gather(const Bytes& mine) {
-  ByteWriter w = request(Op::kAllGather);
-  w.put_bytes(mine);
-  const Bytes reply = call(w.take());
-  ByteReader r(reply);
-  return get_all(r);
+  return gathering_call(fd_, Op::kAllGather, mine);
 }
 
 std::vector<Bytes> ChildRanks::gather(const Bytes& mine) {
-  ByteWriter w = request(Op::kGather);
-  w.put_bytes(mine);
-  const Bytes reply = call(w.take());
-  ByteReader r(reply);
-  return get_all(r);
+  return gathering_call(fd_, Op::kGather, mine);
 }
 
 Bytes ChildRanks::broadcast(const Bytes& value) {
   ByteWriter w = request(Op::kBroadcast);
   w.put_bytes(value);
-  const Bytes reply = call(w.take());
+  const Bytes reply = round_trip(fd_, w);
   ByteReader r(reply);
   return r.get_bytes();
 }

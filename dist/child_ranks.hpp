@@ -33,7 +33,6 @@ class ChildRanks final : public Ranks {
   [[noreturn]] void abort(int exit_code) override;
 
  private:
-  Bytes call(const Bytes& request);
   int fd_;
   std::uint32_t rank_;
   std::uint32_t size_;
