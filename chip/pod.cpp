@@ -546,6 +546,20 @@ std::uint64_t fnv1a(std::uint64_t h, const std::string& s) {
   return fnv1a(h, s.data(), s.size());
 }
 
+// FNV-1a over 8-byte words (then the tail bytes): the binary's digest, 8x
+// fewer dependent multiplies than bytewise (an 85 MB RelWithDebInfo binary
+// took 15 % of a 0.6 s 2-rank run bytewise).
+std::uint64_t fnv1a_words(std::uint64_t h, const void* data, std::size_t size) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  std::size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, p + i, 8);
+    h = (h ^ word) * 0x100000001b3ULL;
+  }
+  return fnv1a(h, p + i, size - i);
+}
+
 // Refuses the run, on every rank with the same message, unless every rank has
 // the same build, chip, topology, programs, options and partition.
 void check_ranks_agree(dist::Ranks& ranks, const PodRequest& request, const std::vector<PodStep>& steps) {
@@ -559,7 +573,7 @@ void check_ranks_agree(dist::Ranks& ranks, const PodRequest& request, const std:
     std::ifstream exe("/proc/self/exe", std::ios::binary);
     std::vector<char> block(1 << 20);
     while (exe.read(block.data(), static_cast<std::streamsize>(block.size())) || exe.gcount() > 0) {
-      h = fnv1a(h, block.data(), static_cast<std::size_t>(exe.gcount()));
+      h = fnv1a_words(h, block.data(), static_cast<std::size_t>(exe.gcount()));
     }
     parts.push_back({"tpuemu binary", h});
   }
