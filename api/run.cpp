@@ -128,6 +128,10 @@ struct LiveObservers {
                         "written)",
                         o.trace, tracer->options().max_events));
       }
+    }
+    // Under mpirun every rank has the result, rank 0 writes the files.
+    if (dist::world().rank() != 0) return;
+    if (tracer) {
       std::ofstream out(o.trace);
       tracer->write(out);
       if (!out) throw BadInput(fmt::format("--trace {}: writing failed", o.trace));
@@ -349,6 +353,15 @@ Result run_top_level(const Job& job, const ChipConfig& chip, chip::Tracer* dry_t
 }
 
 // One program or a chain on every core of every chip of a pod.
+// A pod over several ranks: rank 0's tracer takes in every rank's events; a
+// trace that overflowed anywhere counts as overflowed on every rank.
+void merge_traces(chip::Tracer& tracer, dist::Ranks& ranks) {
+  if (ranks.size() == 1) return;
+  const std::vector<dist::Bytes> all = ranks.gather(tracer.serialize());
+  for (std::size_t r = 1; r < all.size(); ++r) tracer.absorb(all[r]);
+  if (ranks.max_all(tracer.overflowed() ? 1 : 0) != 0) tracer.set_overflowed();
+}
+
 Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& topology, chip::Tracer* dry_tracer) {
   chip::PodRequest request;
   request.chip = chip;
@@ -383,6 +396,7 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
     request.ranks = &ranks;
   }
   chip::PodResult pod = chip::run_pod(request);
+  if (request.ranks != nullptr && request.tracer != nullptr) merge_traces(*request.tracer, *request.ranks);
   Result result;
   result.cycles = pod.cycles;
   result.seconds = pod.seconds;
@@ -552,7 +566,13 @@ void check_trace_fits(const Job& job) {
         options.clock_hz = load_chip(job.chip).clock_hz;
         chip::Tracer tracer(options);
         if (g_simulated) chip::forget_simulation_context();
-        simulate_here(job, &tracer);
+        try {
+          simulate_here(job, &tracer);
+        } catch (const std::exception& e) {
+          // The real run meets the same error and reports it (under mpirun a
+          // child without a result would end every rank).
+          return "error:" + std::string(e.what());
+        }
         return tracer.overflowed() ? "overflow:" + tracer.overflow_message() : std::string("fits");
       },
       /*quiet=*/true);  // the real run prints what there is to say
@@ -578,10 +598,9 @@ void check_job(const Job& job) {
                                      ranks)
                        : std::string("--partition splits a pod (a topology) over MPI ranks: this run has one chip"));
   }
-  if (ranks > 1 &&
-      (!job.observers.trace.empty() || !job.observers.vcd.empty() || !job.observers.memory_profile.empty())) {
+  if (ranks > 1 && (!job.observers.vcd.empty() || !job.observers.memory_profile.empty())) {
     throw BadInput(
-        "traces, waveforms and memory profiles are not yet available for a pod split over MPI ranks: run it in one "
+        "waveforms and memory profiles are not yet available for a pod split over MPI ranks: run it in one "
         "process");
   }
   const bool one_chip_chain = !job.topology && (job.steps.size() > 1 || job.chain || job.top_level);

@@ -115,9 +115,10 @@ class PodModule : public sc_core::sc_module, public Fabric {
   }
 
   void send(RemoteSend message) override {
-    if (request_.tracer != nullptr) message.trace_id = sends_++;
     const auto key = network_.send(ChipId(message.src_chip), ChipId(message.dst_chip), message.bytes,
                                    static_cast<double>(message.start_cycle), message.src_core);
+    // The trace's flow id: the same in every process (transfer keys are).
+    message.trace_id = (std::uint64_t{key.chip} << 36) ^ (std::uint64_t{key.lane} << 28) ^ key.sequence;
     if (!owns(message.dst_chip)) {
       // The destination's rank gets the message (and its data) at this
       // window's end, before the network can deliver it (a hop later at least).
@@ -237,13 +238,16 @@ class PodModule : public sc_core::sc_module, public Fabric {
     }
   }
 
+  // This process's chips only: a chip's tracks are all made where it is simulated.
   void attach_tracer(Tracer& tracer) {
+    arrival_tracks_.assign(chips.size(), 0);
     for (auto& chip : chips) {
+      if (!chip) continue;
       const ChipShared& shared = chip->shared;
       const auto& c = shared.identity.coords;
       chip->attach_tracer(tracer,
                           fmt::format("chip {} ({},{},{}) {}", shared.chip_id, c[0], c[1], c[2], request_.chip.name));
-      arrival_tracks_.push_back(tracer.track(shared.chip_id, "ici arrivals"));
+      arrival_tracks_[shared.chip_id] = tracer.track(shared.chip_id, "ici arrivals");
     }
     network_.on_packet = [&tracer](ChipId from, std::uint8_t axis, std::int8_t direction, double begin, double end,
                                    std::uint64_t bytes) {
@@ -282,9 +286,9 @@ class PodModule : public sc_core::sc_module, public Fabric {
   // "remote dma" track, the arrival on the receiver's, and a flow between.
   void trace_delivery(const RemoteSend& m, const ici::Network::Completion& c) {
     Tracer& tracer = *request_.tracer;
-    const Core& src = *chips[m.src_chip]->cores[m.src_core];
     const double start = static_cast<double>(m.start_cycle);
-    if (c.kind == ici::Network::EventKind::kSent) {
+    if (c.kind == ici::Network::EventKind::kSent) {  // on the sender's process
+      const Core& src = *chips[m.src_chip]->cores[m.src_core];
       // Lanes: a span goes on the first lane whose last span has ended (sends
       // are reported in time order, so a lane's spans never overlap).
       auto& lanes = remote_lanes_[{m.src_chip, m.src_core}];
@@ -296,16 +300,12 @@ class PodModule : public sc_core::sc_module, public Fabric {
                                       ? src.trace_tracks().remote
                                       : tracer.track(m.src_chip, fmt::format("core{} remote dma{}", m.src_core, lane));
       tracer.span(m.src_chip, track, fmt::format("to chip {}: {} B", m.dst_chip, m.bytes), start, c.time);
-      flow_tracks_[m.trace_id] = track;
+      tracer.flow_start(m.trace_id, m.src_chip, track, start);
       return;
     }
-    const std::uint32_t arrivals = arrival_tracks_[m.dst_chip];
+    const std::uint32_t arrivals = arrival_tracks_[m.dst_chip];  // on the receiver's process
     tracer.span(m.dst_chip, arrivals, fmt::format("from chip {}: {} B", m.src_chip, m.bytes), c.time, c.time);
-    const auto from = flow_tracks_.find(m.trace_id);
-    if (from != flow_tracks_.end()) {
-      tracer.flow(m.trace_id, m.src_chip, from->second, start, m.dst_chip, arrivals, c.time);
-      flow_tracks_.erase(from);
-    }
+    tracer.flow_end(m.trace_id, start, m.dst_chip, arrivals, c.time);
   }
 
   void deliver(const ici::Network::Completion& c) {
@@ -351,8 +351,6 @@ class PodModule : public sc_core::sc_module, public Fabric {
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> link_signals_;
   std::function<void(ChipId, std::uint8_t, std::int8_t, double, double, std::uint64_t)> previous_on_packet_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<double>> remote_lanes_;  // (chip, core) -> lane ends
-  std::unordered_map<std::uint64_t, std::uint32_t> flow_tracks_;
-  std::uint64_t sends_ = 0;
   std::uint32_t rank_ = 0;
   std::uint32_t ranks_ = 1;
   // Per destination rank: remote DMAs sent there in this window.
@@ -683,10 +681,9 @@ PodResult run_pod(const PodRequest& request) {
     if (request.rank_of.size() != request.topology.chip_count()) {
       throw std::invalid_argument("a pod over several ranks needs the rank of every chip");
     }
-    if (request.tracer != nullptr || !request.vcd.empty() || request.profile != nullptr) {
+    if (!request.vcd.empty() || request.profile != nullptr) {
       throw std::invalid_argument(
-          "traces, waveforms and memory profiles are not yet available for a pod split over ranks: run it in one "
-          "process");
+          "waveforms and memory profiles are not yet available for a pod split over ranks: run it in one process");
     }
     if (!(request.chip.ici.hop_latency_s * request.chip.clock_hz >= 2)) {
       throw std::invalid_argument("a pod split over ranks needs an ICI hop latency of at least 2 cycles (lookahead)");

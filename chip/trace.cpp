@@ -6,6 +6,8 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "dist/bytes.hpp"
+
 namespace tpuemu::chip {
 
 std::string Tracer::overflow_message() const {
@@ -77,12 +79,23 @@ void Tracer::instant(std::uint32_t chip, std::uint32_t track_id, std::string_vie
   push(Event{'i', chip, track_id, intern(name), at, at, 1, 0, {}});
 }
 
-void Tracer::flow(std::uint64_t id, std::uint32_t from_chip, std::uint32_t from_track, double from,
-                  std::uint32_t to_chip, std::uint32_t to_track, double to) {
+void Tracer::flow_start(std::uint64_t id, std::uint32_t chip, std::uint32_t track, double at) {
+  flow_starts_[id] = FlowStart{chip, track, at};
+}
+
+void Tracer::flow_end(std::uint64_t id, double from, std::uint32_t chip, std::uint32_t track, double to) {
+  const auto start = flow_starts_.find(id);
+  std::optional<FlowStart> local;
+  if (start != flow_starts_.end()) {
+    local = start->second;
+    flow_starts_.erase(start);
+  }
   if (!in_window(from, to)) return;
   const std::uint32_t name = intern("remote DMA");
-  push(Event{'s', from_chip, from_track, name, from, from, 1, id, {}});
-  push(Event{'f', to_chip, to_track, name, to, to, 1, id, {}});
+  // A start another process traced is placed by write(), after absorb().
+  push(local ? Event{'s', local->chip, local->track, name, local->at, local->at, 1, id, {}}
+             : Event{'s', 0, kUnplaced, name, from, from, 1, id, {}});
+  push(Event{'f', chip, track, name, to, to, 1, id, {}});
 }
 
 void Tracer::add_bytes(std::uint32_t chip, std::string_view name, double begin, double end, double bytes) {
@@ -120,29 +133,64 @@ void Tracer::write(std::ostream& out) const {
   };
   for (const auto& [chip, name] : process_names_) {
     emit({{"ph", "M"}, {"name", "process_name"}, {"pid", chip}, {"tid", 0}, {"ts", 0}, {"args", {{"name", name}}}});
-    emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", chip}, {"tid", 0}, {"ts", 0},
+    emit({{"ph", "M"},
+          {"name", "process_sort_index"},
+          {"pid", chip},
+          {"tid", 0},
+          {"ts", 0},
           {"args", {{"sort_index", chip}}}});
   }
   for (const auto& [chip, names] : track_names_) {
     for (std::size_t t = 0; t < names.size(); ++t) {
-      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", chip}, {"tid", t}, {"ts", 0}, {"args", {{"name", names[t]}}}});
-      emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", chip}, {"tid", t}, {"ts", 0},
+      emit(
+          {{"ph", "M"}, {"name", "thread_name"}, {"pid", chip}, {"tid", t}, {"ts", 0}, {"args", {{"name", names[t]}}}});
+      emit({{"ph", "M"},
+            {"name", "thread_sort_index"},
+            {"pid", chip},
+            {"tid", t},
+            {"ts", 0},
             {"args", {{"sort_index", t}}}});
     }
   }
-  for (const auto& e : events_) {
-    nlohmann::json j = {{"ph", std::string(1, e.phase)}, {"name", names_[e.name]}, {"pid", e.chip},
-                        {"tid", e.track},                 {"ts", e.begin * us_per_cycle}};
+  // The canonical order (chip/trace.hpp); flow starts placed first.
+  std::vector<Event> events;
+  events.reserve(events_.size());
+  for (const Event& e : events_) {
+    if (e.phase != 's' || e.track != kUnplaced) {
+      events.push_back(e);
+      continue;
+    }
+    const auto start = flow_starts_.find(e.flow_id);
+    if (start == flow_starts_.end()) continue;  // its sender was never traced: the arrow has no tail
+    Event placed = e;
+    placed.chip = start->second.chip;
+    placed.track = start->second.track;
+    placed.begin = placed.end = start->second.at;
+    events.push_back(placed);
+  }
+  std::stable_sort(events.begin(), events.end(), [this](const Event& a, const Event& b) {
+    if (a.chip != b.chip) return a.chip < b.chip;
+    if (a.track != b.track) return a.track < b.track;
+    if (a.begin != b.begin) return a.begin < b.begin;
+    if (a.end != b.end) return a.end < b.end;
+    if (a.phase != b.phase) return a.phase < b.phase;
+    if (a.flow_id != b.flow_id) return a.flow_id < b.flow_id;
+    return names_[a.name] < names_[b.name];
+  });
+  for (const auto& e : events) {
+    nlohmann::json j = {{"ph", std::string(1, e.phase)},
+                        {"name", names_[e.name]},
+                        {"pid", e.chip},
+                        {"tid", e.track},
+                        {"ts", e.begin * us_per_cycle}};
     if (e.phase == 'X') {
       j["dur"] = (e.end - e.begin) * us_per_cycle;
       nlohmann::json args = {{"begin_cycle", e.begin}, {"cycles", e.end - e.begin}};
       if (e.count > 1) args["count"] = e.count;
-      if (e.source.op != nullptr) {
-        args["bundle"] = fmt::format("0x{:x}", e.source.bundle_address);
-        const auto& files = e.source.program->files;
-        const auto& where = e.source.op->source;
-        args["source"] = fmt::format("{}:{}", where.file < files.size() ? files[where.file] : "<program>", where.line);
-        if (!e.source.op->loc.empty()) args["loc"] = e.source.op->loc;
+      if (const auto text = source_of(e)) {
+        args["bundle"] = text->bundle;
+        args["source"] = text->where;
+        if (!text->loc.empty()) args["loc"] = text->loc;
       }
       j["args"] = args;
     } else if (e.phase == 'i') {
@@ -167,6 +215,119 @@ void Tracer::write(std::ostream& out) const {
     }
   }
   out << "\n]}\n";
+}
+
+std::optional<Tracer::SourceText> Tracer::source_of(const Event& e) const {
+  if (e.source_text != kNoText) return source_texts_[e.source_text];
+  if (e.source.op == nullptr) return std::nullopt;
+  const auto& files = e.source.program->files;
+  const auto& where = e.source.op->source;
+  return SourceText{fmt::format("0x{:x}", e.source.bundle_address),
+                    fmt::format("{}:{}", where.file < files.size() ? files[where.file] : "<program>", where.line),
+                    e.source.op->loc};
+}
+
+std::vector<std::uint8_t> Tracer::serialize() const {
+  dist::ByteWriter w;
+  w.put(overflowed_);
+  w.put<std::uint64_t>(process_names_.size());
+  for (const auto& [chip, name] : process_names_) {
+    w.put(chip);
+    w.put_string(name);
+  }
+  w.put<std::uint64_t>(track_names_.size());
+  for (const auto& [chip, names] : track_names_) {
+    w.put(chip);
+    w.put<std::uint64_t>(names.size());
+    for (const auto& n : names) w.put_string(n);
+  }
+  w.put<std::uint64_t>(events_.size());
+  for (const Event& e : events_) {
+    w.put(e.phase);
+    w.put(e.chip);
+    w.put(e.track);
+    w.put_string(names_[e.name]);
+    w.put(e.begin);
+    w.put(e.end);
+    w.put(e.count);
+    w.put(e.flow_id);
+    const auto text = source_of(e);
+    w.put(text.has_value());
+    if (text) {
+      w.put_string(text->bundle);
+      w.put_string(text->where);
+      w.put_string(text->loc);
+    }
+  }
+  w.put<std::uint64_t>(counters_.size());
+  for (const auto& [key, buckets] : counters_) {
+    w.put(key.first);
+    w.put_string(key.second);
+    w.put_vector(buckets);
+  }
+  w.put<std::uint64_t>(flow_starts_.size());
+  for (const auto& [id, start] : flow_starts_) {
+    w.put(id);
+    w.put(start);
+  }
+  return w.take();
+}
+
+void Tracer::absorb(const std::vector<std::uint8_t>& bytes) {
+  dist::ByteReader r(bytes);
+  overflowed_ = r.get<bool>() || overflowed_;
+  for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+    const auto chip = r.get<std::uint32_t>();
+    process_names_[chip] = r.get_string();
+  }
+  for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+    const auto chip = r.get<std::uint32_t>();
+    std::vector<std::string> names(r.get<std::uint64_t>());
+    for (auto& name : names) name = r.get_string();
+    std::vector<std::string>& mine = track_names_[chip];
+    const std::size_t common = std::min(mine.size(), names.size());
+    if (!std::equal(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(common), names.begin())) {
+      throw std::logic_error(
+          fmt::format("merging traces: two processes named the tracks of chip {} differently", chip));
+    }
+    for (std::size_t t = mine.size(); t < names.size(); ++t) {
+      tracks_.emplace(std::make_pair(chip, names[t]), static_cast<std::uint32_t>(t));
+      mine.push_back(names[t]);
+    }
+  }
+  for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+    Event e{};
+    e.phase = r.get<char>();
+    e.chip = r.get<std::uint32_t>();
+    e.track = r.get<std::uint32_t>();
+    e.name = intern(r.get_string());
+    e.begin = r.get<double>();
+    e.end = r.get<double>();
+    e.count = r.get<std::uint32_t>();
+    e.flow_id = r.get<std::uint64_t>();
+    if (r.get<bool>()) {
+      SourceText text;
+      text.bundle = r.get_string();
+      text.where = r.get_string();
+      text.loc = r.get_string();
+      e.source_text = static_cast<std::uint32_t>(source_texts_.size());
+      source_texts_.push_back(std::move(text));
+    }
+    events_.push_back(e);
+  }
+  if (events_.size() > options_.max_events) overflowed_ = true;  // the limit is the whole trace's
+  for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+    const auto chip = r.get<std::uint32_t>();
+    auto key = std::make_pair(chip, r.get_string());
+    const auto theirs = r.get_vector<double>();
+    auto& buckets = counters_[key];
+    if (buckets.size() < theirs.size()) buckets.resize(theirs.size(), 0.0);
+    for (std::size_t b = 0; b < theirs.size(); ++b) buckets[b] += theirs[b];
+  }
+  for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+    const auto id = r.get<std::uint64_t>();
+    flow_starts_[id] = r.get<FlowStart>();
+  }
 }
 
 }  // namespace tpuemu::chip

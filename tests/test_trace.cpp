@@ -2,8 +2,8 @@
 // that nest on every track, MXU spans that add up to the MXUs' busy cycles,
 // flows of remote DMAs, the window and the event limit. One SystemC run per
 // TEST_CASE.
-#include <catch2/catch.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -229,4 +229,58 @@ TEST_CASE("memory profile: a matmul's VMEM buffers and HBM operands are profiled
   }
   CHECK(vmem);
   CHECK(hbm);
+}
+
+TEST_CASE("trace: tracers of separate processes merge into the file one tracer writes", "[trace]") {
+  // The events of chips 0 and 1, each traced where it is simulated, or all in one tracer.
+  const auto feed = [](chip::Tracer& t, std::uint32_t chip) {
+    t.name_process(chip, "chip " + std::to_string(chip));
+    const std::uint32_t issue = t.track(chip, "issue");
+    const std::uint32_t arrivals = t.track(chip, "ici arrivals");
+    t.span(chip, issue, "vadd", 10, 12);
+    t.span(chip, issue, "vadd", 12, 14);  // aggregates with the one before
+    t.add_bytes(chip, "HBM bandwidth", 0, 3000, 1e6);
+    if (chip == 0) t.flow_start(7, 0, issue, 10);       // chip 0 sends ...
+    if (chip == 1) t.flow_end(7, 10, 1, arrivals, 40);  // ... chip 1 receives
+    t.instant(chip, issue, "halt", 50);
+  };
+  chip::Tracer whole(chip::Tracer::Options{});
+  feed(whole, 0);
+  feed(whole, 1);
+  chip::Tracer rank0(chip::Tracer::Options{});
+  chip::Tracer rank1(chip::Tracer::Options{});
+  feed(rank0, 0);
+  feed(rank1, 1);
+  rank0.absorb(rank1.serialize());
+  const nlohmann::json merged = written(rank0);
+  CHECK(merged == written(whole));
+  // The flow's tail is placed on the sender's track, its head on the receiver's.
+  int tails = 0;
+  for (const auto& e : merged["traceEvents"]) {
+    if (e["ph"] == "s") {
+      ++tails;
+      CHECK(e["pid"] == 0);
+      CHECK(e["ts"].get<double>() == Approx(10e6 / chip::Tracer::Options{}.clock_hz));
+    }
+  }
+  CHECK(tails == 1);
+  CHECK_FALSE(rank0.overflowed());
+
+  SECTION("the event limit counts every process's events") {
+    chip::Tracer::Options small;
+    small.max_events = 5;  // chip 0 traces 2 events here (a span, an instant), chip 1 4 (and the flow): 6 in all
+    chip::Tracer a(small);
+    chip::Tracer b(small);
+    feed(a, 0);
+    feed(b, 1);
+    CHECK_FALSE(a.overflowed());
+    CHECK_FALSE(b.overflowed());
+    a.absorb(b.serialize());
+    CHECK(a.overflowed());
+  }
+  SECTION("two processes that named one chip's tracks differently are refused") {
+    chip::Tracer other(chip::Tracer::Options{});
+    other.track(0, "mxu0");
+    CHECK_THROWS_WITH(rank0.absorb(other.serialize()), Catch::Contains("named the tracks of chip 0 differently"));
+  }
 }
