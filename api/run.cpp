@@ -397,6 +397,10 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
   }
   chip::PodResult pod = chip::run_pod(request);
   if (request.ranks != nullptr && request.tracer != nullptr) merge_traces(*request.tracer, *request.ranks);
+  if (request.ranks != nullptr && request.profile != nullptr && request.ranks->size() > 1) {
+    const std::vector<dist::Bytes> all = request.ranks->gather(request.profile->serialize());
+    for (std::size_t r = 1; r < all.size(); ++r) request.profile->absorb(all[r]);
+  }
   Result result;
   result.cycles = pod.cycles;
   result.seconds = pod.seconds;
@@ -598,10 +602,8 @@ void check_job(const Job& job) {
                                      ranks)
                        : std::string("--partition splits a pod (a topology) over MPI ranks: this run has one chip"));
   }
-  if (ranks > 1 && (!job.observers.vcd.empty() || !job.observers.memory_profile.empty())) {
-    throw BadInput(
-        "waveforms and memory profiles are not yet available for a pod split over MPI ranks: run it in one "
-        "process");
+  if (ranks > 1 && !job.observers.vcd.empty()) {
+    throw BadInput("waveforms (--vcd) are not yet available for a pod split over MPI ranks: run it in one process");
   }
   const bool one_chip_chain = !job.topology && (job.steps.size() > 1 || job.chain || job.top_level);
   if (!one_chip_chain && (!job.scalars.empty() || !job.transposed.empty())) {

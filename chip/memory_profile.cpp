@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
+
+#include "dist/bytes.hpp"
 
 namespace tpuemu::chip {
 namespace {
@@ -158,18 +161,68 @@ std::string MemoryProfile::to_svg(double clock_hz) const {
       previous = v;
     }
     body += fmt::format("<polyline points='{}' fill='none' stroke='black' stroke-width='1.2'/>\n", points);
-    body += fmt::format("<line x1='{}' y1='{:.1f}' x2='{}' y2='{:.1f}' stroke='#999'/>\n", kLeft, y(0), kWidth - 10, y(0));
+    body +=
+        fmt::format("<line x1='{}' y1='{:.1f}' x2='{}' y2='{:.1f}' stroke='#999'/>\n", kLeft, y(0), kWidth - 10, y(0));
     body += fmt::format("<text x='{}' y='{:.1f}' font-size='11' font-family='sans-serif'>0</text>\n", kLeft - 12, y(0));
-    body += fmt::format("<text x='{}' y='{:.1f}' font-size='11' font-family='sans-serif' text-anchor='end'>{:.3g} "
-                        "B</text>\n",
-                        kLeft - 4, y(peak) + 4, peak);
-    body += fmt::format("<text x='{}' y='{:.1f}' font-size='11' font-family='sans-serif' text-anchor='end'>{} cycles "
-                        "({:.3g} us)</text>\n",
-                        kWidth - 10, y(0) + 14, end, static_cast<double>(end) / clock_hz * 1e6);
+    body += fmt::format(
+        "<text x='{}' y='{:.1f}' font-size='11' font-family='sans-serif' text-anchor='end'>{:.3g} "
+        "B</text>\n",
+        kLeft - 4, y(peak) + 4, peak);
+    body += fmt::format(
+        "<text x='{}' y='{:.1f}' font-size='11' font-family='sans-serif' text-anchor='end'>{} cycles "
+        "({:.3g} us)</text>\n",
+        kWidth - 10, y(0) + 14, end, static_cast<double>(end) / clock_hz * 1e6);
     y0 += kPanel;
   }
   return fmt::format("<svg xmlns='http://www.w3.org/2000/svg' width='{}' height='{}'>\n{}</svg>\n", kWidth, y0 + 10,
                      body);
+}
+
+std::vector<std::uint8_t> MemoryProfile::serialize() const {
+  dist::ByteWriter w;
+  w.put<std::uint64_t>(memories_.size());
+  for (const auto& [key, m] : memories_) {
+    w.put(std::get<0>(key));
+    w.put(std::get<1>(key));
+    w.put(std::get<2>(key));
+    w.put(m.capacity);
+    w.put(m.sorted);
+    w.put<std::uint64_t>(m.buffers.size());
+    for (const Buffer& b : m.buffers) {
+      w.put_string(b.name);
+      w.put(b.offset);
+      w.put(b.size);
+      w.put(b.written);
+      w.put(b.first);
+      w.put(b.last);
+    }
+  }
+  return w.take();
+}
+
+void MemoryProfile::absorb(const std::vector<std::uint8_t>& bytes) {
+  dist::ByteReader r(bytes);
+  for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
+    const auto chip = r.get<std::uint32_t>();
+    const auto core = r.get<std::uint32_t>();
+    const Key key{chip, core, r.get<Space>()};
+    Memory m;
+    m.capacity = r.get<std::uint64_t>();
+    m.sorted = r.get<bool>();
+    m.buffers.resize(r.get<std::uint64_t>());
+    for (Buffer& b : m.buffers) {
+      b.name = r.get_string();
+      b.offset = r.get<std::uint64_t>();
+      b.size = r.get<std::uint64_t>();
+      b.written = r.get<bool>();
+      b.first = r.get<std::uint64_t>();
+      b.last = r.get<std::uint64_t>();
+    }
+    if (!memories_.emplace(key, std::move(m)).second) {
+      throw std::logic_error(fmt::format("merging memory profiles: chip {} core {} {} was profiled twice", chip, core,
+                                         space_name(std::get<2>(key))));
+    }
+  }
 }
 
 }  // namespace tpuemu::chip

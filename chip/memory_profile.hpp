@@ -34,6 +34,12 @@ class MemoryProfile {
   // One SVG with a panel per memory: buffers as bars over time, the occupancy curve and the peak.
   [[nodiscard]] std::string to_svg(double clock_hz) const;
 
+  // The memories profiled here, for another process's absorb(): a pod over
+  // MPI ranks profiles each chip where it is simulated, and rank 0 takes in
+  // the others' chips. Throws std::logic_error if both profiled one memory.
+  [[nodiscard]] std::vector<std::uint8_t> serialize() const;
+  void absorb(const std::vector<std::uint8_t>& bytes);
+
  private:
   struct Buffer {
     std::string name;
