@@ -130,15 +130,16 @@ void Core::trace_marker(std::uint32_t value) {
 void Core::attach_waveform(Waveform* waves, const std::string& scope, const std::vector<std::uint32_t>& traced_flags) {
   waves_ = waves;
   if (waves_ == nullptr) return;
-  wave_.pc.id = waves_->word(scope + ".pc");
+  wave_.pc.id = waves_->word(scope + ".pc", shared.chip_id);
   for (std::uint64_t m = 0; m < chip.mxu.count; ++m) {
-    wave_.mxu_busy.push_back({waves_->bit(fmt::format("{}.mxu{}.busy", scope, m)), 0});
-    wave_.mxu_fifo.push_back({waves_->word(fmt::format("{}.mxu{}.result_fifo", scope, m)), 0});
+    wave_.mxu_busy.push_back({waves_->bit(fmt::format("{}.mxu{}.busy", scope, m), shared.chip_id), 0});
+    wave_.mxu_fifo.push_back({waves_->word(fmt::format("{}.mxu{}.result_fifo", scope, m), shared.chip_id), 0});
   }
-  wave_.vpu.id = waves_->bit(scope + ".vpu.busy");
-  wave_.dmas.id = waves_->word(scope + ".dmas_in_flight");
+  wave_.vpu.id = waves_->bit(scope + ".vpu.busy", shared.chip_id);
+  wave_.dmas.id = waves_->word(scope + ".dmas_in_flight", shared.chip_id);
   for (const std::uint32_t f : traced_flags) {
-    if (f < flags.size()) wave_.flags.emplace_back(f, WaveSignal{waves_->word(fmt::format("{}.sflag{}", scope, f)), 0});
+    if (f < flags.size())
+      wave_.flags.emplace_back(f, WaveSignal{waves_->word(fmt::format("{}.sflag{}", scope, f), shared.chip_id), 0});
   }
 }
 

@@ -190,7 +190,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
     return fault.has_value() ||
            std::any_of(chips.begin(), chips.end(), [](const auto& c) { return c && c->fault.has_value(); });
   }
-  [[nodiscard]] bool waveform_overflowed() const { return waves_ != nullptr && waves_->overflowed(); }
+  [[nodiscard]] Waveform* waveform() const { return waves_.get(); }
 
  private:
   // Catches what the network or a delivery throws and never returns
@@ -260,15 +260,18 @@ class PodModule : public sc_core::sc_module, public Fabric {
 
   // Per chip its cores' signals and one busy bit per outgoing link direction.
   void attach_waveform() {
-    waves_ = std::make_unique<Waveform>("waves", request_.vcd, request_.chip.clock_hz, request_.vcd_max_changes);
+    waves_ = std::make_unique<Waveform>(request_.vcd, request_.chip.clock_hz, request_.vcd_max_changes);
     const ici::Topology& t = request_.topology;
     for (auto& chip : chips) {
+      if (!chip) continue;  // this process's chips: each records its own signals
       chip->attach_waveform(*waves_);
       for (std::uint8_t axis = 0; axis < t.axis_count(); ++axis) {
         for (const int dir : {-1, 1}) {
           if (!t.neighbour(ChipId(chip->shared.chip_id), axis, dir)) continue;
-          link_signals_[{chip->shared.chip_id, axis * 2U + (dir > 0 ? 1U : 0U)}] = waves_->bit(fmt::format(
-              "chip{}.ici.{}{}.busy", chip->shared.chip_id, dir > 0 ? "plus_" : "minus_", ici::axis_name(axis)));
+          link_signals_[{chip->shared.chip_id, axis * 2U + (dir > 0 ? 1U : 0U)}] =
+              waves_->bit(fmt::format("chip{}.ici.{}{}.busy", chip->shared.chip_id, dir > 0 ? "plus_" : "minus_",
+                                      ici::axis_name(axis)),
+                          chip->shared.chip_id);
         }
       }
     }
@@ -681,9 +684,6 @@ PodResult run_pod(const PodRequest& request) {
     if (request.rank_of.size() != request.topology.chip_count()) {
       throw std::invalid_argument("a pod over several ranks needs the rank of every chip");
     }
-    if (!request.vcd.empty()) {
-      throw std::invalid_argument("waveforms are not yet available for a pod split over ranks: run it in one process");
-    }
     if (!(request.chip.ici.hop_latency_s * request.chip.clock_hz >= 2)) {
       throw std::invalid_argument("a pod split over ranks needs an ICI hop latency of at least 2 cycles (lookahead)");
     }
@@ -747,7 +747,18 @@ PodResult run_pod(const PodRequest& request) {
   // This process's part of the result: its chips, links and statistics.
   PodResult result;
   result.fault = pod.fault;
-  result.waveform_overflowed = pod.waveform_overflowed();
+  if (Waveform* waves = pod.waveform()) {
+    // Over several ranks rank 0 takes in the others' signals and writes the
+    // file; the limit is the whole file's.
+    bool overflowed = waves->overflowed();
+    if (partitioned) {
+      const std::vector<dist::Bytes> all = request.ranks->gather(waves->serialize());
+      for (std::size_t r = 1; r < all.size(); ++r) waves->absorb(all[r]);
+      overflowed = request.ranks->max_all(waves->overflowed() ? 1 : 0) != 0;
+    }
+    if (!partitioned || request.ranks->rank() == 0) waves->write();
+    result.waveform_overflowed = overflowed;
+  }
   for (const auto& [name, buf] : buffers) result.buffers.emplace(name, buf.binding);
   result.step_end_cycles.assign(steps.size(), 0);
   std::vector<ChipEnd> ends;

@@ -202,7 +202,7 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
   }
   std::unique_ptr<Waveform> waves;
   if (!request.vcd.empty()) {
-    waves = std::make_unique<Waveform>("waves", request.vcd, request.chip.clock_hz, request.vcd_max_changes);
+    waves = std::make_unique<Waveform>(request.vcd, request.chip.clock_hz, request.vcd_max_changes);
     chip.attach_waveform(*waves);
   }
   // The inputs move into HBM (adopted, not copied); with data, every other
@@ -215,7 +215,8 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
         for (auto& core : chip.cores) std::memcpy(core->vmem.data(at), bytes.data(), bytes.size());
       }
     }
-    if (const auto hbm = address.find("hbm"); hbm != address.end()) chip.shared.hbm.adopt(hbm->second, std::move(bytes));
+    if (const auto hbm = address.find("hbm"); hbm != address.end())
+      chip.shared.hbm.adopt(hbm->second, std::move(bytes));
   }
   if (request.options.compute_numerics) {
     for (const auto& [name, buf] : buffers) {
@@ -237,6 +238,7 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
   ChainResult result;
   result.run.fault = chip.fault;
   result.run.waveform_overflowed = waves != nullptr && waves->overflowed();
+  if (waves != nullptr) waves->write();  // also what a run stopped by an overflow recorded
   collect_units(chip, result.run);
   result.run.seconds = static_cast<double>(result.run.cycles) / request.chip.clock_hz;
   result.run.bindings = execs.back().bindings;
@@ -338,9 +340,8 @@ RunResult run_program(const RunRequest& request) {
 }
 
 RunResult run_program_freeing_inputs(RunRequest& request) {
-  return run_program_on(request, [&request](std::uint32_t index) {
-    std::vector<std::uint8_t>().swap(request.inputs.at(index).data);
-  });
+  return run_program_on(
+      request, [&request](std::uint32_t index) { std::vector<std::uint8_t>().swap(request.inputs.at(index).data); });
 }
 
 namespace {

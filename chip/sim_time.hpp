@@ -1,5 +1,5 @@
 // Cycles to SystemC time: the one conversion every SystemC module of the
-// emulator uses (cores, the pod's network, the waveform player).
+// emulator uses (cores, the pod's network).
 #pragma once
 
 #include <cmath>

@@ -2,7 +2,7 @@
 // exceptions and AddressSanitizer apart on SystemC's coroutine stacks.
 //
 // Contract, for every SystemC process of the emulator (the cores' threads,
-// the pod's network, the waveform player):
+// the pod's network):
 //  * A process catches every exception raised in its body on its own stack,
 //    records it where the run reports it from (ChipModule::fault,
 //    PodModule::fault, a unit's failure()), and stops the run or lets it end.

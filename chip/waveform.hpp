@@ -1,26 +1,28 @@
-// Waveforms: value changes of the emulated hardware replayed into SystemC
-// sc_signals, which sc_trace writes to a VCD file (GTKWave opens it).
+// Waveforms: value changes of the emulated hardware, written as a VCD file
+// (GTKWave opens it) when the run ends.
 //
 // Contract:
-//  * Signals are declared before the simulation starts (SystemC's rule for
-//    tracing); changes may be recorded at any time, with the cycle at which
-//    they happen, never before the current SystemC time.
-//  * A player process writes each change into its signal at its cycle, so
-//    the VCD shows it at that time; changes at one cycle apply in the order
-//    they were recorded (the last one wins).
-//  * Runs with waveforms use a one-cycle quantum (chip/pod runs set it), so
-//    a core's local time never runs ahead of SystemC time by more than a
-//    cycle: changes land at their exact cycle.
-//  * After max_changes recorded changes, recording throws WaveformOverflow.
+//  * Signals are declared before the simulation starts; each belongs to a
+//    group (its chip), and the file lists groups in ascending order, each
+//    group's signals in declaration order (scopes from the dots of the names:
+//    a scope's signals first, then its sub-scopes in order of appearance).
+//  * change() records a value at a cycle (any cycle: a change may be
+//    recorded before its time comes). At one cycle a signal takes the value
+//    recorded last; the file shows a value only where it differs from the one
+//    before (every signal starts at 0). Times are picoseconds of the chip
+//    clock (chip/sim_time.hpp).
+//  * The file holds no date or version stamp: the same run writes the same
+//    bytes, and a pod simulated by several MPI ranks, each recording its own
+//    chips and merged with serialize() / absorb(), writes what one process
+//    would.
+//  * After max_changes recorded changes, recording throws WaveformOverflow;
+//    the limit is the whole file's (absorb() counts every part). Changes are
+//    kept in memory until write() (16 bytes each).
 #pragma once
 
-#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include <cstdint>
-#include <deque>
-#include <queue>
 #include <stdexcept>
 #include <string>
-#include <systemc>
 #include <vector>
 
 namespace tpuemu::chip {
@@ -30,45 +32,48 @@ class WaveformOverflow : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-class Waveform : public sc_core::sc_module {
+class Waveform {
  public:
-  // Opens `path` for the VCD (throws std::runtime_error if it cannot).
-  Waveform(sc_core::sc_module_name name, const std::string& path, double clock_hz, std::uint64_t max_changes);
-  ~Waveform() override;
-  Waveform(const Waveform&) = delete;
-  Waveform& operator=(const Waveform&) = delete;
+  // Checks that `path` (".vcd" appended if missing) can be written (throws std::runtime_error if not).
+  Waveform(const std::string& path, double clock_hz, std::uint64_t max_changes);
 
-  // A 1-bit or 32-bit signal called `name` (dots separate the VCD scopes).
-  std::uint32_t bit(const std::string& name);
-  std::uint32_t word(const std::string& name);
+  // A 1-bit or 32-bit signal called `name` (dots separate the VCD scopes) of group `group`.
+  std::uint32_t bit(const std::string& name, std::uint32_t group);
+  std::uint32_t word(const std::string& name, std::uint32_t group);
   void change(std::uint32_t signal, double cycle, std::uint32_t value);
-  [[nodiscard]] std::uint64_t changes() const { return changes_; }
-  // The run was stopped because the waveform reached max_changes.
-  [[nodiscard]] bool overflowed() const { return changes_ > max_changes_; }
+  [[nodiscard]] std::uint64_t changes() const { return changes_.size(); }
+  // The run was stopped (or, merged, would have been) because the waveform reached max_changes.
+  [[nodiscard]] bool overflowed() const { return overflowed_; }
+  [[nodiscard]] std::string overflow_message() const { return overflow_message(max_changes_); }
+  static std::string overflow_message(std::uint64_t max_changes);
+
+  // Writes the VCD file (throws std::runtime_error if writing fails).
+  void write() const;
+
+  // The signals and changes recorded here, for another process's absorb().
+  [[nodiscard]] std::vector<std::uint8_t> serialize() const;
+  // Adds another part's signals (names must be new: std::logic_error) and changes.
+  void absorb(const std::vector<std::uint8_t>& bytes);
 
  private:
+  struct Signal {
+    std::string name;
+    bool is_bit;
+    std::uint32_t group;
+  };
   struct Change {
     double cycle;
-    std::uint64_t order;
     std::uint32_t signal;
     std::uint32_t value;
   };
-  struct Later {
-    bool operator()(const Change& a, const Change& b) const {
-      return a.cycle != b.cycle ? a.cycle > b.cycle : a.order > b.order;
-    }
-  };
-  void play();
+  std::uint32_t declare(const std::string& name, bool is_bit, std::uint32_t group);
 
+  std::string path_;
   double clock_hz_;
   std::uint64_t max_changes_;
-  std::uint64_t changes_ = 0;
-  sc_core::sc_trace_file* file_ = nullptr;
-  std::deque<sc_core::sc_signal<bool>> bits_;
-  std::deque<sc_core::sc_signal<sc_dt::sc_uint<32>>> words_;
-  std::vector<std::pair<bool, std::size_t>> signals_;  // (is bit, index)
-  std::priority_queue<Change, std::vector<Change>, Later> pending_;
-  sc_core::sc_event wake_;
+  bool overflowed_ = false;
+  std::vector<Signal> signals_;
+  std::vector<Change> changes_;  // in recording order
 };
 
 }  // namespace tpuemu::chip

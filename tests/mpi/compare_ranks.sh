@@ -5,7 +5,8 @@
 # (comma-separated), and requires every run to give the same exit code, the
 # same standard output and the same tpuemu messages on standard error
 # (host-cost lines removed: wall time and memory differ), and the same JSON
-# file written by FILE_OPTION (e.g. --json; host* fields removed; "-" = none).
+# file written by FILE_OPTION (e.g. --json; host* fields removed; "-" = none;
+# --vcd: the VCD file byte for byte).
 # One pod over N ranks must be the one-process run (issue 13).
 set -u
 ranks=$1 file_option=$2
@@ -13,6 +14,8 @@ shift 3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpirun_cmd=(mpirun --allow-run-as-root --oversubscribe)
+ext=json
+[[ $file_option == --vcd ]] && ext=vcd
 
 strip_json() {
   python3 - "$1" <<'PY'
@@ -32,13 +35,19 @@ run() {
   local name=$1
   shift
   local file_args=()
-  [[ $file_option != - ]] && file_args=("$file_option" "$work/$name.json")
+  [[ $file_option != - ]] && file_args=("$file_option" "$work/$name.$ext")
   "$@" "${file_args[@]}" >"$work/$name.out" 2>"$work/$name.err"
   echo $? >"$work/$name.code"
   grep -Ev '^(# )?host[: ]' "$work/$name.out" >"$work/$name.stdout" || true
   grep -E '^(tpuemu|  chip)' "$work/$name.err" >"$work/$name.stderr" || true
   if [[ $file_option != - ]]; then
-    if [[ -s $work/$name.json ]]; then strip_json "$work/$name.json" >"$work/$name.file"; else echo "(no file)" >"$work/$name.file"; fi
+    if [[ ! -s $work/$name.$ext ]]; then
+      echo "(no file)" >"$work/$name.file"
+    elif [[ $ext == vcd ]]; then
+      cp "$work/$name.vcd" "$work/$name.file"
+    else
+      strip_json "$work/$name.json" >"$work/$name.file"
+    fi
   fi
 }
 
