@@ -353,15 +353,6 @@ Result run_top_level(const Job& job, const ChipConfig& chip, chip::Tracer* dry_t
 }
 
 // One program or a chain on every core of every chip of a pod.
-// A pod over several ranks: rank 0's tracer takes in every rank's events; a
-// trace that overflowed anywhere counts as overflowed on every rank.
-void merge_traces(chip::Tracer& tracer, dist::Ranks& ranks) {
-  if (ranks.size() == 1) return;
-  const std::vector<dist::Bytes> all = ranks.gather(tracer.serialize());
-  for (std::size_t r = 1; r < all.size(); ++r) tracer.absorb(all[r]);
-  if (ranks.max_all(tracer.overflowed() ? 1 : 0) != 0) tracer.set_overflowed();
-}
-
 Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& topology, chip::Tracer* dry_tracer) {
   chip::PodRequest request;
   request.chip = chip;
@@ -396,11 +387,6 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
     request.ranks = &ranks;
   }
   chip::PodResult pod = chip::run_pod(request);
-  if (request.ranks != nullptr && request.tracer != nullptr) merge_traces(*request.tracer, *request.ranks);
-  if (request.ranks != nullptr && request.profile != nullptr && request.ranks->size() > 1) {
-    const std::vector<dist::Bytes> all = request.ranks->gather(request.profile->serialize());
-    for (std::size_t r = 1; r < all.size(); ++r) request.profile->absorb(all[r]);
-  }
   Result result;
   result.cycles = pod.cycles;
   result.seconds = pod.seconds;

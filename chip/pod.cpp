@@ -744,20 +744,28 @@ PodResult run_pod(const PodRequest& request) {
     simulate();
   }
 
+  // The observers: over several ranks, rank 0's take in every rank's part
+  // (each chip was observed where it was simulated); a limit reached
+  // anywhere is reached everywhere (the limits are the whole file's).
+  if (partitioned) {
+    dist::Ranks& ranks = *request.ranks;
+    if (request.tracer != nullptr) {
+      gather_into_rank0(ranks, *request.tracer);
+      if (ranks.max_all(request.tracer->overflowed() ? 1 : 0) != 0) request.tracer->set_overflowed();
+    }
+    if (request.profile != nullptr) gather_into_rank0(ranks, *request.profile);
+    if (Waveform* waves = pod.waveform()) {
+      gather_into_rank0(ranks, *waves);
+      if (ranks.max_all(waves->overflowed() ? 1 : 0) != 0) waves->set_overflowed();
+    }
+  }
+
   // This process's part of the result: its chips, links and statistics.
   PodResult result;
   result.fault = pod.fault;
   if (Waveform* waves = pod.waveform()) {
-    // Over several ranks rank 0 takes in the others' signals and writes the
-    // file; the limit is the whole file's.
-    bool overflowed = waves->overflowed();
-    if (partitioned) {
-      const std::vector<dist::Bytes> all = request.ranks->gather(waves->serialize());
-      for (std::size_t r = 1; r < all.size(); ++r) waves->absorb(all[r]);
-      overflowed = request.ranks->max_all(waves->overflowed() ? 1 : 0) != 0;
-    }
     if (!partitioned || request.ranks->rank() == 0) waves->write();
-    result.waveform_overflowed = overflowed;
+    result.waveform_overflowed = waves->overflowed();
   }
   for (const auto& [name, buf] : buffers) result.buffers.emplace(name, buf.binding);
   result.step_end_cycles.assign(steps.size(), 0);

@@ -62,8 +62,9 @@ struct PodRequest {
   // builds and runs only the chips rank_of gives it (rank_of[chip] = rank,
   // every rank at least one chip), and they exchange what crosses between
   // them in conservative windows of one hop latency (pod.cpp). Null, or one
-  // rank: this process runs every chip. Traces, VCD and memory profiles are
-  // not yet available across ranks (std::invalid_argument).
+  // rank: this process runs every chip. Each rank observes (tracer, vcd,
+  // profile) its own chips; when the run ends rank 0's tracer and profile
+  // hold the whole pod, and rank 0 alone writes the VCD.
   dist::Ranks* ranks = nullptr;
   std::vector<std::uint32_t> rank_of;
 };

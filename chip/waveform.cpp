@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <map>
 #include <numeric>
+#include <unordered_set>
 
 #include "dist/bytes.hpp"
 
@@ -180,14 +180,14 @@ void Waveform::absorb(const std::vector<std::uint8_t>& bytes) {
   dist::ByteReader r(bytes);
   overflowed_ = r.get<bool>() || overflowed_;
   const auto base = static_cast<std::uint32_t>(signals_.size());
-  std::map<std::string, bool> names;
-  for (const Signal& s : signals_) names.emplace(s.name, true);
+  std::unordered_set<std::string> names;
+  for (const Signal& s : signals_) names.insert(s.name);
   for (auto n = r.get<std::uint64_t>(); n > 0; --n) {
     Signal s;
     s.name = r.get_string();
     s.is_bit = r.get<bool>();
     s.group = r.get<std::uint32_t>();
-    if (!names.emplace(s.name, true).second) {
+    if (!names.insert(s.name).second) {
       throw std::logic_error(fmt::format("merging waveforms: signal '{}' was recorded twice", s.name));
     }
     signals_.push_back(std::move(s));

@@ -44,6 +44,8 @@ class Waveform {
   [[nodiscard]] std::uint64_t changes() const { return changes_.size(); }
   // The run was stopped (or, merged, would have been) because the waveform reached max_changes.
   [[nodiscard]] bool overflowed() const { return overflowed_; }
+  // Another process's part of the same file overflowed.
+  void set_overflowed() { overflowed_ = true; }
   [[nodiscard]] std::string overflow_message() const { return overflow_message(max_changes_); }
   static std::string overflow_message(std::uint64_t max_changes);
 

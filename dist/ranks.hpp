@@ -39,6 +39,16 @@ class Ranks {
   [[noreturn]] virtual void abort(int exit_code) = 0;
 };
 
+// Rank 0's `part` takes in every other rank's (`Part` has
+// `std::vector<std::uint8_t> serialize() const` and `void absorb(bytes)`);
+// the others' parts stay as they are. Collective: every rank calls it.
+template <typename Part>
+void gather_into_rank0(Ranks& ranks, Part& part) {
+  if (ranks.size() == 1) return;
+  const std::vector<Bytes> all = ranks.gather(part.serialize());
+  for (std::size_t r = 1; r < all.size(); ++r) part.absorb(all[r]);
+}
+
 // The ranks of this process: MPI_COMM_WORLD when init() found an MPI launch,
 // otherwise one rank.
 Ranks& world();
