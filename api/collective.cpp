@@ -1,5 +1,7 @@
 #include "api/collective.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <chrono>
@@ -183,8 +185,17 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
   const bool per_link = spec.op != "all-to-all";  // all-to-all blocks travel different distances
   out.algbw = out.run.seconds > 0 ? static_cast<double>(spec.bytes) / out.run.seconds : 0;
   out.busbw = out.algbw * bus_factor;
-  out.linkbw = per_link ? out.busbw / links_in_use : 0.0;
-  out.link_fraction = per_link ? out.linkbw / setup.chip.ici.link_bandwidth : 0.0;
+  if (setup.topology.switched()) {
+    // A switched chip's "link" is its whole egress (every NVLink; its NIC once the group spans nodes).
+    const bool spans_nodes = setup.topology.fabric() == "fat-tree" &&
+                             std::find(plan.axes.begin(), plan.axes.end(), std::size_t{1}) != plan.axes.end();
+    const double egress = spans_nodes ? setup.chip.fabric.nic_bandwidth : setup.chip.ici_bandwidth_per_chip();
+    out.linkbw = per_link ? out.busbw : 0.0;
+    out.link_fraction = per_link ? out.linkbw / egress : 0.0;
+  } else {
+    out.linkbw = per_link ? out.busbw / links_in_use : 0.0;
+    out.link_fraction = per_link ? out.linkbw / setup.chip.ici.link_bandwidth : 0.0;
+  }
   out.check = check;
   out.ok = ok;
   out.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

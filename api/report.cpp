@@ -171,12 +171,14 @@ json pod_report(const std::string& program, const ChipConfig& chip, const ici::T
   j["ici_bytes"] = r.ici_bytes;
   json links = json::array();
   for (const auto& l : r.links) {
-    links.push_back({{"from", l.link.from.value()},
-                     {"to", l.link.to.value()},
-                     {"axis", std::string(1, ici::axis_name(l.link.axis))},
-                     {"direction", l.link.direction},
-                     {"bytes", l.bytes},
-                     {"busy_cycles", l.busy_cycles}});
+    json link = {{"from", l.from}, {"to", l.to}, {"kind", l.kind}, {"name", l.name}};
+    if (l.axis != ici::kNoAxis) {
+      link["axis"] = std::string(1, ici::axis_name(l.axis));
+      link["direction"] = l.direction;
+    }
+    link["bytes"] = l.bytes;
+    link["busy_cycles"] = l.busy_cycles;
+    links.push_back(std::move(link));
   }
   j["links"] = links;
   json steps = json::array();

@@ -14,7 +14,8 @@ Roofline compute_roofline(const ChipConfig& chip, double mxu_flops, double vpu_f
   r.mxu_flops = mxu_flops;
   r.vpu_flops = vpu_flops;
   r.hbm_bytes = hbm_bytes;
-  r.mxu_seconds = mxu_flops / chip.peak_bf16_flops();
+  // A chip without MXUs (the GPU presets) runs no MXU op: the checker refuses them.
+  r.mxu_seconds = chip.peak_bf16_flops() > 0 ? mxu_flops / chip.peak_bf16_flops() : 0;
   r.vpu_seconds = vpu_flops / vpu_peak_flops(chip);
   r.hbm_seconds = hbm_bytes / chip.hbm.bandwidth;
   r.predicted_seconds = r.mxu_seconds;

@@ -74,10 +74,8 @@ class PodModule : public sc_core::sc_module, public Fabric {
             const std::vector<std::map<std::uint32_t, std::uint32_t>>& operand_values)
       : sc_core::sc_module(name),
         request_(request),
-        network_(request.topology, ici::routing_policy(request.routing),
-                 ici::Network::Config{request.chip.ici.link_bandwidth / request.chip.clock_hz,
-                                      request.chip.ici.hop_latency_s * request.chip.clock_hz,
-                                      request.chip.ici.packet_bytes}) {
+        network_(ici::make_fabric(request.topology, request.chip, request.routing), request.chip.clock_hz,
+                 request.chip.ici.packet_bytes) {
     const ici::Topology& t = request.topology;
     if (!request.rank_of.empty()) {
       rank_ = request.ranks->rank();
@@ -87,8 +85,8 @@ class PodModule : public sc_core::sc_module, public Fabric {
       network_.set_owned_chips(owned);
       outgoing_.resize(ranks_);
     }
-    const std::uint64_t hop = std::max<std::uint64_t>(
-        1, static_cast<std::uint64_t>(std::floor(request.chip.ici.hop_latency_s * request.chip.clock_hz)));
+    const std::uint64_t hop =
+        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(network_.lookahead())));
     const std::uint64_t quantum = request.vcd.empty() ? std::min(request.quantum_cycles, hop) : 1;
     for (std::uint32_t id = 0; id < t.chip_count(); ++id) {
       if (!owns(id)) {  // another rank's
@@ -249,40 +247,71 @@ class PodModule : public sc_core::sc_module, public Fabric {
                           fmt::format("chip {} ({},{},{}) {}", shared.chip_id, c[0], c[1], c[2], request_.chip.name));
       arrival_tracks_[shared.chip_id] = tracer.track(shared.chip_id, "ici arrivals");
     }
-    network_.on_packet = [&tracer](ChipId from, std::uint8_t axis, std::int8_t direction, double begin, double end,
-                                   std::uint64_t bytes) {
-      const std::uint32_t track =
-          tracer.track(from.value(), fmt::format("ici {}{}", direction > 0 ? '+' : '-', ici::axis_name(axis)));
-      tracer.span(from.value(), track, "packets", begin, end);
-      tracer.add_bytes(from.value(), "ICI bandwidth out", begin, end, static_cast<double>(bytes));
+    const ici::Fabric& fabric = network_.fabric();
+    for (std::uint32_t node = fabric.chip_count(); node < fabric.node_count(); ++node) {
+      if (owns(fabric.home_chip(node))) tracer.name_process(node, fabric.node_name(node));
+    }
+    network_.on_packet = [&tracer, &fabric](std::uint32_t link, double begin, double end, std::uint64_t bytes) {
+      const ici::Fabric::LinkInfo& l = fabric.links()[link];
+      const std::uint32_t track = tracer.track(l.from, link_track_name(fabric, l));
+      tracer.span(l.from, track, "packets", begin, end);
+      tracer.add_bytes(l.from, l.axis != ici::kNoAxis ? "ICI bandwidth out" : "link bandwidth out", begin, end,
+                       static_cast<double>(bytes));
     };
   }
 
-  // Per chip its cores' signals and one busy bit per outgoing link direction.
+  // A link's trace track, on the process of the node it leaves: "ici +x" on
+  // a torus, "nvlink -> nvswitch 1" elsewhere.
+  static std::string link_track_name(const ici::Fabric& fabric, const ici::Fabric::LinkInfo& l) {
+    if (l.axis != ici::kNoAxis) return fmt::format("ici {}{}", l.direction > 0 ? '+' : '-', ici::axis_name(l.axis));
+    return fmt::format("{} -> {}", l.kind, fabric.node_name(l.to));
+  }
+
+  // Per chip its cores' signals and one busy bit per outgoing link (a
+  // switch's links: in its home chip's group, named after the switch).
   void attach_waveform() {
     waves_ = std::make_unique<Waveform>(request_.vcd, request_.chip.clock_hz, request_.vcd_max_changes);
-    const ici::Topology& t = request_.topology;
     for (auto& chip : chips) {
       if (!chip) continue;  // this process's chips: each records its own signals
       chip->attach_waveform(*waves_);
-      for (std::uint8_t axis = 0; axis < t.axis_count(); ++axis) {
-        for (const int dir : {-1, 1}) {
-          if (!t.neighbour(ChipId(chip->shared.chip_id), axis, dir)) continue;
-          link_signals_[{chip->shared.chip_id, axis * 2U + (dir > 0 ? 1U : 0U)}] =
-              waves_->bit(fmt::format("chip{}.ici.{}{}.busy", chip->shared.chip_id, dir > 0 ? "plus_" : "minus_",
-                                      ici::axis_name(axis)),
-                          chip->shared.chip_id);
-        }
-      }
     }
+    const ici::Fabric& fabric = network_.fabric();
+    const auto links = fabric.links();
+    link_signals_.assign(links.size(), kNoSignal);
+    for (std::uint32_t id = 0; id < links.size(); ++id) {
+      const ici::Fabric::LinkInfo& l = links[id];
+      const std::uint32_t home = fabric.home_chip(l.from);
+      if (!l.exists || !owns(home)) continue;
+      std::string name;
+      if (l.axis != ici::kNoAxis) {
+        name = fmt::format("chip{}.ici.{}{}.busy", l.from, l.direction > 0 ? "plus_" : "minus_", ici::axis_name(l.axis));
+      } else {
+        name = fmt::format("{}.{}.to_{}.busy", signal_scope(fabric.node_name(l.from)), l.kind,
+                           signal_scope(fabric.node_name(l.to)));
+      }
+      link_signals_[id] = waves_->bit(name, home);
+    }
+    // Signals in the order of the chips' groups: a chip's links after its cores.
     previous_on_packet_ = network_.on_packet;
-    network_.on_packet = [this](ChipId from, std::uint8_t axis, std::int8_t direction, double begin, double end,
-                                std::uint64_t bytes) {
-      if (previous_on_packet_) previous_on_packet_(from, axis, direction, begin, end, bytes);
-      const std::uint32_t id = link_signals_.at({from.value(), axis * 2U + (direction > 0 ? 1U : 0U)});
+    network_.on_packet = [this](std::uint32_t link, double begin, double end, std::uint64_t bytes) {
+      if (previous_on_packet_) previous_on_packet_(link, begin, end, bytes);
+      const std::uint32_t id = link_signals_[link];
       waves_->change(id, begin, 1);
       waves_->change(id, end, 0);
     };
+  }
+
+  // "node 0 nvswitch 1" -> "node0_nvswitch1", "chip 3" -> "chip3": a VCD scope name.
+  static std::string signal_scope(const std::string& node) {
+    std::string out;
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      if (node[i] != ' ') {
+        out += node[i];
+      } else if (i + 1 < node.size() && (node[i + 1] < '0' || node[i + 1] > '9')) {
+        out += '_';
+      }
+    }
+    return out;
   }
 
   // Remote DMAs in a trace: a span from issue to sent on the sender's
@@ -351,8 +380,9 @@ class PodModule : public sc_core::sc_module, public Fabric {
   std::vector<std::uint32_t> arrival_tracks_;
   std::vector<ici::Network::Completion> completions_;
   std::unique_ptr<Waveform> waves_;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> link_signals_;
-  std::function<void(ChipId, std::uint8_t, std::int8_t, double, double, std::uint64_t)> previous_on_packet_;
+  static constexpr std::uint32_t kNoSignal = UINT32_MAX;
+  std::vector<std::uint32_t> link_signals_;  // by link id
+  std::function<void(std::uint32_t, double, double, std::uint64_t)> previous_on_packet_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<double>> remote_lanes_;  // (chip, core) -> lane ends
   std::uint32_t rank_ = 0;
   std::uint32_t ranks_ = 1;
@@ -426,10 +456,13 @@ void merge_ranks(dist::Ranks& ranks, PodResult& result, std::vector<ChipEnd>& en
   for (const auto& e : ends) put_chip_end(w, e);
   w.put<std::uint64_t>(result.links.size());
   for (const auto& l : result.links) {
-    w.put(l.link.from.value());
-    w.put(l.link.to.value());
-    w.put(l.link.axis);
-    w.put(l.link.direction);
+    w.put(l.id);
+    w.put(l.from);
+    w.put(l.to);
+    w.put(l.axis);
+    w.put(l.direction);
+    w.put_string(std::string(l.kind));
+    w.put_string(l.name);
     w.put(l.busy_cycles);
     w.put(l.bytes);
     w.put(l.packets);
@@ -454,10 +487,13 @@ void merge_ranks(dist::Ranks& ranks, PodResult& result, std::vector<ChipEnd>& en
     const auto links = r.get<std::uint64_t>();
     for (std::uint64_t i = 0; i < links; ++i) {
       ici::Network::LinkStats l;
-      l.link.from = ChipId(r.get<std::uint32_t>());
-      l.link.to = ChipId(r.get<std::uint32_t>());
-      l.link.axis = r.get<std::uint8_t>();
-      l.link.direction = r.get<std::int8_t>();
+      l.id = r.get<std::uint32_t>();
+      l.from = r.get<std::uint32_t>();
+      l.to = r.get<std::uint32_t>();
+      l.axis = r.get<std::uint8_t>();
+      l.direction = r.get<std::int8_t>();
+      l.kind = r.get_string();
+      l.name = r.get_string();
       l.busy_cycles = r.get<double>();
       l.bytes = r.get<std::uint64_t>();
       l.packets = r.get<std::uint64_t>();
@@ -469,10 +505,7 @@ void merge_ranks(dist::Ranks& ranks, PodResult& result, std::vector<ChipEnd>& en
     last_delivery = std::max(last_delivery, r.get<double>());
   }
   std::sort(ends.begin(), ends.end(), [](const ChipEnd& a, const ChipEnd& b) { return a.chip < b.chip; });
-  std::sort(result.links.begin(), result.links.end(), [](const auto& a, const auto& b) {
-    return std::tuple(a.link.from.value(), a.link.axis, a.link.direction) <
-           std::tuple(b.link.from.value(), b.link.axis, b.link.direction);
-  });
+  std::sort(result.links.begin(), result.links.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
 }
 
 // The pod's figures from every chip's end (in chip id order).
@@ -633,7 +666,11 @@ PodResult run_pod(const PodRequest& request) {
     check_fits(*step.program, request.chip);
     execs.push_back(decode_program(*step.program, request.chip));
   }
-  (void)ici::routing_policy(request.routing);  // an unknown name fails before elaboration
+  // An unknown routing name or a fabric the chip cannot form fails before elaboration.
+  const double lookahead_cycles =
+      ici::Network(ici::make_fabric(request.topology, request.chip, request.routing), request.chip.clock_hz,
+                   request.chip.ici.packet_bytes)
+          .lookahead();
 
   // Buffers: one HBM place per name, the same on every chip, from address 0.
   // A buffer that no earlier step writes is an input (host data or zeros).
@@ -684,8 +721,9 @@ PodResult run_pod(const PodRequest& request) {
     if (request.rank_of.size() != request.topology.chip_count()) {
       throw std::invalid_argument("a pod over several ranks needs the rank of every chip");
     }
-    if (!(request.chip.ici.hop_latency_s * request.chip.clock_hz >= 2)) {
-      throw std::invalid_argument("a pod split over ranks needs an ICI hop latency of at least 2 cycles (lookahead)");
+    if (!(lookahead_cycles >= 2)) {
+      throw std::invalid_argument(
+          "a pod split over ranks needs links whose latency is at least 2 cycles (ici.hop_latency, lookahead)");
     }
   }
   if (partitioned) check_ranks_agree(*request.ranks, request, steps);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <nlohmann/json.hpp>
 
 #include "common/edit_distance.hpp"
@@ -33,7 +34,7 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.clock_hz; });
   add("tensorcores_per_chip", Q::kCount, "TensorCores per chip (2 = megacore, sharing the chip's HBM)", 1, 8,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.tensorcores_per_chip; });
-  add("mxu.count", Q::kCount, "matrix units per TensorCore", 1, 64,
+  add("mxu.count", Q::kCount, "matrix units per TensorCore (0: none, as on the GPU presets: MXU ops refused)", 0, 64,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.count; });
   add("mxu.size", Q::kCount, "systolic array dimension (size x size MACs)", 1, 1024,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.size; });
@@ -120,6 +121,27 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.wrap_multiple; });
   p.push_back(ParamSpec{"ici.max_slice", Q::kCount, "largest slice, e.g. 16x16 or 16x20x28", 0, 0, true,
                         [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.max_slice; }});
+  // The fabric: optional in a preset (the TPU presets leave the defaults: a torus).
+  auto add_default = [&](std::string path, Quantity q, std::string description, double min_value, double max_value,
+                         bool is_text, ParamSpec::FieldRef (*field)(ChipConfig&), const char* default_value) {
+    p.push_back(
+        ParamSpec{std::move(path), q, std::move(description), min_value, max_value, is_text, field, default_value});
+  };
+  add_default("fabric.kind", Q::kCount, "how chips are joined: torus (ICI links between neighbours) or nvswitch", 0,
+              0, true, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.kind; }, "torus");
+  add_default("fabric.switch_links", Q::kCount,
+              "nvswitch: links from a chip to each switch of its domain, e.g. 5,4,4,5 (summing to ici.links_per_chip)",
+              0, 0, true, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_links; }, "");
+  add_default("fabric.domain_size", Q::kCount, "nvswitch: most chips one switched domain joins (0 on a torus)", 0,
+              4096, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.domain_size; }, "0");
+  add_default("fabric.switch_latency", Q::kTime, "nvswitch: a switch's forwarding latency, per traversal", 0, 1e-3,
+              false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_latency_s; }, "0s");
+  add_default("fabric.nic_bandwidth", Q::kBandwidth, "scale-out NIC per chip, one way (0: none)", 0, 1e15, false,
+              [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nic_bandwidth; }, "0B/s");
+  add_default("fabric.nic_latency", Q::kTime, "latency of one scale-out link (NIC to leaf, leaf to spine)", 0, 1e-3,
+              false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nic_latency_s; }, "0s");
+  add_default("fabric.switch_ports", Q::kCount, "ports of a scale-out (leaf or spine) switch (0: none)", 0, 4096,
+              false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_ports; }, "0");
   return p;
 }
 
@@ -228,24 +250,35 @@ std::string range_bound(double value, Quantity q) {
   return format_quantity(value, q);
 }
 
-std::vector<std::uint64_t> parse_slice(std::string_view text) {
-  std::vector<std::uint64_t> dims;
+// Positive decimal numbers of at most `max` joined by `separator`
+// ("16x20x28", "5,4,4,5"); empty on malformed text or a zero.
+std::vector<std::uint64_t> parse_positive_list(std::string_view text, char separator, std::uint64_t max) {
+  std::vector<std::uint64_t> values;
   std::size_t start = 0;
   while (start <= text.size()) {
-    const std::size_t end = std::min(text.find('x', start), text.size());
+    const std::size_t end = std::min(text.find(separator, start), text.size());
     const std::string_view part = text.substr(start, end - start);
     if (part.empty()) return {};
     std::uint64_t v = 0;
     for (char ch : part) {
       if (ch < '0' || ch > '9') return {};
       v = v * 10 + static_cast<std::uint64_t>(ch - '0');
-      if (v > 1'000'000) return {};
+      if (v > max) return {};
     }
     if (v == 0) return {};
-    dims.push_back(v);
+    values.push_back(v);
     start = end + 1;
   }
-  return dims;
+  return values;
+}
+
+// "5,4,4,5" -> {5, 4, 4, 5}.
+std::vector<std::uint64_t> parse_counts(std::string_view text) {
+  return parse_positive_list(text, ',', 4096);
+}
+
+std::vector<std::uint64_t> parse_slice(std::string_view text) {
+  return parse_positive_list(text, 'x', 1'000'000);
 }
 
 }  // namespace
@@ -287,6 +320,10 @@ double ChipConfig::peak_bf16_flops() const {
 
 double ChipConfig::ici_bandwidth_per_chip() const {
   return ici.link_bandwidth * static_cast<double>(ici.links_per_chip);
+}
+
+std::vector<std::uint64_t> ChipConfig::FabricParams::links_per_switch() const {
+  return parse_counts(switch_links);
 }
 
 std::vector<std::uint64_t> ChipConfig::max_slice_dims() const {
@@ -367,11 +404,16 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
     for (const auto& [path, value] : layer.values) merged[path] = {&value, i};
   }
   const std::string last_origin = layers.empty() ? std::string("<none>") : layers.back().origin;
+  std::deque<ChipSpec::Value> defaults;  // stable addresses for `merged`
   if (c.name.empty()) throw ConfigError(last_origin, "name", "missing: every chip needs a name");
 
   // 1. Parse every declared parameter.
   for (const ParamSpec& spec : params_table()) {
     auto it = merged.find(spec.path);
+    if (it == merged.end() && spec.default_value != nullptr) {
+      defaults.push_back(ChipSpec::Value{spec.default_value, {Provenance::Kind::kAssumed, "default"}, "default"});
+      it = merged.emplace(spec.path, Merged{&defaults.back(), 0}).first;
+    }
     if (it == merged.end()) {
       throw ConfigError(last_origin, spec.path,
                         fmt::format("missing ({}, in {})", spec.description,
@@ -422,6 +464,30 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
         at == "ici.max_slice"
             ? fmt::format("'{}' has {} axes but ici.torus_dims is {}", c.ici.max_slice, dims.size(), c.ici.torus_dims)
             : fmt::format("{} axes, but ici.max_slice '{}' has {}", c.ici.torus_dims, c.ici.max_slice, dims.size()));
+  }
+  if (c.fabric.kind != "torus" && c.fabric.kind != "nvswitch") {
+    throw ConfigError(origin_of("fabric.kind"), "fabric.kind",
+                      fmt::format("'{}' is not a fabric: torus or nvswitch", c.fabric.kind));
+  }
+  if (c.fabric.switched()) {
+    const auto counts = parse_counts(c.fabric.switch_links);
+    std::uint64_t sum = 0;
+    for (std::uint64_t n : counts) sum += n;
+    if (counts.empty()) {
+      throw ConfigError(origin_of("fabric.switch_links"), "fabric.switch_links",
+                        fmt::format("'{}' is not a list of link counts like 5,4,4,5 (one per switch)",
+                                    c.fabric.switch_links));
+    }
+    if (sum != c.ici.links_per_chip) {
+      const std::string_view at = blame("fabric.switch_links", "ici.links_per_chip");
+      throw ConfigError(origin_of(at), std::string(at),
+                        fmt::format("fabric.switch_links '{}' adds up to {} links, ici.links_per_chip is {}",
+                                    c.fabric.switch_links, sum, c.ici.links_per_chip));
+    }
+    if (c.fabric.domain_size < 2) {
+      throw ConfigError(origin_of("fabric.domain_size"), "fabric.domain_size",
+                        "a switched domain joins at least 2 chips");
+    }
   }
   if (c.dma.chunk_bytes % 32 != 0) {
     throw ConfigError(origin_of("dma.chunk_size"), "dma.chunk_size", "must be a whole number of 32-byte granules");

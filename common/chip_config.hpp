@@ -111,6 +111,22 @@ struct ChipConfig {
     std::uint64_t wrap_multiple = 0;  // an axis wraps iff its length is a multiple of this
     std::string max_slice;            // e.g. "16x20x28"
   } ici;
+  // How chips are joined (ici/fabric.hpp). "torus": ICI links between torus
+  // neighbours (the TPUs; the fields below are unused). "nvswitch": every
+  // link of a chip goes to a switch of its switched domain (the GPUs: an HGX
+  // node, an NVL72 rack), and scale-out goes through one NIC per chip.
+  struct FabricParams {
+    std::string kind;                 // "torus" | "nvswitch"
+    std::string switch_links;         // links to each switch of a domain, e.g. "5,4,4,5" (sum: ici.links_per_chip)
+    std::uint64_t domain_size = 0;    // most chips one switched domain joins
+    double switch_latency_s = 0;      // a switch's forwarding latency, per traversal
+    double nic_bandwidth = 0;         // B/s, one way; 0: no scale-out NIC
+    double nic_latency_s = 0;         // per scale-out link
+    std::uint64_t switch_ports = 0;   // ports of a scale-out (leaf or spine) switch
+    [[nodiscard]] bool switched() const { return kind == "nvswitch"; }
+    // switch_links as counts ("5,4,4,5" -> {5, 4, 4, 5}; "" -> {}).
+    [[nodiscard]] std::vector<std::uint64_t> links_per_switch() const;
+  } fabric;
 
   // Parameter path -> where its value came from.
   std::map<std::string, Provenance, std::less<>> provenance;
@@ -137,9 +153,12 @@ struct ParamSpec {
   std::string description;
   double min_value = 0;  // inclusive range in base units, checked by resolve_chip
   double max_value = 0;
-  bool is_text = false;  // free text (only ici.max_slice; no range)
+  bool is_text = false;  // free text (no range)
   using FieldRef = std::variant<double*, std::uint64_t*, std::string*>;
   FieldRef (*field)(ChipConfig&) = nullptr;
+  // The value a preset that does not name this parameter gets (provenance
+  // "assumed: default"); null: every preset must set it.
+  const char* default_value = nullptr;
 };
 
 // Every parameter of a chip, in presentation order.

@@ -1,6 +1,7 @@
 #include "ici/network.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 // The per-event steps, inlined into the event loop (advance) that calls them.
@@ -8,19 +9,39 @@
 
 namespace tpuemu::ici {
 
+Network::Network(std::unique_ptr<const Fabric> fabric, double clock_hz, std::uint64_t packet_bytes)
+    : fabric_(std::move(fabric)), packet_bytes_(packet_bytes) {
+  if (!(clock_hz > 0)) throw std::invalid_argument("the network's clock must be positive");
+  if (packet_bytes == 0) throw std::invalid_argument("ICI packet size must be positive");
+  const auto links = fabric_->links();
+  links_.resize(links.size());
+  lookahead_ = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const Fabric::LinkInfo& l = links[i];
+    LinkState& state = links_[i];
+    state.bytes_per_cycle = l.bytes_per_second / clock_hz;
+    state.latency_cycles = l.latency_s * clock_hz;
+    state.home_chip = fabric_->home_chip(l.from);
+    if (!l.exists) continue;
+    if (!(state.bytes_per_cycle > 0)) throw std::invalid_argument("ICI link bandwidth must be positive");
+    if (state.latency_cycles < 0) throw std::invalid_argument("ICI hop latency must not be negative");
+    lookahead_ = std::min(lookahead_, state.latency_cycles);
+  }
+  if (links.empty()) lookahead_ = 0;
+  local_bytes_per_cycle_ = links.empty() ? 1.0 : links_[0].bytes_per_cycle;
+}
+
 Network::Network(const Topology& topology, const RoutingPolicy& routing, Config config)
-    : topology_(topology), routing_(routing), config_(config), links_(std::size_t{topology.chip_count()} * 6) {
-  if (!(config.bytes_per_cycle > 0)) throw std::invalid_argument("ICI link bandwidth must be positive");
-  if (config.packet_bytes == 0) throw std::invalid_argument("ICI packet size must be positive");
-  if (config.hop_latency_cycles < 0) throw std::invalid_argument("ICI hop latency must not be negative");
-}
+    : Network(
+          [&] {
+            if (!(config.bytes_per_cycle > 0)) throw std::invalid_argument("ICI link bandwidth must be positive");
+            if (config.hop_latency_cycles < 0) throw std::invalid_argument("ICI hop latency must not be negative");
+            return make_torus_fabric(topology, routing, config.bytes_per_cycle, config.hop_latency_cycles);
+          }(),
+          1.0, config.packet_bytes) {}
 
-std::uint32_t Network::link_index(const Link& link) const {
-  return link.from.value() * 6 + link.axis * 2U + (link.direction > 0 ? 1U : 0U);
-}
-
-const std::vector<std::uint32_t>& Network::route(ChipId from, ChipId to) {
-  if (recent_routes_.empty()) recent_routes_.resize(topology_.chip_count());
+const Network::RouteSet& Network::route(ChipId from, ChipId to) {
+  if (recent_routes_.empty()) recent_routes_.resize(fabric_->chip_count());
   std::array<RecentRoute, 2>& recent = recent_routes_[from.value()];
   if (recent[0].to == to.value()) return *recent[0].route;
   if (recent[1].to == to.value()) {
@@ -30,14 +51,69 @@ const std::vector<std::uint32_t>& Network::route(ChipId from, ChipId to) {
   const std::uint64_t key = std::uint64_t{from.value()} << 32 | to.value();
   auto it = routes_.find(key);
   if (it == routes_.end()) {
-    std::vector<std::uint32_t> indices;
-    for (const Link& l : routing_.route(topology_, from, to)) indices.push_back(link_index(l));
-    it = routes_.emplace(key, std::move(indices)).first;
+    RouteSet set;
+    if (from != to) {
+      std::vector<Fabric::Path> paths;
+      fabric_->paths(from, to, paths);
+      for (Fabric::Path& p : paths) {
+        set.paths.push_back(std::move(p.links));
+        set.weights.push_back(p.weight);
+      }
+    }
+    if (set.paths.empty()) {  // a chip to itself: no link
+      set.paths.emplace_back();
+      set.weights.push_back(1);
+    }
+    it = routes_.emplace(key, std::move(set)).first;
   }
   // Map values stay where they are on rehash (node-based container).
   recent[1] = recent[0];
   recent[0] = RecentRoute{to.value(), &it->second};
   return it->second;
+}
+
+void Network::plan_parts(std::uint64_t bytes, const RouteSet& routes, std::vector<PartPlan>& out) const {
+  out.clear();
+  const std::size_t n = routes.paths.size();
+  if (n == 1) {
+    out.push_back({0, bytes});
+    return;
+  }
+  const std::uint64_t packets = (bytes + packet_bytes_ - 1) / packet_bytes_;
+  std::uint64_t total_weight = 0;
+  for (std::uint32_t w : routes.weights) total_weight += w;
+  // Largest remainders: floor shares first, then one more packet to the paths
+  // with the largest remainders (ties to the lower path).
+  std::vector<std::uint64_t> share(n);
+  std::vector<std::pair<std::uint64_t, std::size_t>> remainders(n);
+  std::uint64_t dealt = 0;
+  for (std::size_t p = 0; p < n; ++p) {
+    const unsigned __int128 scaled = static_cast<unsigned __int128>(packets) * routes.weights[p];
+    share[p] = static_cast<std::uint64_t>(scaled / total_weight);
+    remainders[p] = {static_cast<std::uint64_t>(scaled % total_weight), p};
+    dealt += share[p];
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; dealt < packets; ++i, ++dealt) ++share[remainders[i].second];
+  std::uint64_t left = bytes;
+  for (std::size_t p = 0; p < n; ++p) {
+    if (share[p] == 0) continue;
+    const std::uint64_t part = std::min(left, share[p] * packet_bytes_);
+    out.push_back({static_cast<std::uint16_t>(p), part});
+    left -= part;
+  }
+  // The short last packet sits in the last used part: the full packets went first.
+  if (left != 0) throw std::logic_error("plan_parts: bytes left over");
+}
+
+bool Network::group_done(const TransferKey& key, EventKind kind) {
+  auto it = groups_.find(key);
+  Group& g = it->second;
+  std::uint32_t& left = kind == EventKind::kSent ? g.sent_left : g.arrived_left;
+  const bool done = --left == 0;
+  if (g.sent_left == 0 && g.arrived_left == 0) groups_.erase(it);
+  return done;
 }
 
 TPUEMU_HOT_INLINE void Network::push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop,
@@ -49,9 +125,9 @@ TPUEMU_HOT_INLINE void Network::push(double time, TransferId transfer, std::uint
 TPUEMU_HOT_INLINE void Network::forward(double time, TransferId id, std::uint32_t packet, std::uint16_t hop) {
   if (!owned_.empty()) {
     const Transfer& t = transfer(id);
-    const std::uint32_t chip = hop == t.route->size() ? t.to : (*t.route)[hop] / 6;
+    const std::uint32_t chip = hop == t.route->size() ? t.to : links_[(*t.route)[hop]].home_chip;
     if (!owned_[chip]) {
-      outbox_.push_back(Crossing{time, t.key, t.from, t.to, t.bytes, packet, hop});
+      outbox_.push_back(Crossing{time, t.key, t.from, t.to, t.bytes, packet, hop, t.part, t.parts, t.path});
       return;
     }
   }
@@ -59,21 +135,21 @@ TPUEMU_HOT_INLINE void Network::forward(double time, TransferId id, std::uint32_
 }
 
 std::uint64_t Network::packet_size(const Transfer& t, std::uint32_t packet) const {
-  const std::uint64_t offset = std::uint64_t{packet} * config_.packet_bytes;
-  return std::min<std::uint64_t>(config_.packet_bytes, t.bytes - offset);
+  const std::uint64_t offset = std::uint64_t{packet} * packet_bytes_;
+  return std::min<std::uint64_t>(packet_bytes_, t.bytes - offset);
 }
 
 Network::TransferId Network::add_transfer(const Transfer& t) {
   const TransferId id = next_id_++;
   transfers_.emplace_back(t);
   ++in_flight_;
-  if (!owned_.empty()) by_key_.emplace(t.key, id);
+  if (!owned_.empty()) by_key_.emplace(std::pair{t.key, t.part}, id);
   return id;
 }
 
 void Network::retire(TransferId id) {
   std::optional<Transfer>& slot = transfers_[id - first_id_];
-  if (!owned_.empty()) by_key_.erase(slot->key);
+  if (!owned_.empty()) by_key_.erase(std::pair{slot->key, slot->part});
   slot.reset();
   --in_flight_;
   while (!transfers_.empty() && !transfers_.front()) {
@@ -84,31 +160,41 @@ void Network::retire(TransferId id) {
 
 Network::TransferKey Network::send(ChipId from, ChipId to, std::uint64_t bytes, double start, std::uint32_t lane) {
   if (bytes == 0) throw std::invalid_argument("an ICI transfer of 0 bytes");
-  if (!topology_.contains(from) || !topology_.contains(to))
+  if (!topology().contains(from) || !topology().contains(to))
     throw std::out_of_range("ICI transfer to or from a chip outside the pod");
   if (!owns(from)) throw std::logic_error("an ICI transfer from a chip this partition does not own");
   start = std::max(start, now_);
-  if (lane_sends_.empty()) lane_sends_.resize(topology_.chip_count());
+  if (lane_sends_.empty()) lane_sends_.resize(fabric_->chip_count());
   std::vector<std::uint64_t>& lanes = lane_sends_[from.value()];
   if (lanes.size() <= lane) lanes.resize(std::size_t{lane} + 1);
+  const RouteSet& routes = route(from, to);
+  const TransferKey key{from.value(), lane, lanes[lane]++};
   Transfer t;
-  t.route = &route(from, to);
-  t.bytes = bytes;
-  t.packets = static_cast<std::uint32_t>((bytes + config_.packet_bytes - 1) / config_.packet_bytes);
   t.from = from.value();
   t.to = to.value();
-  t.key = TransferKey{from.value(), lane, lanes[lane]++};
-  const bool local = t.route->empty();
-  if (local) t.packets = 1;
-  const TransferId id = add_transfer(t);
-  if (local) {
-    const double done = start + static_cast<double>(bytes) / config_.bytes_per_cycle;
+  t.key = key;
+  if (from == to) {
+    t.route = &routes.paths[0];
+    t.bytes = bytes;
+    t.packets = 1;
+    const TransferId id = add_transfer(t);
+    const double done = start + static_cast<double>(bytes) / local_bytes_per_cycle_;
     push(done, id, 0, 0, true);
     push(done, id, 0, 0, false);  // hop 0 == route size: arrival
-  } else {
-    push(start, id, 0, 0, false);
+    return key;
   }
-  return t.key;
+  plan_parts(bytes, routes, plan_);
+  t.parts = static_cast<std::uint16_t>(plan_.size());
+  if (plan_.size() > 1) groups_[key] = Group{t.parts, owns(to) ? t.parts : 0U};
+  for (std::size_t p = 0; p < plan_.size(); ++p) {
+    t.part = static_cast<std::uint16_t>(p);
+    t.path = plan_[p].path;
+    t.route = &routes.paths[plan_[p].path];
+    t.bytes = plan_[p].bytes;
+    t.packets = static_cast<std::uint32_t>((t.bytes + packet_bytes_ - 1) / packet_bytes_);
+    push(start, add_transfer(t), 0, 0, false);
+  }
+  return key;
 }
 
 std::optional<double> Network::next_event_time() const {
@@ -117,7 +203,7 @@ std::optional<double> Network::next_event_time() const {
 }
 
 void Network::set_owned_chips(std::vector<bool> owned) {
-  if (owned.size() != topology_.chip_count())
+  if (owned.size() != fabric_->chip_count())
     throw std::invalid_argument("set_owned_chips: one entry per chip of the topology");
   if (next_id_ != 0) throw std::logic_error("set_owned_chips after the first transfer");
   owned_ = std::move(owned);
@@ -125,8 +211,8 @@ void Network::set_owned_chips(std::vector<bool> owned) {
 }
 
 ChipId Network::crossing_chip(const Crossing& c) {
-  const auto& r = route(ChipId(c.from), ChipId(c.to));
-  return ChipId(c.hop == r.size() ? c.to : r.at(c.hop) / 6);
+  const auto& r = route(ChipId(c.from), ChipId(c.to)).paths.at(c.path);
+  return ChipId(c.hop == r.size() ? c.to : links_.at(r.at(c.hop)).home_chip);
 }
 
 void Network::inject(const Crossing& c) {
@@ -135,18 +221,26 @@ void Network::inject(const Crossing& c) {
   }
   if (!owns(crossing_chip(c))) throw std::logic_error("an ICI crossing for a chip this partition does not own");
   TransferId id = 0;
-  const auto known = by_key_.find(c.key);
+  const auto known = by_key_.find(std::pair{c.key, c.part});
   if (known != by_key_.end()) {
     id = known->second;
   } else {
     Transfer t;
-    t.route = &route(ChipId(c.from), ChipId(c.to));
+    t.route = &route(ChipId(c.from), ChipId(c.to)).paths.at(c.path);
     t.bytes = c.bytes;
-    t.packets = static_cast<std::uint32_t>((c.bytes + config_.packet_bytes - 1) / config_.packet_bytes);
+    t.packets = static_cast<std::uint32_t>((c.bytes + packet_bytes_ - 1) / packet_bytes_);
     t.from = c.from;
     t.to = c.to;
+    t.part = c.part;
+    t.parts = c.parts;
+    t.path = c.path;
     t.key = c.key;
     id = add_transfer(t);
+    // The destination's partition counts the parts that arrive (their sends
+    // are counted where they started).
+    if (c.parts > 1 && owns(ChipId(c.to)) && !owns(ChipId(c.from)) && !groups_.contains(c.key)) {
+      groups_[c.key] = Group{0, c.parts};
+    }
   }
   push(c.time, id, c.packet, c.hop, false);
 }
@@ -159,12 +253,14 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   const bool partitioned = !owned_.empty();
   const bool last_event = partitioned && --t.pending == 0;
   if (e.sent) {
-    completions.push_back({t.key, EventKind::kSent, at});
+    if (t.parts == 1 || group_done(t.key, EventKind::kSent)) completions.push_back({t.key, EventKind::kSent, at});
     if (last_event) retire(e.transfer);
     return;
   }
   if (e.hop == t.route->size()) {  // the last packet reached the destination chip
-    completions.push_back({t.key, EventKind::kArrived, at});
+    if (t.parts == 1 || group_done(t.key, EventKind::kArrived)) {
+      completions.push_back({t.key, EventKind::kArrived, at});
+    }
     if (!partitioned || last_event) retire(e.transfer);
     return;
   }
@@ -172,15 +268,12 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   LinkState& link = links_[link_id];
   const std::uint64_t size = packet_size(t, e.packet);
   const double start = std::max(at, link.busy_until);
-  const double left = start + static_cast<double>(size) / config_.bytes_per_cycle;
+  const double left = start + static_cast<double>(size) / link.bytes_per_cycle;
   link.busy_until = left;
   link.busy += left - start;
   link.bytes += size;
   link.packets += 1;
-  if (on_packet) {
-    on_packet(ChipId(link_id / 6), static_cast<std::uint8_t>(link_id % 6 / 2), link_id % 2 == 1 ? 1 : -1, start, left,
-              size);
-  }
+  if (on_packet) on_packet(link_id, start, left, size);
   if (e.hop == 0) {  // the source paces its packets onto the first link
     if (e.packet + 1 < t.packets) {
       push(left, e.transfer, e.packet + 1, 0, false);
@@ -193,7 +286,7 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   // queued (dropping events without effects keeps every other event's order).
   const bool to_destination = e.hop + 1U == t.route->size();
   if (!to_destination || e.packet + 1 == t.packets) {
-    forward(left + config_.hop_latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1));
+    forward(left + link.latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1));
   }
   if (partitioned && t.pending == 0) retire(e.transfer);  // its next event is another partition's
 }
@@ -215,7 +308,9 @@ void Network::advance(double time, bool inclusive, std::vector<Completion>& comp
     const auto add = [this](const Event& e) {
       const TransferKey& k = transfer(e.transfer).key;
       batch_.push_back({std::uint64_t{k.chip} << 32 | k.lane, k.sequence,
-                        std::uint64_t{e.packet} << 17 | std::uint64_t{e.hop} << 1 | (e.sent ? 0U : 1U), e});
+                        std::uint64_t{transfer(e.transfer).part} << 50 | std::uint64_t{e.packet} << 17 |
+                            std::uint64_t{e.hop} << 1 | (e.sent ? 0U : 1U),
+                        e});
     };
     add(first);
     while (!events_.empty() && events_.top_time() == at) {
@@ -240,16 +335,13 @@ void Network::advance_before(double time, std::vector<Completion>& completions) 
 
 std::vector<Network::LinkStats> Network::used_links() const {
   std::vector<LinkStats> out;
-  for (std::uint32_t chip = 0; chip < topology_.chip_count(); ++chip) {
-    for (std::uint8_t axis = 0; axis < kMaxAxes; ++axis) {
-      for (int dir : {-1, 1}) {
-        const LinkState& s = links_[chip * 6 + axis * 2U + (dir > 0 ? 1U : 0U)];
-        if (s.packets == 0) continue;
-        const auto to = topology_.neighbour(ChipId(chip), axis, dir);
-        out.push_back({Link{ChipId(chip), to.value_or(ChipId(chip)), axis, static_cast<std::int8_t>(dir)}, s.busy,
-                       s.bytes, s.packets});
-      }
-    }
+  const auto links = fabric_->links();
+  for (std::uint32_t id = 0; id < links_.size(); ++id) {
+    const LinkState& s = links_[id];
+    if (s.packets == 0) continue;
+    const Fabric::LinkInfo& l = links[id];
+    out.push_back(
+        {id, l.from, l.to, l.axis, l.direction, std::string(l.kind), fabric_->link_name(id), s.busy, s.bytes, s.packets});
   }
   return out;
 }

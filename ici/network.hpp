@@ -1,32 +1,43 @@
-// The pod's ICI network as plain C++ events: every direction of every link is
-// its own bandwidth server; a transfer crosses its route (a routing policy's
-// chain of links) in packets, store-and-forward per hop.
+// The pod's network as plain C++ events over a fabric (ici/fabric.hpp):
+// every directed link is its own bandwidth server; a transfer crosses the
+// fabric's paths (striped over several where the fabric has them) in
+// packets, store-and-forward per link.
 //
 // Timing contract (times are fractional cycles of the chip clock):
-//  * A transfer of B bytes started at t is cut into packets of
+//  * A transfer of B bytes over P paths of weights w_p is cut into parts,
+//    one per path: its ceil(B / packet_bytes) packets are dealt to the paths
+//    in proportion to w_p (largest remainders, ties to the lower path; a path
+//    that gets none is not used), each part a transfer of its own on its
+//    path, the last used part holding the short last packet. One path (a
+//    torus): one part, the whole transfer.
+//  * A part of b bytes started at t is cut into packets of
 //    Config::packet_bytes (the last one shorter). The source injects packet
 //    i+1 into the first link when packet i has left it, so concurrent
 //    transfers leaving one chip by the same link alternate packet by packet.
 //  * A link serves the packets that reach it in arrival order (FIFO; ties in
 //    the order of the events' keys, see below): a packet of b bytes reaching the link
 //    at a starts at max(a, the link's busy-until), holds the link for
-//    b / bytes_per_cycle and reaches the next router hop_latency_cycles after
-//    it has left. A busy link therefore delays everything queued behind it
-//    (head-of-line blocking), and packets of one transfer pipeline over hops.
-//  * Sent: the last packet has left the first link (the source may be reused).
-//    Arrived: the last packet has reached the destination chip.
-//  * A transfer between two cores of one chip (from == to) uses no link: it is
-//    sent and arrives at start + bytes / bytes_per_cycle.
+//    b / the link's bytes per cycle and reaches the link's far end the
+//    link's latency after it has left. A busy link therefore delays
+//    everything queued behind it (head-of-line blocking), and packets of one
+//    transfer pipeline over hops.
+//  * Sent: the last packet of every part has left its first link (the
+//    source may be reused). Arrived: the last packet of every part has
+//    reached the destination chip.
+//  * A transfer between two cores of one chip (from == to) uses no link: it
+//    is sent and arrives at start + bytes / (bytes per cycle of the
+//    fabric's first link), one part.
 //
 // Order: events are processed in (time, transfer key, packet, hop) order,
-// where a transfer's key is (source chip, lane, the lane's send count) and
+// where a transfer's key is (source chip, lane, the lane's send count, part) and
 // the lane is the caller's (the pod passes the source core). The order never
 // depends on when an event was created, so the same sends give the same
 // timing whether the pod is simulated by one Network or split over several.
 //
 // Partitions (one pod over several processes): a Network may own only some
 // chips (set_owned_chips). It then handles the events of the links leaving
-// its chips and the arrivals at them; an event another partition must
+// its chips and the switches they are home to (Fabric::home_chip), and the
+// arrivals at its chips; an event another partition must
 // handle goes to outbox() instead, as a Crossing, which that partition
 // inject()s. A crossing is created at least hop_latency_cycles before its
 // time (it is the next hop of a packet that has just been served), so
@@ -40,11 +51,14 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "ici/event_queue.hpp"
+#include "ici/fabric.hpp"
 #include "ici/routing.hpp"
 #include "ici/topology.hpp"
 
@@ -52,6 +66,7 @@ namespace tpuemu::ici {
 
 class Network {
  public:
+  // A torus of identical links (the unit tests' network).
   struct Config {
     double bytes_per_cycle = 0;     // one link, one way
     double hop_latency_cycles = 0;  // per hop
@@ -76,9 +91,10 @@ class Network {
     EventKind kind;
     double time;
   };
-  // An event that another partition handles: packet `packet` of transfer
-  // `key` (from -> to, `bytes` long) reaching hop `hop` of its route at
-  // `time` (hop == the route's length: the destination chip).
+  // An event that another partition handles: packet `packet` of part
+  // `part` (of `parts`, on path `path`, `bytes` long) of transfer `key`
+  // (from -> to) reaching hop `hop` of its path at `time` (hop == the path's
+  // length: the destination chip).
   struct Crossing {
     double time = 0;
     TransferKey key;
@@ -87,15 +103,28 @@ class Network {
     std::uint64_t bytes = 0;
     std::uint32_t packet = 0;
     std::uint16_t hop = 0;
+    std::uint16_t part = 0;
+    std::uint16_t parts = 1;
+    std::uint16_t path = 0;
   };
   struct LinkStats {
-    Link link;
+    std::uint32_t id = 0;    // the fabric's link id
+    std::uint32_t from = 0;  // nodes (chips first, then switches)
+    std::uint32_t to = 0;
+    std::uint8_t axis = kNoAxis;  // torus links
+    std::int8_t direction = 0;
+    std::string kind;  // Fabric::LinkInfo::kind
+    std::string name;  // Fabric::link_name
     double busy_cycles = 0;
     std::uint64_t bytes = 0;
     std::uint64_t packets = 0;
   };
 
-  // Throws std::invalid_argument on a non-positive bandwidth or packet size.
+  // Times transfers over `fabric` with the chip clock `clock_hz` (link rates
+  // and latencies in cycles) and packets of `packet_bytes`. Throws
+  // std::invalid_argument on a non-positive clock, link bandwidth or packet size.
+  Network(std::unique_ptr<const Fabric> fabric, double clock_hz, std::uint64_t packet_bytes);
+  // A torus of identical links (config's rate and latency), routed by `routing`.
   Network(const Topology& topology, const RoutingPolicy& routing, Config config);
 
   // Starts a transfer of `bytes` (>= 1) at `start` from lane `lane` of chip
@@ -126,30 +155,51 @@ class Network {
   // exchange crossings within the lookahead) or not for an owned chip.
   void inject(const Crossing& c);
   // The least time between an event's creation and a crossing it creates:
-  // the hop latency (what partitions may run ahead of each other).
-  [[nodiscard]] double lookahead() const { return config_.hop_latency_cycles; }
+  // the least link latency (what partitions may run ahead of each other).
+  [[nodiscard]] double lookahead() const { return lookahead_; }
   [[nodiscard]] std::size_t transfers_in_flight() const { return in_flight_; }
   [[nodiscard]] double now() const { return now_; }
   // Events processed so far (packets entering a link or a chip, sent markers): host-cost statistics.
   [[nodiscard]] std::uint64_t events_processed() const { return events_processed_; }
 
-  // Links that carried at least one packet, ordered by (from, axis, direction).
+  // Links that carried at least one packet, by link id (a torus: by
+  // (from, axis, direction)).
   [[nodiscard]] std::vector<LinkStats> used_links() const;
-  [[nodiscard]] const Topology& topology() const { return topology_; }
-  // Called for every packet a link serves: the sending chip, axis, direction
-  // (+1/-1), when it held the link and its size (e.g. for a trace); unset by default.
-  std::function<void(ChipId, std::uint8_t, std::int8_t, double, double, std::uint64_t)> on_packet;
+  [[nodiscard]] const Topology& topology() const { return fabric_->topology(); }
+  [[nodiscard]] const Fabric& fabric() const { return *fabric_; }
+  // Called for every packet a link serves: the fabric's link id, when it
+  // held the link and its size (e.g. for a trace); unset by default.
+  std::function<void(std::uint32_t, double, double, std::uint64_t)> on_packet;
 
  private:
   using TransferId = std::uint64_t;  // a handle, local to this Network
+  // One part of a transfer (the whole of it on a single-path fabric).
   struct Transfer {
-    const std::vector<std::uint32_t>* route = nullptr;  // link indices, in routes_ (stable)
-    std::uint64_t bytes = 0;
+    const std::vector<std::uint32_t>* route = nullptr;  // link ids of its path, in routes_ (stable)
+    std::uint64_t bytes = 0;  // of this part
     std::uint32_t packets = 0;
     std::uint32_t pending = 0;  // partitioned: its events queued here; the record goes at 0
     std::uint32_t from = 0;
     std::uint32_t to = 0;
+    std::uint16_t part = 0;
+    std::uint16_t parts = 1;
+    std::uint16_t path = 0;
     TransferKey key;
+  };
+  // The paths between two chips, from the fabric.
+  struct RouteSet {
+    std::vector<std::vector<std::uint32_t>> paths;
+    std::vector<std::uint32_t> weights;
+  };
+  // A part of a transfer: its path and bytes.
+  struct PartPlan {
+    std::uint16_t path = 0;
+    std::uint64_t bytes = 0;
+  };
+  // Parts of a multi-part transfer still to be sent / to arrive here.
+  struct Group {
+    std::uint32_t sent_left = 0;
+    std::uint32_t arrived_left = 0;
   };
   struct Event {
     TransferId transfer;
@@ -162,10 +212,16 @@ class Network {
     double busy = 0;
     std::uint64_t bytes = 0;
     std::uint64_t packets = 0;
+    double bytes_per_cycle = 0;  // from the fabric, in this clock
+    double latency_cycles = 0;
+    std::uint32_t home_chip = 0;  // whose partition serves it
   };
 
-  [[nodiscard]] std::uint32_t link_index(const Link& link) const;
-  const std::vector<std::uint32_t>& route(ChipId from, ChipId to);
+  const RouteSet& route(ChipId from, ChipId to);
+  // Deals `bytes` over the paths of `routes` (the timing contract's parts).
+  void plan_parts(std::uint64_t bytes, const RouteSet& routes, std::vector<PartPlan>& out) const;
+  // A multi-part transfer's part reached `kind`: true when it was the last.
+  bool group_done(const TransferKey& key, EventKind kind);
   TransferId add_transfer(const Transfer& t);
   void push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop, bool sent);
   // Queues the event here, or in the outbox when another partition handles it.
@@ -176,17 +232,18 @@ class Network {
   void retire(TransferId id);
   [[nodiscard]] std::uint64_t packet_size(const Transfer& t, std::uint32_t packet) const;
 
-  Topology topology_;
-  const RoutingPolicy& routing_;
-  Config config_;
-  std::vector<LinkState> links_;  // chip * 6 + axis * 2 + (direction > 0)
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> routes_;
+  std::unique_ptr<const Fabric> fabric_;
+  std::uint64_t packet_bytes_ = 0;
+  double lookahead_ = 0;
+  double local_bytes_per_cycle_ = 1;  // a chip to itself
+  std::vector<LinkState> links_;  // by the fabric's link id
+  std::unordered_map<std::uint64_t, RouteSet> routes_;
   // Per source chip the two destinations it sent to last and their routes
   // (a ring sends to the same successor over and over): most sends skip the
   // hash map.
   struct RecentRoute {
     std::uint32_t to = UINT32_MAX;
-    const std::vector<std::uint32_t>* route = nullptr;
+    const RouteSet* route = nullptr;
   };
   std::vector<std::array<RecentRoute, 2>> recent_routes_;
   // Transfers in flight by id - first_id_ (ids are handed out in order and
@@ -199,7 +256,7 @@ class Network {
   struct Ordered {
     std::uint64_t source;  // chip << 32 | lane
     std::uint64_t sequence;
-    std::uint64_t within;  // packet << 17 | hop << 1 | (not a kSent marker)
+    std::uint64_t within;  // part << 50 | packet << 17 | hop << 1 | (not a kSent marker)
     Event event;
     bool operator<(const Ordered& o) const {
       if (source != o.source) return source < o.source;
@@ -212,7 +269,15 @@ class Network {
   std::vector<std::vector<std::uint64_t>> lane_sends_;  // [chip][lane]: sends so far
   std::vector<bool> owned_;                             // empty: every chip
   std::vector<Crossing> outbox_;
-  std::unordered_map<TransferKey, TransferId, TransferKeyHash> by_key_;  // partitioned only: injected transfers
+  // Partitioned only: transfers by (key, part), to find an injected part's record.
+  struct PartKeyHash {
+    std::size_t operator()(const std::pair<TransferKey, std::uint16_t>& k) const {
+      return TransferKeyHash{}(k.first) ^ (std::size_t{k.second} << 56);
+    }
+  };
+  std::unordered_map<std::pair<TransferKey, std::uint16_t>, TransferId, PartKeyHash> by_key_;
+  std::unordered_map<TransferKey, Group, TransferKeyHash> groups_;  // multi-part transfers
+  std::vector<PartPlan> plan_;                                      // scratch of send()
   std::uint64_t events_processed_ = 0;
   double now_ = 0;
 };

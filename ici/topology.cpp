@@ -36,8 +36,8 @@ char axis_name(std::size_t axis) {
   return kNames[axis];
 }
 
-Topology::Topology(std::vector<std::uint32_t> dims, std::vector<bool> wraps)
-    : dims_(std::move(dims)), wraps_(std::move(wraps)) {
+Topology::Topology(std::vector<std::uint32_t> dims, std::vector<bool> wraps, std::string fabric)
+    : dims_(std::move(dims)), wraps_(std::move(wraps)), fabric_(std::move(fabric)) {
   if (dims_.empty() || dims_.size() > kMaxAxes) {
     throw std::invalid_argument(fmt::format("a topology has 1 to {} axes, not {}", kMaxAxes, dims_.size()));
   }
@@ -70,9 +70,10 @@ bool Topology::wraps(std::size_t axis) const {
 }
 
 std::string Topology::shape() const {
+  if (fabric_ == "fat-tree" && dims_.size() == 2) return fmt::format("fat-tree:{}x{}", dims_[1], dims_[0]);
   std::string out;
   for (std::uint32_t d : dims_) out += (out.empty() ? "" : "x") + std::to_string(d);
-  return out;
+  return fabric_ == "torus" ? out : fabric_ + ":" + out;
 }
 
 ChipId Topology::linear_id(const Coords& coords) const {
@@ -159,11 +160,80 @@ void Topology::check_chip(ChipId chip) const {
   }
 }
 
+namespace {
+
+// A decimal count of at most kMaxAxisLength, or 0 when `text` is not one.
+std::uint64_t parse_length(std::string_view text) {
+  if (text.empty()) return 0;
+  std::uint64_t value = 0;
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return 0;
+    value = value * 10 + static_cast<std::uint64_t>(ch - '0');
+    if (value > kMaxAxisLength) return 0;
+  }
+  return value;
+}
+
+Topology make_switched_topology(const TopologyRequest& request, const ChipConfig& chip) {
+  const std::string& text = request.shape;
+  auto fail = [&](const std::string& problem) -> TopologyError {
+    return TopologyError(fmt::format("topology '{}' on {}: {}", text, chip.name, problem));
+  };
+  const std::size_t colon = text.find(':');
+  const std::string kind = text.substr(0, colon);
+  const std::string_view size = std::string_view(text).substr(colon + 1);
+  const std::string kinds = "node:N, nvl:N or fat-tree:NODESxN";
+  if (kind != "node" && kind != "nvl" && kind != "fat-tree") {
+    throw fail(fmt::format("unknown fabric '{}'; switched topologies are {}", kind, kinds));
+  }
+  if (!chip.fabric.switched()) {
+    throw fail(fmt::format("{} is joined by a torus (fabric.kind {}), not by switches; {} need a switched chip "
+                           "(the GPU presets h100, h200, b200, gb200)",
+                           chip.name, chip.fabric.kind, kinds));
+  }
+  if (request.wrap) throw fail("--wrap applies to tori; a switched topology has no wraparound links to choose");
+  if (request.force) throw fail("--force applies to tori; a switched domain's size is fabric.domain_size");
+  std::uint64_t nodes = 1;
+  std::uint64_t per_node = 0;
+  if (kind == "fat-tree") {
+    const std::size_t x = size.find('x');
+    nodes = x == std::string_view::npos ? 0 : parse_length(size.substr(0, x));
+    per_node = x == std::string_view::npos ? 0 : parse_length(size.substr(x + 1));
+    if (nodes == 0 || per_node == 0) {
+      throw fail("expected fat-tree:NODESxN with whole numbers NODES (switched domains) and N (chips in each), like "
+                 "fat-tree:4x8");
+    }
+  } else {
+    per_node = parse_length(size);
+    if (per_node == 0) throw fail(fmt::format("expected {}:N with a whole number N of chips, like {}:8", kind, kind));
+  }
+  if (per_node > chip.fabric.domain_size) {
+    throw fail(fmt::format("{} chips in one switched domain, but {}'s domain joins at most {} (fabric.domain_size)",
+                           per_node, chip.name, chip.fabric.domain_size));
+  }
+  if (nodes * per_node > std::numeric_limits<ChipId::rep>::max()) {
+    throw fail(fmt::format("{} chips is more than a chip id can number", nodes * per_node));
+  }
+  std::vector<std::uint32_t> dims{static_cast<std::uint32_t>(per_node)};
+  if (kind == "fat-tree") dims.push_back(static_cast<std::uint32_t>(nodes));
+  std::vector<bool> wraps;
+  for (std::uint32_t d : dims) wraps.push_back(d >= kMinWrapLength);
+  return Topology(std::move(dims), std::move(wraps), kind);
+}
+
+}  // namespace
+
 Topology make_topology(const TopologyRequest& request, const ChipConfig& chip) {
   const std::string& text = request.shape;
   auto fail = [&](const std::string& problem) -> TopologyError {
     return TopologyError(fmt::format("topology '{}' on {}: {}", text, chip.name, problem));
   };
+  if (text.find(':') != std::string::npos) return make_switched_topology(request, chip);
+  if (chip.fabric.switched() && text != "1") {
+    throw fail(fmt::format("{} joins chips through switches (fabric.kind nvswitch), not a torus: use node:N or nvl:N "
+                           "(N <= {}), or fat-tree:NODESxN",
+                           chip.name, chip.fabric.domain_size));
+  }
   const std::string example = fmt::format("expected axis lengths joined by 'x', like {}", chip.ici.max_slice);
 
   // 1. Syntax: positive decimal lengths joined by 'x'.
@@ -296,6 +366,10 @@ std::string describe(const Topology& topology) {
     if (!topology.wraps(a)) continue;
     if (!wrapped.empty()) wrapped += ", ";
     wrapped += axis_name(a);
+  }
+  if (topology.switched()) {
+    return fmt::format("{} ({} chip{}), switched", topology.shape(), topology.chip_count(),
+                       topology.chip_count() == 1 ? "" : "s");
   }
   return fmt::format("{} ({} chip{}), {}", topology.shape(), topology.chip_count(),
                      topology.chip_count() == 1 ? "" : "s", wrapped.empty() ? "no wraparound" : "wraps: " + wrapped);

@@ -54,7 +54,12 @@ class Topology {
   // Throws std::invalid_argument unless: 1..kMaxAxes axes, each >= 1;
   // wraps.size() == dims.size(); no wrap on an axis shorter than 3; the chip
   // count fits a ChipId. make_topology is the checked, user-facing way in.
-  Topology(std::vector<std::uint32_t> dims, std::vector<bool> wraps);
+  // `fabric` names the fabric kind (ici/fabric.hpp) that joins the chips:
+  // "torus" (the ICI links are the topology's neighbours), or a switched kind
+  // ("node", "nvl", "fat-tree"), where the axes only number the chips (a
+  // fat tree's x is the chip in its node, y the node) and every chip reaches
+  // every other; a wrapping axis then says that a ring over it closes.
+  Topology(std::vector<std::uint32_t> dims, std::vector<bool> wraps, std::string fabric = "torus");
 
   [[nodiscard]] std::size_t axis_count() const { return dims_.size(); }
   [[nodiscard]] std::span<const std::uint32_t> dims() const { return dims_; }
@@ -62,8 +67,11 @@ class Topology {
   [[nodiscard]] bool wraps(std::size_t axis) const;
   [[nodiscard]] std::uint32_t chip_count() const { return chip_count_; }
   [[nodiscard]] bool contains(ChipId chip) const { return chip.value() < chip_count_; }
-  // "8x16".
+  // "8x16"; a switched fabric's as the user spells it: "node:8", "nvl:72",
+  // "fat-tree:4x8" (nodes x chips per node).
   [[nodiscard]] std::string shape() const;
+  [[nodiscard]] const std::string& fabric() const { return fabric_; }
+  [[nodiscard]] bool switched() const { return fabric_ != "torus"; }
 
   [[nodiscard]] ChipId linear_id(const Coords& coords) const;
   [[nodiscard]] Coords coords(ChipId chip) const;
@@ -87,10 +95,18 @@ class Topology {
 
   std::vector<std::uint32_t> dims_;
   std::vector<bool> wraps_;
+  std::string fabric_;
   std::uint32_t chip_count_ = 0;
 };
 
 // Resolves and validates a request against a chip preset.
+// Switched shapes (chip.fabric.kind "nvswitch", the GPU presets): "node:N"
+// and "nvl:N" (one NVSwitch domain of N <= chip.fabric.domain_size chips,
+// axis x of length N), "fat-tree:NODESxN" (NODES domains of N chips joined
+// through their NICs: x the chip in its node, y the node); their axes of
+// length >= 3 wrap (a ring over them closes through a switch). A torus shape
+// on a switched chip, other than a single chip "1", and a switched shape on
+// a torus chip throw TopologyError, as do --wrap and --force with a switched shape.
 // Default wraparound, per axis: the axis wraps iff its length is a multiple of
 // chip.ici.wrap_multiple and at least 3 (v5e 8x16 wraps on y only; v5p 4x4x4
 // on all axes). An explicit request.wrap replaces the rule.

@@ -113,7 +113,12 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
       const std::uint64_t units = info.unit_kind == UnitKind::kMxu   ? chip.mxu.count
                                   : info.unit_kind == UnitKind::kXlu ? chip.xlu.count
                                                                      : 1;
-      if (info.unit_kind == UnitKind::kMxu && chip.mxu.size > chip.vpu.lanes) {
+      if (info.unit_kind == UnitKind::kMxu && chip.mxu.count == 0) {
+        result.violations.push_back(at(
+            program, op.source,
+            fmt::format("{}: {} has no MXU (mxu.count 0: its matrix units are not modelled, so MXU ops are TPU-only)",
+                        mnemonic_text(op.opcode, op.unit), chip.name)));
+      } else if (info.unit_kind == UnitKind::kMxu && chip.mxu.size > chip.vpu.lanes) {
         result.violations.push_back(
             at(program, op.source,
                fmt::format("{}: {}'s {}x{} MXU is not modelled (the model's vreg interface to an MXU is {} lanes "

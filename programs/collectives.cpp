@@ -278,9 +278,55 @@ CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topolo
   return s;
 }
 
+namespace {
+
+// Switched fabrics: every chip reaches every other in one chip-to-chip hop
+// (T_hop = 2 x ici.hop_latency + fabric.switch_latency; across nodes 4 NIC
+// links), its egress B the slowest it uses: all its NVLinks within a node,
+// its NIC once the group spans nodes. Ring-style collectives move
+// (N-1)/N x V (all-reduce twice that) through every chip's egress in N-1
+// steps (all-reduce 2(N-1)); all-to-all sends (N-1)/N of its Q = V/N at once.
+CollectivePrediction predict_switched(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                      const ici::Topology& topology, const ChipConfig& chip) {
+  CollectivePrediction p;
+  const auto v = static_cast<double>(plan.bytes);
+  const auto n = static_cast<double>(plan.group_size);
+  bool spans_nodes = false;
+  for (std::size_t a : plan.axes) spans_nodes = spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
+  const double egress = spans_nodes ? chip.fabric.nic_bandwidth : chip.ici_bandwidth_per_chip();
+  const double hop = spans_nodes ? 4 * chip.fabric.nic_latency_s
+                                 : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
+  const double steps = plan.op == CollectivePlan::Op::kAllToAll ? 1
+                       : plan.op == CollectivePlan::Op::kAllReduce ? 2 * (n - 1)
+                                                                   : n - 1;
+  std::string bw;
+  if (plan.op == CollectivePlan::Op::kAllToAll) {
+    p.bandwidth_seconds = v / n * (n - 1) / n / egress;
+    bw = "(V/N)*(N-1)/N/B";
+  } else {
+    const double factor = plan.op == CollectivePlan::Op::kAllReduce ? 2 : 1;
+    p.bandwidth_seconds = factor * v * (n - 1) / n / egress;
+    bw = std::string(factor == 2 ? "2V" : "V") + "*(N-1)/N/B";
+  }
+  if (plan.axes.empty()) p.bandwidth_seconds = 0;
+  p.latency_seconds = plan.axes.empty() ? 0 : steps * hop;
+  p.seconds = p.bandwidth_seconds + p.latency_seconds;
+  p.formula = fmt::format("{} {} on {} (switched): {} + {}*T_hop; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s",
+                          spec.op, spec.algorithm, topology.shape(), bw,
+                          plan.op == CollectivePlan::Op::kAllToAll ? "1"
+                          : plan.op == CollectivePlan::Op::kAllReduce ? "2(N-1)"
+                                                                      : "(N-1)",
+                          plan.bytes, plan.group_size, egress,
+                          spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop);
+  return p;
+}
+
+}  // namespace
+
 CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::Topology& topology,
                                         const ChipConfig& chip) {
   const CollectivePlan plan = plan_collective(spec, topology);
+  if (topology.switched()) return predict_switched(spec, plan, topology, chip);
   CollectivePrediction p;
   const auto v = static_cast<double>(plan.bytes);
   const double w_one = chip.ici.link_bandwidth;

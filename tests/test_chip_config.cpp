@@ -71,7 +71,8 @@ std::string value_text(const ParamSpec& spec, double value) {
 }  // namespace
 
 TEST_CASE("presets: the four TPU chips and the teaching chip are built in", "[config]") {
-  CHECK(preset_names() == std::vector<std::string>{"edu", "v4p", "v5e", "v5p", "v6e"});
+  CHECK(preset_names() ==
+        std::vector<std::string>{"b200", "edu", "gb200", "h100", "h200", "v4p", "v5e", "v5p", "v6e"});
 }
 
 TEST_CASE("presets: derived peak bf16 FLOP/s is within 1% of the published per-chip figure", "[config]") {
@@ -118,17 +119,56 @@ TEST_CASE("presets: headline numbers match shared/facts.md", "[config]") {
 }
 
 TEST_CASE("presets: every number in a shipped preset says where it comes from", "[config]") {
-  for (const EmbeddedFile& f : embedded_chip_presets()) {
-    INFO(f.path);
-    const ChipSpec spec = parse_chip_spec(f.content, std::string(f.path));
+  // Resolved with its base presets; only the fabric parameters of a torus
+  // chip, which its preset leaves out, take their defaults.
+  for (const std::string& name : preset_names()) {
+    INFO(name);
+    const ChipConfig c = resolve_chip(chip_layers(name));
     for (const ParamSpec& p : chip_params()) {
       INFO(p.path);
-      const auto it = spec.values.find(p.path);
-      REQUIRE(it != spec.values.end());
-      CHECK(it->second.provenance.kind != Provenance::Kind::kUser);
-      CHECK(!it->second.provenance.text.empty());
+      const Provenance& prov = c.provenance.at(p.path);
+      CHECK(prov.kind != Provenance::Kind::kUser);
+      CHECK(!prov.text.empty());
+      if (prov.text == "default") {
+        CHECK(p.path.starts_with("fabric."));
+        CHECK(c.fabric.kind == "torus");
+      }
     }
   }
+}
+
+TEST_CASE("presets: the GPU presets join their chips through NVSwitches", "[config][fabric]") {
+  const ChipConfig h100 = preset("h100");
+  CHECK(h100.fabric.switched());
+  CHECK(h100.fabric.links_per_switch() == std::vector<std::uint64_t>{5, 4, 4, 5});
+  CHECK(h100.ici_bandwidth_per_chip() == 450e9);
+  CHECK(h100.mxu.count == 0);
+  CHECK(preset("h200").hbm.bandwidth == 4.8e12);
+  CHECK(preset("b200").fabric.links_per_switch() == std::vector<std::uint64_t>{9, 9});
+  CHECK(preset("b200").ici_bandwidth_per_chip() == 900e9);
+  const ChipConfig gb200 = preset("gb200");
+  CHECK(gb200.fabric.links_per_switch() == std::vector<std::uint64_t>(18, 1));
+  CHECK(gb200.fabric.domain_size == 72);
+  CHECK(preset("v5e").fabric.kind == "torus");
+}
+
+TEST_CASE("config: a switched fabric's wiring is checked against its links", "[config][fabric]") {
+  const auto error = [](std::vector<std::string> overrides) {
+    try {
+      preset("h100", std::move(overrides));
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(error({"fabric.switch_links=5,4,4"}) ==
+        "--set: field 'fabric.switch_links': fabric.switch_links '5,4,4' adds up to 13 links, ici.links_per_chip is 18");
+  CHECK(error({"fabric.switch_links=5,,4"}) ==
+        "--set: field 'fabric.switch_links': '5,,4' is not a list of link counts like 5,4,4,5 (one per switch)");
+  CHECK(error({"fabric.kind=mesh"}) == "--set: field 'fabric.kind': 'mesh' is not a fabric: torus or nvswitch");
+  CHECK(error({"fabric.domain_size=1"}) ==
+        "--set: field 'fabric.domain_size': a switched domain joins at least 2 chips");
+  CHECK(error({"ici.links_per_chip=16", "fabric.switch_links=4,4,4,4"}) == "no error");
 }
 
 TEST_CASE("presets: embedded copies equal the files in configs/chips", "[config]") {
@@ -186,8 +226,8 @@ TEST_CASE("config: validation errors name file and field", "[config]") {
   };
   CHECK(layer_error(R"({"hbm": {"bandwidth": "-1GB/s"}})") ==
         "user.json: field 'hbm.bandwidth': bandwidth must not be negative, got '-1GB/s'");
-  CHECK(layer_error(R"({"mxu": {"count": 0}})") ==
-        "user.json: field 'mxu.count': 0 is below the minimum 1 (range 1 to 64)");
+  CHECK(layer_error(R"({"mxu": {"count": 65}})") ==
+        "user.json: field 'mxu.count': 65 is above the maximum 64 (range 0 to 64)");
   CHECK(layer_error(R"({"clock": "fast"})") == "user.json: field 'clock': expected a number with a unit, got 'fast'");
   CHECK(layer_error(R"({"ici": {"max_slice": "16x16x16"}})") ==
         "user.json: field 'ici.max_slice': '16x16x16' has 3 axes but ici.torus_dims is 2");
@@ -322,7 +362,7 @@ TEST_CASE("config: each parameter refuses min-1 and max+1 by name, and accepts m
 
 TEST_CASE("config: absurd sizes are refused before anything is allocated", "[config]") {
   CHECK(set_error({"mxu.count=1000000"}) ==
-        "--set: field 'mxu.count': 1000000 is above the maximum 64 (range 1 to 64)");
+        "--set: field 'mxu.count': 1000000 is above the maximum 64 (range 0 to 64)");
   CHECK(set_error({"tensorcores_per_chip=1000"}) ==
         "--set: field 'tensorcores_per_chip': 1000 is above the maximum 8 (range 1 to 8)");
   CHECK(set_error({"vmem.size=2GiB"}) ==
@@ -358,12 +398,12 @@ TEST_CASE("config: a rule two parameters break is blamed on the one the later la
 TEST_CASE("config: an unknown base in a chip file names the file and the field", "[config]") {
   ChipRequest r;
   r.chip_file = scratch_file("base_v9.json", R"({"base": "v9", "name": "future"})");
-  CHECK(load_error(r) == r.chip_file + ": field 'base': unknown chip preset 'v9' (known: edu, v4p, v5e, v5p, v6e)");
+  CHECK(load_error(r) == r.chip_file + ": field 'base': unknown chip preset 'v9' (known: b200, edu, gb200, h100, h200, v4p, v5e, v5p, v6e)");
   std::filesystem::remove(r.chip_file);
   // --chip is still named as --chip.
   ChipRequest by_flag;
   by_flag.preset = "v9";
-  CHECK(load_error(by_flag) == "--chip: unknown chip preset 'v9' (known: edu, v4p, v5e, v5p, v6e)");
+  CHECK(load_error(by_flag) == "--chip: unknown chip preset 'v9' (known: b200, edu, gb200, h100, h200, v4p, v5e, v5p, v6e)");
 }
 
 TEST_CASE("config: a long unknown field is answered without a quadratic suggestion search", "[config]") {

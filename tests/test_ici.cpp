@@ -378,3 +378,43 @@ TEST_CASE("ici: describe", "[ici]") {
   CHECK(describe(topo("v5p", "4x4x4", std::vector<bool>{true, false, true})) == "4x4x4 (64 chips), wraps: x, z");
   CHECK(describe(topo("v5e", "1")) == "1 (1 chip), no wraparound");
 }
+
+TEST_CASE("ici: switched topologies on GPU presets", "[ici][fabric]") {
+  const Topology node = topo("h100", "node:8");
+  CHECK(node.switched());
+  CHECK(node.fabric() == "node");
+  CHECK(node.shape() == "node:8");
+  CHECK(node.chip_count() == 8);
+  CHECK(wraps_of(node) == std::vector<bool>{true});  // a ring over the node closes through a switch
+  CHECK(describe(node) == "node:8 (8 chips), switched");
+  CHECK(wraps_of(topo("h100", "node:2")) == std::vector<bool>{false});
+  const Topology rack = topo("gb200", "nvl:72");
+  CHECK(rack.chip_count() == 72);
+  const Topology tree = topo("h100", "fat-tree:4x8");
+  CHECK(tree.shape() == "fat-tree:4x8");
+  CHECK(tree.length(0) == 8);  // x: the chip in its node
+  CHECK(tree.length(1) == 4);  // y: the node
+  CHECK(tree.chip_count() == 32);
+  CHECK(topo("h100", "1").chip_count() == 1);  // one GPU needs no fabric
+}
+
+TEST_CASE("ici: switched topologies the chip cannot form are rejected by name", "[ici][fabric]") {
+  const auto error = [](const std::string& chip, const std::string& shape,
+                        std::optional<std::vector<bool>> wrap = std::nullopt, bool force = false) {
+    return error_of<TopologyError>([&] { topo(chip, shape, std::move(wrap), force); });
+  };
+  CHECK(error("v5e", "node:8") ==
+        "topology 'node:8' on v5e: v5e is joined by a torus (fabric.kind torus), not by switches; node:N, nvl:N or "
+        "fat-tree:NODESxN need a switched chip (the GPU presets h100, h200, b200, gb200)");
+  CHECK_THAT(error("h100", "4x4"), Contains("h100 joins chips through switches (fabric.kind nvswitch), not a torus"));
+  CHECK(error("h100", "nvl:72") ==
+        "topology 'nvl:72' on h100: 72 chips in one switched domain, but h100's domain joins at most 8 "
+        "(fabric.domain_size)");
+  CHECK_THAT(error("h100", "ring:8"), Contains("unknown fabric 'ring'; switched topologies are node:N, nvl:N"));
+  CHECK_THAT(error("h100", "node:"), Contains("expected node:N with a whole number N of chips"));
+  CHECK_THAT(error("h100", "node:0"), Contains("expected node:N"));
+  CHECK_THAT(error("h100", "fat-tree:8"), Contains("expected fat-tree:NODESxN"));
+  CHECK_THAT(error("h100", "fat-tree:2x16"), Contains("16 chips in one switched domain"));
+  CHECK_THAT(error("h100", "node:8", std::vector<bool>{true}), Contains("--wrap applies to tori"));
+  CHECK_THAT(error("h100", "node:8", std::nullopt, true), Contains("--force applies to tori"));
+}

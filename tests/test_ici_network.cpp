@@ -1,6 +1,7 @@
 // The ICI network's timing at the edges: one packet, pipelining of packets
 // over hops, alternation at a shared first link, FIFO behind a busy link.
 #include <catch2/catch.hpp>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "ici/network.hpp"
+#include "test_support.hpp"
 
 using namespace tpuemu;
 using namespace tpuemu::ici;
@@ -147,11 +149,13 @@ struct Outcome {
 // Runs `traffic` on `parts` partitions (chip c in partition part_of[c]) that
 // exchange crossings in conservative windows of the network's lookahead,
 // the way MPI ranks do; one partition is the plain network, run to the end.
+using NetworkFactory = std::function<std::unique_ptr<Network>()>;
+
 Outcome run_partitioned(const Topology& topology, const Traffic& traffic, const std::vector<std::uint32_t>& part_of,
-                        std::uint32_t parts) {
+                        std::uint32_t parts, const NetworkFactory& make = {}) {
   std::vector<std::unique_ptr<Network>> nets;
   for (std::uint32_t p = 0; p < parts; ++p) {
-    nets.push_back(std::make_unique<Network>(topology, dor(), kConfig));
+    nets.push_back(make ? make() : std::make_unique<Network>(topology, dor(), kConfig));
     if (parts > 1) {
       std::vector<bool> owned(topology.chip_count());
       for (std::uint32_t c = 0; c < owned.size(); ++c) owned[c] = part_of[c] == p;
@@ -202,7 +206,7 @@ Outcome run_partitioned(const Topology& topology, const Traffic& traffic, const 
   for (const auto& n : nets) {
     out.events += n->events_processed();
     for (const auto& l : n->used_links()) {
-      out.links.emplace_back(l.link.from.value(), l.link.axis, l.link.direction, l.busy_cycles, l.bytes, l.packets);
+      out.links.emplace_back(l.id, l.axis, l.direction, l.busy_cycles, l.bytes, l.packets);
     }
   }
   std::sort(out.links.begin(), out.links.end());
@@ -276,4 +280,154 @@ TEST_CASE("network: a crossing later than the lookahead allows or for another pa
   CHECK_THROWS_AS(left.inject(c), std::logic_error);  // chip 2 is not the left's
   right.advance_to(500.0, done);                      // the right has moved past 200
   CHECK_THROWS_AS(right.inject(c), std::logic_error);
+}
+
+namespace {
+
+// A switched chip with round numbers: 1 GHz, 10 B/cycle per NVLink, 100
+// cycles per link traversal, no switch latency, 1000-byte packets; two
+// switches wired 3 + 1.
+ChipConfig round_switched_chip(const std::string& switch_links = "3,1") {
+  ChipConfig chip = test::preset("h100");
+  chip.clock_hz = 1e9;
+  chip.ici.link_bandwidth = 10e9;
+  chip.ici.hop_latency_s = 100e-9;
+  chip.ici.packet_bytes = 1000;
+  chip.fabric.switch_links = switch_links;
+  chip.fabric.switch_latency_s = 0;
+  std::uint64_t links = 0;
+  for (std::uint64_t n : chip.fabric.links_per_switch()) links += n;
+  chip.ici.links_per_chip = links;
+  chip.fabric.nic_bandwidth = 5e9;  // 5 B/cycle
+  chip.fabric.nic_latency_s = 200e-9;
+  chip.fabric.switch_ports = 4;
+  return chip;
+}
+
+std::unique_ptr<Network> switched_network(const std::string& shape, const ChipConfig& chip) {
+  const Topology t = make_topology(TopologyRequest{shape, std::nullopt, false}, chip);
+  return std::make_unique<Network>(make_fabric(t, chip, "dimension-order"), chip.clock_hz, chip.ici.packet_bytes);
+}
+
+}  // namespace
+
+TEST_CASE("network: a switched domain stripes a transfer over its switches by their link counts",
+          "[ici][network][fabric]") {
+  const ChipConfig chip = round_switched_chip();
+  auto n = switched_network("node:4", chip);
+  // 4 packets dealt 3 : 1. Part 0 (3 packets) leaves on the 30 B/cycle link
+  // to switch 0 at 100, part 1 (1 packet) on the 10 B/cycle link to switch 1
+  // at 100: sent at 100. Arrival is the later part's: part 1 reaches switch
+  // 1 at 200, crosses its down link by 300, reaches chip 1 at 400 (part 0:
+  // 200 + 33.3 + 100 = 333.3).
+  const auto id = n->send(ChipId(0), ChipId(1), 4000, 0.0);
+  const Timeline t = run_all(*n);
+  CHECK(t.at(id, Network::EventKind::kSent) == Approx(100.0));
+  CHECK(t.at(id, Network::EventKind::kArrived) == Approx(400.0));
+  // One completion of each kind for the whole transfer.
+  CHECK(t.events.size() == 2);
+  const auto links = n->used_links();
+  REQUIRE(links.size() == 4);
+  std::uint64_t bytes = 0;
+  for (const auto& l : links) {
+    bytes += l.bytes;
+    CHECK(l.kind == "nvlink");
+    CHECK(l.axis == kNoAxis);
+  }
+  CHECK(bytes == 2 * 4000);
+  CHECK(links[0].name == "chip 0 -> nvswitch 0");
+}
+
+TEST_CASE("network: a one-packet transfer takes the heavier switch; a path dealt no packet is not used",
+          "[ici][network][fabric]") {
+  const ChipConfig chip = round_switched_chip();
+  {
+    auto n = switched_network("node:4", chip);
+    // floor shares 0 and 0, remainders 3 and 1: the packet goes by switch 0
+    // (30 B/cycle each way): 33.3 + 100 + 33.3 + 100.
+    const auto id = n->send(ChipId(2), ChipId(3), 1000, 0.0);
+    const Timeline t = run_all(*n);
+    CHECK(t.at(id, Network::EventKind::kArrived) == Approx(266.6667));
+    REQUIRE(n->used_links().size() == 2);
+    CHECK(n->used_links()[0].name == "chip 2 -> nvswitch 0");
+  }
+  {
+    auto n = switched_network("node:4", chip);
+    // 2 packets: floor shares 1 and 0, remainders 2 and 2 (of 4): the tie
+    // goes to the lower switch, so both go by switch 0 and one part remains.
+    const auto id = n->send(ChipId(0), ChipId(1), 1500, 0.0);
+    const Timeline t = run_all(*n);
+    CHECK(t.at(id, Network::EventKind::kSent) == Approx(50.0));
+    CHECK(n->used_links().size() == 2);
+  }
+}
+
+TEST_CASE("network: two chips sending to one chip share its down links; one cycle early or on time",
+          "[ici][network][fabric]") {
+  const ChipConfig chip = round_switched_chip("1");
+  // One switch, 10 B/cycle. Chip 1's packet reaches the switch at 200 and
+  // holds the down link to chip 2 until 300. Chip 0's packet sent at t
+  // reaches the switch at t + 200: at t = 99 it waits until 300 (one cycle
+  // early), at t = 100 it starts at once (on time).
+  for (const double start : {99.0, 100.0}) {
+    auto n = switched_network("node:3", chip);
+    n->send(ChipId(1), ChipId(2), 1000, 0.0);
+    const auto id = n->send(ChipId(0), ChipId(2), 1000, start);
+    const Timeline t = run_all(*n);
+    // 99: it waits a cycle and arrives at 500, not 499; 100: 500 without waiting.
+    CHECK(t.at(id, Network::EventKind::kArrived) == Approx(500.0));
+    CHECK(n->used_links().back().busy_cycles == Approx(200.0));
+  }
+}
+
+TEST_CASE("network: a fat tree goes leaf to leaf on one rail and through a spine across rails",
+          "[ici][network][fabric]") {
+  const ChipConfig chip = round_switched_chip("1");
+  // fat-tree:2x2 with 4-port switches: chips 0,1 in node 0, 2,3 in node 1;
+  // rails (leaves) 0 and 1, 2 spines. A packet: 1000 / 5 = 200 cycles per
+  // NIC-rate link plus 200 of latency.
+  {
+    auto n = switched_network("fat-tree:2x2", chip);
+    const auto id = n->send(ChipId(0), ChipId(2), 1000, 0.0);  // same rail: chip -> leaf 0 -> chip
+    CHECK(run_all(*n).at(id, Network::EventKind::kArrived) == Approx(2 * 400.0));
+  }
+  {
+    auto n = switched_network("fat-tree:2x2", chip);
+    const auto id = n->send(ChipId(0), ChipId(3), 1000, 0.0);  // leaf 0 -> spine 1 -> leaf 1
+    CHECK(run_all(*n).at(id, Network::EventKind::kArrived) == Approx(4 * 400.0));
+    std::vector<std::string> names;
+    for (const auto& l : n->used_links()) names.push_back(l.name);
+    std::sort(names.begin(), names.end());
+    CHECK(names == std::vector<std::string>{"chip 0 -> leaf 0", "leaf 0 -> spine 1", "leaf 1 -> chip 3",
+                                            "spine 1 -> leaf 1"});
+  }
+  {
+    auto n = switched_network("fat-tree:2x2", chip);
+    const auto id = n->send(ChipId(2), ChipId(3), 1000, 0.0);  // one node: over its NVSwitch
+    CHECK(run_all(*n).at(id, Network::EventKind::kArrived) == Approx(2 * (100.0 + 100.0)));
+  }
+}
+
+TEST_CASE("network: switched fabrics split over partitions keep one network's timing", "[ici][network][fabric]") {
+  ChipConfig chip = round_switched_chip("2,1,1");
+  chip.fabric.switch_ports = 8;  // fat-tree:3x4: 4 leaves (rails), 4 spines
+  for (const std::string shape : {"node:8", "fat-tree:3x4"}) {
+    const Topology topology = make_topology(TopologyRequest{shape, std::nullopt, false}, chip);
+    const std::uint32_t n = topology.chip_count();
+    const NetworkFactory make = [&] { return switched_network(shape, chip); };
+    for (const std::uint32_t seed : {1U, 2U}) {
+      const Traffic traffic = make_traffic(topology, seed);
+      const Outcome one = run_partitioned(topology, traffic, std::vector<std::uint32_t>(n, 0), 1, make);
+      REQUIRE(one.completions.size() > 2 * traffic.initial.size());
+      for (const std::uint32_t parts : {2U, 3U}) {
+        std::vector<std::uint32_t> part_of(n);
+        for (std::uint32_t c = 0; c < n; ++c) part_of[c] = (c * 7 + c / 5) % parts;
+        INFO(shape << ", seed " << seed << ", " << parts << " partitions");
+        const Outcome split = run_partitioned(topology, traffic, part_of, parts, make);
+        CHECK(split.completions == one.completions);
+        CHECK(split.links == one.links);
+        CHECK(split.events == one.events);
+      }
+    }
+  }
 }

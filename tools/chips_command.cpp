@@ -13,6 +13,10 @@ namespace tpuemu::cli {
 namespace {
 
 std::string topology_text(const ChipConfig& c) {
+  if (c.fabric.switched()) {
+    return fmt::format("NVSwitch domain of up to {} (links {}){}", c.fabric.domain_size, c.fabric.switch_links,
+                       c.fabric.nic_bandwidth > 0 ? ", fat tree over NICs" : "");
+  }
   return fmt::format("{}D torus, up to {}, axis wraps at multiples of {}", c.ici.torus_dims, c.ici.max_slice,
                      c.ici.wrap_multiple);
 }
@@ -36,8 +40,12 @@ void print_details(const ChipConfig& c) {
              c.mxu.size, format_quantity(c.clock_hz, Quantity::kFrequency));
   fmt::print("  HBM               {} at {}\n", format_quantity(static_cast<double>(c.hbm.size_bytes), Quantity::kBytes),
              format_quantity(c.hbm.bandwidth, Quantity::kBandwidth));
-  fmt::print("  roofline ridge    {:.0f} FLOP per HBM byte\n", c.peak_bf16_flops() / c.hbm.bandwidth);
-  fmt::print("  ICI               {} per link one way, {} links\n",
+  if (c.mxus_per_chip() == 0) {
+    fmt::print("  compute           not modelled (no MXU: MXU ops are refused; the VPU reduces)\n");
+  } else {
+    fmt::print("  roofline ridge    {:.0f} FLOP per HBM byte\n", c.peak_bf16_flops() / c.hbm.bandwidth);
+  }
+  fmt::print("  {:<17} {} per link one way, {} links\n", c.fabric.switched() ? "NVLink" : "ICI",
              format_quantity(c.ici.link_bandwidth, Quantity::kBandwidth), c.ici.links_per_chip);
   fmt::print("  topology          {}\n\n", topology_text(c));
   fmt::print("  {:<26} {:<16} {}\n", "parameter", "value", "provenance");
@@ -106,7 +114,7 @@ int params_command(const std::vector<std::string>& args) {
   fmt::print("{:<26} {:<7} {:<24} {}\n", "parameter", "unit", "range", "meaning");
   for (const ParamSpec& spec : chip_params()) {
     fmt::print("{:<26} {:<7} {:<24} {}\n", spec.path, spec.is_text ? "text" : base_unit(spec.quantity),
-               spec.is_text ? "AxB or AxBxC" : format_range(spec), spec.description);
+               spec.is_text ? (spec.path == "ici.max_slice" ? "AxB or AxBxC" : "text") : format_range(spec), spec.description);
   }
   fmt::print(
       "\nUnits: frequency Hz/kHz/MHz/GHz; size B/KB/MB/GB (x1000) or KiB/MiB/GiB (x1024); bandwidth "

@@ -91,10 +91,18 @@ int collective_command(const std::vector<std::string>& args) {
   fmt::print("# tpuemu collective: {} of {} over axes {} of a {} pod of {}, {}, group of {} chips{}\n", spec.op,
              spec.dtype, axes_text, ici::describe(topology), chip.name, spec.algorithm, plan.group_size,
              data ? "" : " (--no-data: timing only)");
-  fmt::print("# W = 2 x {} per axis; hop latency {}; busbw = algbw x {}; linkbw = busbw / {} links in use per chip\n",
-             format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
-             format_quantity(chip.ici.hop_latency_s, Quantity::kTime), spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N",
-             links_in_use);
+  if (topology.switched()) {
+    fmt::print("# B = {} per chip ({} NVLinks; a NIC of {} across nodes); busbw = algbw x {}; linkbw = busbw, "
+               "link% = busbw / B\n",
+               format_quantity(chip.ici_bandwidth_per_chip(), Quantity::kBandwidth), chip.ici.links_per_chip,
+               format_quantity(chip.fabric.nic_bandwidth, Quantity::kBandwidth),
+               spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N");
+  } else {
+    fmt::print("# W = 2 x {} per axis; hop latency {}; busbw = algbw x {}; linkbw = busbw / {} links in use per chip\n",
+               format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
+               format_quantity(chip.ici.hop_latency_s, Quantity::kTime),
+               spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N", links_in_use);
+  }
   fmt::print("# {:>12} {:>12} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9}  {}\n", "bytes", "time(us)", "algbw(GB/s)",
              "busbw(GB/s)", "linkbw(GB/s)", "link%", "predicted(us)", "meas/pred", "check");
 
