@@ -88,7 +88,8 @@ void Network::plan_parts(std::uint64_t bytes, const RouteSet& routes, std::vecto
   std::vector<std::pair<std::uint64_t, std::size_t>> remainders(n);
   std::uint64_t dealt = 0;
   for (std::size_t p = 0; p < n; ++p) {
-    const unsigned __int128 scaled = static_cast<unsigned __int128>(packets) * routes.weights[p];
+    // packets < 2^37 (sizes stay below 2^31 granules) and weights <= 4096: no overflow.
+    const std::uint64_t scaled = packets * routes.weights[p];
     share[p] = static_cast<std::uint64_t>(scaled / total_weight);
     remainders[p] = {static_cast<std::uint64_t>(scaled % total_weight), p};
     dealt += share[p];
