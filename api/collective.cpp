@@ -1,4 +1,9 @@
 #include "api/collective.hpp"
+#include "programs/collective_algorithm.hpp"
+
+#include <array>
+#include <limits>
+#include <optional>
 
 #include <algorithm>
 
@@ -153,6 +158,7 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
   }
   std::string check = "skipped (--no-data)";
   bool ok = true;
+  std::uint64_t wrong_elements = 0;
   job.on_result = [&](Result& r) {
     if (!data || r.fault) return;
     std::vector<std::vector<std::uint8_t>> inputs;
@@ -161,11 +167,16 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
     const auto expected = programs::collective_reference(spec, topology, inputs);
     std::uint64_t wrong_chips = 0;
     const auto& got = r.outputs.at("1").device;
+    const std::size_t element = bf16 ? 2 : 4;
     for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
-      if (got[id].size() < expected[id].size() ||
-          std::memcmp(got[id].data(), expected[id].data(), expected[id].size()) != 0) {
-        ++wrong_chips;
+      std::uint64_t wrong = 0;
+      for (std::size_t at = 0; at < expected[id].size(); at += element) {
+        wrong += at + element > got[id].size() || std::memcmp(got[id].data() + at, expected[id].data() + at, element) != 0
+                     ? 1
+                     : 0;
       }
+      wrong_elements += wrong;
+      wrong_chips += wrong != 0 ? 1 : 0;
     }
     r.report["collective_check"] = wrong_chips == 0 ? "bit-exact" : fmt::format("MISMATCH on {} chips", wrong_chips);
     if (!cjob.keep_outputs) r.outputs.clear();
@@ -183,7 +194,12 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
   const double bus_factor = spec.op == "all-reduce" ? 2.0 * (n - 1) / n : (n - 1) / n;
   const double links_in_use = static_cast<double>(plan.directions * plan.parts);
   const bool per_link = spec.op != "all-to-all";  // all-to-all blocks travel different distances
-  out.algbw = out.run.seconds > 0 ? static_cast<double>(spec.bytes) / out.run.seconds : 0;
+  // nccl-tests' S: the buffer (all-reduce), the whole output (all-gather), the
+  // whole input (reduce-scatter), one rank's send buffer (all-to-all).
+  out.nccl_bytes = spec.op == "all-to-all" ? plan.chunk_bytes : spec.bytes;
+  out.count = out.nccl_bytes / (bf16 ? 2 : 4);
+  out.wrong_elements = data ? std::optional<std::uint64_t>(wrong_elements) : std::nullopt;
+  out.algbw = out.run.seconds > 0 ? static_cast<double>(out.nccl_bytes) / out.run.seconds : 0;
   out.busbw = out.algbw * bus_factor;
   if (setup.topology.switched()) {
     // A switched chip's "link" is its whole egress (every NVLink; its NIC once the group spans nodes).
@@ -206,6 +222,11 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
       {"algorithm", spec.algorithm},
       {"dtype", spec.dtype},
       {"bytes", spec.bytes},
+      {"size", out.nccl_bytes},
+      {"count", out.count},
+      {"type", bf16 ? "bfloat16" : "float"},
+      {"redop", plan.reduces() ? "sum" : "none"},
+      {"wrong", out.wrong_elements ? nlohmann::json(*out.wrong_elements) : nlohmann::json(nullptr)},
       {"axes", axes},
       {"group_size", out.group_size},
       {"algbw", out.algbw},
@@ -219,6 +240,53 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
       {"formula", out.prediction.formula},
       {"check", out.check}};
   return out;
+}
+
+}  // namespace tpuemu::api
+
+namespace tpuemu::api {
+
+std::vector<CollectiveAlgorithmInfo> list_collective_algorithms(const CollectiveSetup& setup) {
+  std::vector<CollectiveAlgorithmInfo> out;
+  static constexpr std::array<std::pair<const char*, programs::CollectivePlan::Op>, 4> kOps{{
+      {"all-gather", programs::CollectivePlan::Op::kAllGather},
+      {"reduce-scatter", programs::CollectivePlan::Op::kReduceScatter},
+      {"all-reduce", programs::CollectivePlan::Op::kAllReduce},
+      {"all-to-all", programs::CollectivePlan::Op::kAllToAll},
+  }};
+  for (const std::string& name : programs::collective_algorithm_names()) {
+    const programs::CollectiveAlgorithm& a = programs::collective_algorithm(name);
+    CollectiveAlgorithmInfo info{name, std::string(a.summary()), {}};
+    for (const auto& [op, kind] : kOps) info.refusals.emplace_back(op, a.refusal(kind, setup.topology));
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const CollectiveSetup& setup) {
+  CollectiveChoice choice;
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<std::string> why_not;
+  for (const std::string& name : programs::collective_algorithm_names()) {
+    programs::CollectiveSpec spec = job.spec;
+    spec.algorithm = name;
+    try {
+      (void)programs::collective_shapes(spec, setup.topology);  // refusals and sizes it cannot split
+      const double t = programs::predict_collective(spec, setup.topology, setup.chip).seconds;
+      choice.predictions.emplace_back(name, t);
+      if (t < best) {  // names in order: a tie keeps the first
+        best = t;
+        choice.algorithm = name;
+      }
+    } catch (const std::invalid_argument& e) {
+      why_not.push_back(fmt::format("{}: {}", name, e.what()));
+    }
+  }
+  if (choice.algorithm.empty()) {
+    throw BadInput(fmt::format("--algo auto: no algorithm can run size {} ({})", job.spec.bytes,
+                               fmt::join(why_not, "; ")));
+  }
+  return choice;
 }
 
 }  // namespace tpuemu::api

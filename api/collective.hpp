@@ -5,7 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/run.hpp"
 #include "programs/collectives.hpp"
@@ -27,7 +30,13 @@ struct CollectiveResult {
   Result run;  // the pod report, with "collective" (the fields below) added
   programs::CollectivePrediction prediction;
   std::uint64_t group_size = 0;  // N
-  double algbw = 0;              // V / time (B/s)
+  // nccl-tests' size S and count (S / element size): the buffer (all-reduce),
+  // the whole output (all-gather), the whole input (reduce-scatter), one
+  // rank's send buffer (all-to-all: V / N).
+  std::uint64_t nccl_bytes = 0;
+  std::uint64_t count = 0;
+  std::optional<std::uint64_t> wrong_elements;  // elements unlike the reference, all chips; none with --no-data
+  double algbw = 0;              // S / time (B/s)
   double busbw = 0;              // algbw x 2(N-1)/N (all-reduce) or (N-1)/N
   double linkbw = 0;             // busbw / links a stream uses into one chip; 0 for all-to-all
   double link_fraction = 0;      // linkbw / the link's rate
@@ -61,6 +70,25 @@ std::vector<std::uint8_t> collective_input(std::uint64_t bytes, bool bf16, std::
 // split it (naming the multiple it needs), or the pod would not fit the
 // host's memory (naming the estimate and the limit).
 void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setup);
+
+// `--algo list`: every registered algorithm, its summary and, per op, why
+// it cannot run on the setup's topology ("" if it can).
+struct CollectiveAlgorithmInfo {
+  std::string name;
+  std::string summary;
+  std::vector<std::pair<std::string, std::string>> refusals;  // (op, reason)
+};
+std::vector<CollectiveAlgorithmInfo> list_collective_algorithms(const CollectiveSetup& setup);
+
+// `--algo auto`: the algorithm with the least predicted time
+// (programs::predict_collective: latency + bytes / bandwidth) for the job's
+// op and size among those that can run it; ties go to the first name.
+// Throws BadInput naming each algorithm's reason when none can.
+struct CollectiveChoice {
+  std::string algorithm;
+  std::vector<std::pair<std::string, double>> predictions;  // (algorithm, predicted seconds), by name
+};
+CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const CollectiveSetup& setup);
 
 // Generates, runs (always in a child process, so the caller stays small and
 // each size's peak RSS is its own) and checks one size. Throws BadInput or

@@ -6,7 +6,8 @@ set_target_properties(libtpuemu PROPERTIES EXPORT_NAME tpuemu)
 set_target_properties(tpuemu PROPERTIES EXPORT_NAME cli)  # tpuemu::cli, the command line
 
 install(TARGETS tpuemu libtpuemu tpuemu_warnings tpuemu_common tpuemu_isa tpuemu_vpu tpuemu_memory tpuemu_ici
-                tpuemu_ici_archive tpuemu_dist tpuemu_mxu tpuemu_mxu_rtl tpuemu_chip tpuemu_programs tpuemu_api tpuemu_cli_options
+                tpuemu_ici_archive tpuemu_dist tpuemu_mxu tpuemu_mxu_rtl tpuemu_chip tpuemu_programs
+                tpuemu_programs_archive tpuemu_api tpuemu_cli_options
                 tpuemu_tools
   EXPORT tpuemuTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

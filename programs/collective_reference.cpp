@@ -6,11 +6,73 @@
 #include <stdexcept>
 
 #include "common/numerics.hpp"
+#include "programs/collective_algorithm.hpp"
+#include "programs/ring_family.hpp"
 
 namespace tpuemu::programs {
+
+namespace collective_detail {
+
+std::vector<std::vector<ChipId>> collective_groups(const CollectivePlan& plan, const ici::Topology& topology) {
+  std::vector<std::vector<ChipId>> groups;
+  for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
+    const ici::Coords base = topology.coords(ChipId(id));
+    bool leader = true;
+    for (std::size_t a : plan.axes) leader = leader && base[a] == 0;
+    if (!leader) continue;
+    std::vector<ChipId> members;
+    for (std::uint64_t r = 0; r < plan.group_size; ++r) {
+      ici::Coords c = base;
+      for (std::size_t a : plan.axes) c[a] = static_cast<std::uint32_t>(r / plan.rank_stride[a] % topology.length(a));
+      members.push_back(topology.linear_id(c));
+    }
+    groups.push_back(std::move(members));
+  }
+  return groups;
+}
+
+std::vector<float> load_elements(const std::uint8_t* p, std::uint64_t bytes, bool bf16) {
+  std::vector<float> out(bytes / (bf16 ? 2 : 4));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (bf16) {
+      std::uint16_t bits = 0;
+      std::memcpy(&bits, p + 2 * i, 2);
+      out[i] = bf16_bits_to_f32(bits);
+    } else {
+      std::memcpy(&out[i], p + 4 * i, 4);
+    }
+  }
+  return out;
+}
+
+void store_elements(const std::vector<float>& v, std::uint8_t* p, bool bf16) {
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (bf16) {
+      const std::uint16_t bits = f32_to_bf16_bits(v[i]);
+      std::memcpy(p + 2 * i, &bits, 2);
+    } else {
+      std::memcpy(p + 4 * i, &v[i], 4);
+    }
+  }
+}
+
+void accumulate(std::vector<float>& acc, const std::vector<float>& v, bool bf16) {
+  for (std::size_t e = 0; e < acc.size(); ++e) acc[e] = bf16 ? bf16_round(acc[e] + v[e]) : acc[e] + v[e];
+}
+
+}  // namespace collective_detail
+
 namespace {
 
 using Op = CollectivePlan::Op;
+using collective_detail::accumulate;
+
+std::vector<float> load(const std::uint8_t* p, std::uint64_t bytes, bool bf16) {
+  return collective_detail::load_elements(p, bytes, bf16);
+}
+void store(const std::vector<float>& v, std::uint8_t* p, bool bf16) {
+  collective_detail::store_elements(v, p, bf16);
+}
 
 // The linear ids of one group by rank, from its rank-0 chip.
 std::vector<ChipId> group_members(const CollectivePlan& plan, const ici::Topology& topology, ici::Coords base) {
@@ -25,32 +87,6 @@ std::vector<ChipId> group_members(const CollectivePlan& plan, const ici::Topolog
 
 std::uint32_t digit(const CollectivePlan& plan, const ici::Topology& topology, std::uint64_t rank, std::size_t axis) {
   return static_cast<std::uint32_t>(rank / plan.rank_stride[axis] % topology.length(axis));
-}
-
-// Elements of a unit as floats (bf16 widened exactly) and back.
-std::vector<float> load(const std::uint8_t* p, std::uint64_t bytes, bool bf16) {
-  std::vector<float> out(bytes / (bf16 ? 2 : 4));
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (bf16) {
-      std::uint16_t bits = 0;
-      std::memcpy(&bits, p + 2 * i, 2);
-      out[i] = bf16_bits_to_f32(bits);
-    } else {
-      std::memcpy(&out[i], p + 4 * i, 4);
-    }
-  }
-  return out;
-}
-
-void store(const std::vector<float>& v, std::uint8_t* p, bool bf16) {
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (bf16) {
-      const std::uint16_t bits = f32_to_bf16_bits(v[i]);
-      std::memcpy(p + 2 * i, &bits, 2);
-    } else {
-      std::memcpy(p + 4 * i, &v[i], 4);
-    }
-  }
 }
 
 // One stream's units of one group through the reduce phases (header order).
@@ -85,7 +121,7 @@ std::vector<std::vector<float>> reduce_stream(const CollectivePlan& plan, const 
         std::vector<float> acc = partial[y(1) * n + r];
         for (std::int64_t i = 2; i <= l; ++i) {
           const std::vector<float>& v = partial[y(i) * n + r];
-          for (std::size_t e = 0; e < acc.size(); ++e) acc[e] = plan.bf16 ? bf16_round(acc[e] + v[e]) : acc[e] + v[e];
+          accumulate(acc, v, plan.bf16);
         }
         next[x * n + r] = std::move(acc);
       }
@@ -110,6 +146,24 @@ std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec
       throw std::invalid_argument(fmt::format("collective reference: input of chip {} has {} bytes, expected {}", c,
                                               inputs[c].size(), shapes.input_bytes));
     }
+  }
+  return collective_algorithm(spec.algorithm).reference(plan, topology, inputs);
+}
+
+std::vector<std::vector<std::uint8_t>> ring_family_reference(const CollectivePlan& plan, const ici::Topology& topology,
+                                                             const std::vector<std::vector<std::uint8_t>>& inputs) {
+  CollectiveShapes shapes;
+  switch (plan.op) {
+    case Op::kAllGather:
+      shapes.output_bytes = plan.bytes;
+      break;
+    case Op::kReduceScatter:
+    case Op::kAllToAll:
+      shapes.output_bytes = plan.chunk_bytes;
+      break;
+    case Op::kAllReduce:
+      shapes.output_bytes = plan.bytes;
+      break;
   }
   std::vector<std::vector<std::uint8_t>> outputs(inputs.size(), std::vector<std::uint8_t>(shapes.output_bytes));
   const std::uint64_t n = plan.group_size;

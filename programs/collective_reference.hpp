@@ -31,7 +31,20 @@ namespace tpuemu::programs {
 // inputs[chip] (input_bytes each, by linear chip id) -> outputs[chip]
 // (output_bytes each). Throws std::invalid_argument on a bad spec or inputs of
 // the wrong count or size.
+// The algorithm's own order (collective_algorithm(spec.algorithm).reference):
+// the ring family's is the one above; the others say theirs in their files.
 std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec& spec, const ici::Topology& topology,
                                                             const std::vector<std::vector<std::uint8_t>>& inputs);
+
+// For the algorithms' references.
+namespace collective_detail {
+// Every group's chips by rank, groups in the order of their rank-0 chips.
+std::vector<std::vector<ChipId>> collective_groups(const CollectivePlan& plan, const ici::Topology& topology);
+// Elements as floats (bf16 widened exactly) and back (bf16 rounded to nearest even).
+std::vector<float> load_elements(const std::uint8_t* p, std::uint64_t bytes, bool bf16);
+void store_elements(const std::vector<float>& v, std::uint8_t* p, bool bf16);
+// acc[e] = add(acc[e], v[e]) as the programs add (header comment).
+void accumulate(std::vector<float>& acc, const std::vector<float>& v, bool bf16);
+}  // namespace collective_detail
 
 }  // namespace tpuemu::programs

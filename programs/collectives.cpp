@@ -7,6 +7,9 @@
 #include <stdexcept>
 
 #include "common/types.hpp"
+#include "programs/collective_algorithm.hpp"
+#include "programs/collective_emitter.hpp"
+#include "programs/ring_family.hpp"
 #include "programs/llo_writer.hpp"
 
 namespace tpuemu::programs {
@@ -15,15 +18,14 @@ namespace {
 using S = SlotClass;
 using Op = CollectivePlan::Op;
 
-constexpr std::uint64_t kGranule = 32;
-constexpr std::uint64_t kRowBytes = 512;
-constexpr std::uint64_t kGroupBytes = 16384;  // one add-loop iteration: 4 vregs
-constexpr std::uint64_t kGroupRows = kGroupBytes / kRowBytes;
+constexpr std::uint64_t kGranule = kCollectiveGranule;
+constexpr std::uint64_t kRowBytes = kCollectiveRowBytes;
+constexpr std::uint64_t kGroupBytes = kAddGroupBytes;
+constexpr std::uint64_t kGroupRows = kAddGroupRows;
 constexpr std::size_t kMaxStreams = 6;
 
-// A 32-bit immediate as LLO prints it (negative values in unsigned form).
 std::string imm(std::int64_t v) {
-  return std::to_string(static_cast<std::uint32_t>(v));
+  return llo_imm(v);
 }
 
 std::string axes_text(const std::vector<std::size_t>& axes) {
@@ -149,10 +151,7 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
     throw std::invalid_argument(
         fmt::format("collective: unknown op '{}' (all-gather, reduce-scatter, all-reduce, all-to-all)", spec.op));
   }
-  if (spec.algorithm != "ring" && spec.algorithm != "bidir-ring" && spec.algorithm != "multi-axis") {
-    throw std::invalid_argument(
-        fmt::format("collective: unknown algorithm '{}' (ring, bidir-ring, multi-axis)", spec.algorithm));
-  }
+  const CollectiveAlgorithm& algorithm = collective_algorithm(spec.algorithm);
   if (spec.dtype != "f32" && spec.dtype != "bf16") {
     throw std::invalid_argument(fmt::format("collective: unknown dtype '{}' (f32, bf16)", spec.dtype));
   }
@@ -177,6 +176,9 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
     plan.axes.push_back(a);
   }
   plan.group_size = n;
+  if (const std::string why = algorithm.refusal(plan.op, topology); !why.empty()) {
+    throw std::invalid_argument(fmt::format("collective: {}", why));
+  }
   plan.bytes = spec.bytes;
   plan.piece_bytes = spec.piece_bytes;
   const std::string what = describe(spec, topology, n);
@@ -193,8 +195,8 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
     plan.chunk_bytes = spec.bytes / n;
     plan.unit_bytes = spec.bytes / (n * n);
   } else {
-    plan.parts = spec.algorithm == "multi-axis" ? std::max<std::size_t>(plan.axes.size(), 1) : 1;
-    plan.directions = spec.algorithm == "ring" ? 1 : 2;
+    plan.parts = algorithm.parts(plan.axes.size());
+    plan.directions = algorithm.directions();
     const std::uint64_t multiple = kGranule * n * plan.parts * plan.directions;
     if (spec.bytes % multiple != 0) {
       throw std::invalid_argument(fmt::format(
@@ -274,8 +276,12 @@ CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topolo
       s.output_bytes = plan.chunk_bytes;
       break;
   }
-  s.scratch_bytes = total_scratch_granules(plan, topology) * kGranule;
+  s.scratch_bytes = plan.axes.empty() ? 0 : collective_algorithm(spec.algorithm).scratch_bytes(plan, topology);
   return s;
+}
+
+std::uint64_t ring_family_scratch_bytes(const CollectivePlan& plan, const ici::Topology& topology) {
+  return total_scratch_granules(plan, topology) * kGranule;
 }
 
 namespace {
@@ -326,6 +332,11 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
 CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::Topology& topology,
                                         const ChipConfig& chip) {
   const CollectivePlan plan = plan_collective(spec, topology);
+  return collective_algorithm(spec.algorithm).predict(spec, plan, topology, chip);
+}
+
+CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                         const ici::Topology& topology, const ChipConfig& chip) {
   if (topology.switched()) return predict_switched(spec, plan, topology, chip);
   CollectivePrediction p;
   const auto v = static_cast<double>(plan.bytes);
@@ -385,10 +396,10 @@ namespace {
 
 // The generator: a fixed register plan (see `Regs`), one sflag allocation and,
 // for reductions, two VMEM allocations of double-buffered pieces per stream.
-class CollectiveGen {
+class CollectiveGen : CollectiveEmitter {
  public:
   CollectiveGen(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip)
-      : spec_(spec), topo_(topology), chip_(chip), plan_(plan_collective(spec, topology)), w_(chip) {
+      : CollectiveEmitter(chip, kFlags), spec_(spec), topo_(topology), chip_(chip), plan_(plan_collective(spec, topology)) {
     if (plan_.op != Op::kAllToAll && !plan_.axes.empty()) {
       for (std::size_t p = 0; p < plan_.parts; ++p) {
         const auto phases = phases_of(plan_, topo_, p);
@@ -460,58 +471,6 @@ class CollectiveGen {
 
   // Allocation ids.
   static constexpr int kAllocA = 0, kAllocB = 1, kFlags = 2;
-
-  // Queues an op; the registers it reads and writes are read off its text
-  // (%s.., %p.., %v.., %vm..; the destination is what precedes " = ").
-  void emit(SlotClass slot, const std::string& text) {
-    std::vector<std::string> reads;
-    std::vector<std::string> writes;
-    const auto eq = text.find(" = ");
-    const bool reg_dest = eq != std::string::npos && text.size() > 1 && text[0] == '%' &&
-                          std::isalpha(static_cast<unsigned char>(text[1]));
-    auto scan = [&](std::size_t from, std::size_t to, std::vector<std::string>& out) {
-      for (std::size_t i = from; i < to; ++i) {
-        if (text[i] != '%' || i + 1 >= to || !std::isalpha(static_cast<unsigned char>(text[i + 1]))) continue;
-        std::size_t e = i + 1;
-        while (e < to && std::isalnum(static_cast<unsigned char>(text[e]))) ++e;
-        out.push_back(text.substr(i + 1, e - i - 1));
-        i = e - 1;
-      }
-    };
-    if (reg_dest) {
-      scan(0, eq, writes);
-      scan(eq, text.size(), reads);
-    } else {
-      scan(0, text.size(), reads);
-    }
-    w_.op(slot, text, std::move(reads), std::move(writes));
-  }
-  std::string token() { return fmt::format("%{}", token_++); }
-  void branch(const std::string& guard, const std::string& target) {
-    emit(S::kBranch, fmt::format("{} = sbr.rel ({}) target = {}", token(), guard, target));
-    w_.flush();
-  }
-  std::string label(const std::string& stem) { return fmt::format("{}_{}", stem, label_++); }
-  static std::string flag(std::uint64_t index) {
-    return index == 0 ? fmt::format("[#allocation{}]", kFlags)
-                      : fmt::format("[#allocation{} + $0x{:x}]", kFlags, index);
-  }
-  // A wait goes in a bundle after every op queued so far: one sharing the
-  // bundle of the DMA it waits for could never be satisfied.
-  void wait(const std::string& flag_operand, std::uint64_t amount, bool consume = true) {
-    w_.flush();
-    emit(S::kSync, fmt::format("{} = dma.done.wait {}, {}", token(), flag_operand, amount));
-    if (consume)
-      emit(S::kSync,
-           fmt::format("{} = vsyncadd {}, {}", token(), flag_operand, imm(-static_cast<std::int64_t>(amount))));
-  }
-  void sel(const std::string& dst, const std::string& pred, const std::string& on_true, const std::string& on_false) {
-    emit(S::kSalu, fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/{}, /*on_false=*/{}", dst, pred,
-                               on_true, on_false));
-  }
-  void add_imm(const std::string& dst, const std::string& src, std::int64_t v) {
-    emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, {}", dst, src, imm(v)));
-  }
 
   // Flag indices: arrivals per (stream, job) (one flag per ring step, so only
   // transfers of one kind and size share a flag), then per stream the sends
@@ -787,21 +746,11 @@ class CollectiveGen {
 
   // j += 1 (mod N) with its digits in s24.. (mixed radix, first axis fastest).
   void odometer_step() {
-    const std::size_t m = plan_.axes.size();
-    emit(S::kSalu, "%s24 = sadd.s32 %s24, 1");
-    emit(S::kSalu, fmt::format("%p6 = scmp.eq.s32.totalorder %s24, {}", topo_.length(plan_.axes[0])));
-    sel("s24", "p6", "0", "%s24");
-    for (std::size_t i = 1; i < m; ++i) {
-      const std::string d = fmt::format("s{}", 24 + i);
-      add_imm("s17", d, 1);
-      sel(d, "p6", "%s17", "%" + d);
-      emit(S::kSalu, fmt::format("%p6 = scmp.eq.s32.totalorder %{}, {}", d, topo_.length(plan_.axes[i])));
-      sel(d, "p6", "0", "%" + d);
-    }
-    emit(S::kSalu, "%s30 = sadd.s32 %s30, 1");
-    emit(S::kSalu, fmt::format("%p7 = scmp.eq.s32.totalorder %s30, {}", plan_.group_size));
-    sel("s30", "p7", "0", "%s30");
+    std::vector<std::uint32_t> lengths;
+    for (std::size_t a : plan_.axes) lengths.push_back(topo_.length(a));
+    group_odometer_step(lengths, plan_.group_size);
   }
+
 
   // Linear chip-id stride of a topology axis (x + X*(y + Y*z)).
   [[nodiscard]] std::uint64_t topo_stride(std::size_t axis) const {
@@ -1182,40 +1131,12 @@ class CollectiveGen {
       software_pipelined_add_loop();
       return;
     }
-    emit(S::kSalu, fmt::format("%s44 = smov {}", groups));
     if (!plan_.bf16 && pipelined_add_fits()) {
+      emit(S::kSalu, fmt::format("%s44 = smov {}", groups));
       pipelined_add_loop();
       return;
     }
-    const std::string loop = label("add");
-    w_.label(loop);
-    for (int g = 0; g < 4; ++g) {
-      emit(S::kLoad, fmt::format("%v{} = vld [vmem:[%s42 + $0x{:x}] sm:$0xff]", 2 * g, 8 * g));
-      emit(S::kLoad, fmt::format("%v{} = vld [vmem:[%s43 + $0x{:x}] sm:$0xff]", 2 * g + 1, 8 * g));
-    }
-    for (int g = 0; g < 4; ++g) {
-      if (plan_.bf16) {
-        const int b = 12 + 4 * g;
-        emit(S::kValu, fmt::format("%v{} = vunpack.c.l.bf16 %v{}", b, 2 * g));
-        emit(S::kValu, fmt::format("%v{} = vunpack.c.h.bf16 %v{}", b + 1, 2 * g));
-        emit(S::kValu, fmt::format("%v{} = vunpack.c.l.bf16 %v{}", b + 2, 2 * g + 1));
-        emit(S::kValu, fmt::format("%v{} = vunpack.c.h.bf16 %v{}", b + 3, 2 * g + 1));
-        emit(S::kValu, fmt::format("%v{0} = vadd.f32 %v{0}, %v{1}", b, b + 2));
-        emit(S::kValu, fmt::format("%v{0} = vadd.f32 %v{0}, %v{1}", b + 1, b + 3));
-        emit(S::kValu, fmt::format("%v{} = vpack.c.bf16 %v{}, %v{}", 8 + g, b + 1, b));
-      } else {
-        emit(S::kValu, fmt::format("%v{} = vadd.f32 %v{}, %v{}", 8 + g, 2 * g, 2 * g + 1));
-      }
-    }
-    for (int g = 0; g < 4; ++g) {
-      emit(S::kStore,
-           fmt::format("{} = vst [vmem:[%s42 + $0x{:x}] sm:$0xff] /*vst_source=*/%v{}", token(), 8 * g, 8 + g));
-    }
-    add_imm("s42", "s42", kGroupRows);
-    add_imm("s43", "s43", kGroupRows);
-    emit(S::kSalu, "%s44 = ssub.s32 %s44, 1");
-    emit(S::kSalu, "%p4 = scmp.gt.s32.totalorder %s44, 0");
-    branch("%p4", loop);
+    scheduled_add_loop(groups, plan_.bf16);
   }
 
   // The f32 add loop placed by hand: six bundles per 16 KiB (the one store
@@ -1304,7 +1225,6 @@ class CollectiveGen {
   const ici::Topology& topo_;
   const ChipConfig& chip_;
   CollectivePlan plan_;
-  LloWriter w_;
   std::vector<Stream> streams_;
   std::vector<std::uint64_t> arrive_base_;
   std::uint64_t arrive_flags_ = 0;
@@ -1323,13 +1243,16 @@ class CollectiveGen {
   std::uint64_t pieces_per_unit_ = 0;  // the current round's Pu
   bool spans_ = false;                 // the current round's pieces span units
   std::uint64_t rows_pad_ = 0;         // VMEM rows of one buffer (whole add-loop iterations)
-  std::uint32_t token_ = 100;
-  int label_ = 0;
 };
 
 }  // namespace
 
 std::string generate_collective(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {
+  const CollectivePlan plan = plan_collective(spec, topology);
+  return collective_algorithm(spec.algorithm).generate(spec, plan, topology, chip);
+}
+
+std::string ring_family_generate(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {
   CollectiveGen gen(spec, topology, chip);
   return gen.run();
 }

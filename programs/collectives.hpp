@@ -14,8 +14,12 @@
 //   all-reduce      input V                          output V (sum over the group)
 //   all-to-all      input Q = N blocks of V/N^2      output Q: block i <- block r of rank i
 //
-// Algorithms (axes of length 1 take no part; with none left the program copies
-// input to output):
+// Algorithms are a registry (programs/collective_algorithm.hpp, one file each
+// under programs/collective_algorithms/): the ring family below
+// (ring_family.cpp), and the direct "one-shot" and "two-shot" (direct.cpp,
+// which describes their schedule and rank-order summation). Axes of length 1
+// take no part; with none left the program copies input to output. The ring
+// family:
 //   ring        one stream (direction +) going through the axes one by one;
 //   bidir-ring  each chunk split in two halves, half 0 going + and half 1 going
 //               - round every ring (both directions of every link busy);
@@ -91,7 +95,7 @@ namespace tpuemu::programs {
 
 struct CollectiveSpec {
   std::string op;                 // "all-gather" | "reduce-scatter" | "all-reduce" | "all-to-all"
-  std::string algorithm;          // "ring" | "bidir-ring" | "multi-axis"
+  std::string algorithm;          // a registered algorithm: "ring", "bidir-ring", "multi-axis", "one-shot", ...
   std::string dtype;              // "f32" | "bf16"
   std::uint64_t bytes = 0;        // V
   std::vector<std::size_t> axes;  // participating axes (0 = x, 1 = y, 2 = z), distinct

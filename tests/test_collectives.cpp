@@ -13,6 +13,7 @@
 #include "isa/assembler.hpp"
 #include "isa/checker.hpp"
 #include "programs/collective_reference.hpp"
+#include "programs/collective_algorithm.hpp"
 #include "programs/collectives.hpp"
 #include "tests/test_support.hpp"
 
@@ -116,6 +117,11 @@ TEST_CASE("collectives: sizes per op and algorithm", "[collectives]") {
       {"v5p", "4x4x1", spec("all-gather", "multi-axis", "f32", v, {0, 2}), {v / 4, v, 0, 4}},
       // Ring over y then x of 2x4: reduce through y (3 slots of 2 units + a 2-unit result), then x (1 slot).
       {"v5e", "2x4", spec("all-reduce", "ring", "f32", v, {1, 0}), {v, v, 9 * v / 8, 8}},
+      // Direct: N-1 slots of the reduced length (one-shot all-reduce: V; else Q); all-gather none.
+      {"h100", "node:8", spec("all-reduce", "one-shot", "f32", v, {0}), {v, v, 7 * v, 8}},
+      {"h100", "node:8", spec("all-reduce", "two-shot", "bf16", v, {0}), {v, v, 7 * v / 8, 8}},
+      {"h100", "node:8", spec("reduce-scatter", "one-shot", "f32", v, {0}), {v, v / 8, 7 * v / 8, 8}},
+      {"h100", "fat-tree:2x4", spec("all-gather", "one-shot", "f32", v, {0, 1}), {v / 8, v, 0, 8}},
   };
   for (const Row& r : rows) {
     INFO(r.spec.op << " " << r.spec.algorithm << " on " << r.shape);
@@ -135,7 +141,7 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
   };
   const std::vector<Row> rows = {
       {spec("all-sum", "ring", "f32", 1024, {1}), "unknown op 'all-sum'"},
-      {spec("all-gather", "tree", "f32", 1024, {1}), "unknown algorithm 'tree' (ring, bidir-ring, multi-axis)"},
+      {spec("all-gather", "tree", "f32", 1024, {1}), "unknown algorithm 'tree' (bidir-ring, multi-axis, one-shot, ring, two-shot)"},
       {spec("all-gather", "ring", "f16", 1024, {1}), "unknown dtype 'f16' (f32, bf16)"},
       {spec("all-gather", "ring", "f32", 1024, {}), "no participating axes"},
       {spec("all-gather", "ring", "f32", 1024, {1, 1}), "axis y is listed twice"},
@@ -181,9 +187,10 @@ TEST_CASE("collectives: every generated program assembles and fits its chip", "[
       {"v5e", "4", {0}},     {"v5e", "2x4", {0, 1}},      {"v5e", "2x4", {1, 0}},
       {"v5e", "2x4", {1}},   {"v5e", "8x16", {1}},        {"v5p", "4x4x4", {0, 1, 2}},
       {"v5p", "4x4x4", {2}}, {"v4p", "4x4x4", {2, 0, 1}}, {"v5e", "1x4", {0, 1}},
+      {"h100", "node:8", {0}}, {"h100", "fat-tree:2x4", {1, 0}}, {"gb200", "nvl:16", {0}},
   };
   const std::vector<std::string> ops = {"all-gather", "reduce-scatter", "all-reduce", "all-to-all"};
-  const std::vector<std::string> algorithms = {"ring", "bidir-ring", "multi-axis"};
+  const std::vector<std::string> algorithms = collective_algorithm_names();
   std::size_t programs = 0;
   for (const Where& where : places) {
     const ici::Topology t = topo(where.chip, where.shape);
@@ -198,6 +205,8 @@ TEST_CASE("collectives: every generated program assembles and fits its chip", "[
             INFO(op << " " << algorithm << " " << dtype << " on " << where.chip << " " << where.shape << " piece "
                     << piece);
             if (piece != 0 && op == "all-to-all") continue;
+            if (algorithm == "two-shot" && (op == "all-gather" || op == "reduce-scatter")) continue;
+            if (piece != 0 && (algorithm == "one-shot" || algorithm == "two-shot")) continue;
             const std::string text = generate_collective(s, t, chip);
             const isa::Program program = isa::assemble(text, "collective.llo");
             const isa::CheckResult check = isa::check_program(program, chip);
@@ -346,7 +355,8 @@ TEST_CASE("collectives: reference sums of small integers are exact for every alg
   for (const Where& w : places) {
     const ici::Topology t = topo(w.chip, w.shape);
     for (const std::string op : {"reduce-scatter", "all-reduce"}) {
-      for (const std::string algorithm : {"ring", "bidir-ring", "multi-axis"}) {
+      for (const std::string& algorithm : collective_algorithm_names()) {
+        if (algorithm == "two-shot" && op == std::string("reduce-scatter")) continue;
         for (const std::string dtype : {"f32", "bf16"}) {
           INFO(op << " " << algorithm << " " << dtype << " on " << w.shape);
           const bool bf16 = dtype == "bf16";
@@ -485,4 +495,36 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
   const CollectivePrediction x = predict_collective(spec("all-gather", "bidir-ring", "f32", 1 << 26, {0}), t, v5e);
   CHECK_THAT(x.formula, Contains("x without wraparound: predicted as if wrapped"));
   CHECK(x.bandwidth_seconds == Approx(v / w));
+}
+
+TEST_CASE("collectives: direct algorithms sum in rank order, so every rank holds the same bits", "[collectives]") {
+  // Ranks 0..3 hold 2^-24, 2^-24, 1, 0: in rank order 2^-24 + 2^-24 = 2^-23,
+  // then 1 + 2^-23 (exact); a ring starting at rank 2 would give 1 (both
+  // tiny terms lost to round-to-even).
+  const ici::Topology t = topo("h100", "node:4");
+  for (const std::string algorithm : {"one-shot", "two-shot"}) {
+    INFO(algorithm);
+    const CollectiveSpec s = spec("all-reduce", algorithm, "f32", 4 * 32, {0});
+    const CollectiveShapes sh = collective_shapes(s, t);
+    const float tiny = std::ldexp(1.0f, -24);
+    auto value = [&](std::uint32_t c, std::uint64_t) { return c < 2 ? tiny : c == 2 ? 1.0f : 0.0f; };
+    const auto out = collective_reference(s, t, inputs_of(t, sh.input_bytes, false, value));
+    for (std::uint32_t c = 0; c < 4; ++c) {
+      for (std::uint64_t e = 0; e < sh.output_bytes / 4; ++e) CHECK(element(out[c], e, false) == 1.0f + 2 * tiny);
+    }
+  }
+  const CollectiveSpec ring = spec("all-reduce", "ring", "f32", 4 * 32, {0});
+  const auto ring_out = collective_reference(
+      ring, t, inputs_of(t, 4 * 32, false, [&](std::uint32_t c, std::uint64_t) {
+        return c < 2 ? std::ldexp(1.0f, -24) : c == 2 ? 1.0f : 0.0f;
+      }));
+  bool differs = false;
+  for (std::uint64_t e = 0; e < 32; ++e) differs = differs || element(ring_out[0], e, false) != 1.0f + std::ldexp(1.0f, -23);
+  CHECK(differs);  // the order matters for these inputs
+}
+
+TEST_CASE("collectives: two-shot refuses a lone all-gather or reduce-scatter", "[collectives]") {
+  const ici::Topology t = topo("h100", "node:8");
+  CHECK_THAT(error_of([&] { collective_shapes(spec("all-gather", "two-shot", "f32", 1 << 16, {0}), t); }),
+             Contains("two-shot is an all-reduce algorithm"));
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/collective.hpp"
+#include "api/line_plot.hpp"
 #include "api/output_files.hpp"
 #include "common/parse_number.hpp"
 #include "common/units.hpp"
@@ -19,6 +20,29 @@ namespace tpuemu::cli {
 using api::check_writable;
 using api::write_text_file;
 
+namespace {
+
+// --algo list: every algorithm, what it does, and on this fabric which ops it runs.
+void print_algorithm_list(const api::CollectiveSetup& setup) {
+  fmt::print("collective algorithms on {} ({}):\n", ici::describe(setup.topology), setup.chip.name);
+  for (const api::CollectiveAlgorithmInfo& a : api::list_collective_algorithms(setup)) {
+    std::vector<std::string> runs;
+    std::vector<std::string> refused;
+    for (const auto& [op, why] : a.refusals) {
+      if (why.empty()) {
+        runs.push_back(op);
+      } else {
+        refused.push_back(fmt::format("{}: {}", op, why));
+      }
+    }
+    fmt::print("  {:<11} {}\n  {:<11} runs: {}\n", a.name, a.summary, "", fmt::join(runs, ", "));
+    for (const auto& r : refused) fmt::print("  {:<11} not: {}\n", "", r);
+  }
+  fmt::print("  {:<11} the algorithm with the least predicted time for each size\n", "auto");
+}
+
+}  // namespace
+
 int collective_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
@@ -29,19 +53,22 @@ int collective_command(const std::vector<std::string>& args) {
                         "all-gather | reduce-scatter | all-reduce | all-to-all")(
       "topology", po::value<std::string>()->default_value("8x16"), "pod shape, e.g. 8x16, 4x4x4, 16")(
       "axes", po::value<std::string>(), "participating axes, e.g. y or x,y (default: all)")(
-      "algo", po::value<std::string>()->default_value("bidir-ring"), "ring | bidir-ring | multi-axis")(
+      "algo", po::value<std::string>()->default_value("bidir-ring"),
+      "ring | bidir-ring | multi-axis | one-shot | two-shot, several joined by commas, auto (the least predicted "
+      "time per size) or list")(
       "dtype", po::value<std::string>()->default_value("f32"), "f32 | bf16 (element type; reductions sum in it)")(
       "sizes", po::value<std::string>()->default_value("64K:64M"),
       "V in bytes: LO:HI doubling, or a list (K, M, G = powers of 1024, as in nccl-tests)")(
       "piece", po::value<std::string>(), "pipelining piece size (default: the generator's choice)")(
-      "no-data", "timing only: no data moved or reduced, no check (identical times)")("json", po::value<std::string>(),
-                                                                                      "write the rows as JSON");
+      "no-data", "timing only: no data moved or reduced, no check (identical times)")(
+      "json", po::value<std::string>(), "write the rows as JSON")(
+      "plot", po::value<std::string>(), "write busbw vs size, one line per algorithm, as SVG");
   po::positional_options_description positional;
   bool help = false;
   const auto vm = parse_options(
       "collective",
       "--op all-gather|reduce-scatter|all-reduce|all-to-all [--chip v5e] [--topology 8x16] [--axes y] [--algo "
-      "bidir-ring] [--dtype f32|bf16] [--sizes 64K:1G] [--no-data] [--json out.json]",
+      "bidir-ring|auto|list|a,b] [--dtype f32|bf16] [--sizes 64K:1G] [--no-data] [--json out.json] [--plot out.svg]",
       args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
 
@@ -50,8 +77,18 @@ int collective_command(const std::vector<std::string>& args) {
   programs::CollectiveSpec& spec = job.spec;
   std::vector<std::uint64_t> sizes;
   const bool data = vm->count("no-data") == 0U;
+  const std::string algo_text = (*vm)["algo"].as<std::string>();
+  // One run per (algorithm, size): `--algo a,b` runs each algorithm in turn;
+  // `auto` picks per size (api::choose_collective_algorithm).
+  struct Planned {
+    std::string algorithm;
+    std::uint64_t bytes;
+    std::string choice;  // --algo auto: the predictions it chose from
+  };
+  std::vector<Planned> runs;
   try {
     if (vm->count("json") != 0U) check_writable("--json", (*vm)["json"].as<std::string>());
+    if (vm->count("plot") != 0U) check_writable("--plot", (*vm)["plot"].as<std::string>());
     job.chip = chip_request(*vm);
     job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
     job.routing = (*vm)["routing"].as<std::string>();
@@ -60,7 +97,10 @@ int collective_command(const std::vector<std::string>& args) {
     job.max_cycles = max_cycles(*vm);
     setup = api::check_collective_setup(job);
     spec.op = (*vm)["op"].as<std::string>();
-    spec.algorithm = (*vm)["algo"].as<std::string>();
+    if (algo_text == "list") {
+      print_algorithm_list(setup);
+      return kExitOk;
+    }
     spec.dtype = (*vm)["dtype"].as<std::string>();
     if (vm->count("axes") != 0U) {
       spec.axes = ici::parse_axis_list((*vm)["axes"].as<std::string>(), setup.topology.axis_count(), "--axes",
@@ -70,10 +110,30 @@ int collective_command(const std::vector<std::string>& args) {
     }
     if (vm->count("piece") != 0U) spec.piece_bytes = api::parse_collective_size((*vm)["piece"].as<std::string>());
     sizes = api::parse_collective_sizes((*vm)["sizes"].as<std::string>());
-    // Every size is checked before the first run.
-    for (const std::uint64_t v : sizes) {
-      spec.bytes = v;
-      api::check_collective_size(job, setup);
+    std::vector<std::string> algorithms;
+    for (std::size_t start = 0;;) {
+      const std::size_t comma = algo_text.find(',', start);
+      algorithms.push_back(algo_text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    // Every run is checked before the first.
+    for (const std::string& algorithm : algorithms) {
+      for (const std::uint64_t v : sizes) {
+        spec.bytes = v;
+        Planned p{algorithm, v, ""};
+        if (algorithm == "auto") {
+          spec.algorithm = "auto";
+          const api::CollectiveChoice choice = api::choose_collective_algorithm(job, setup);
+          p.algorithm = choice.algorithm;
+          for (const auto& [name, t] : choice.predictions) {
+            p.choice += fmt::format("{}{} {:.2f}", p.choice.empty() ? "" : ", ", name, t * 1e6);
+          }
+        }
+        spec.algorithm = p.algorithm;
+        api::check_collective_size(job, setup);
+        runs.push_back(std::move(p));
+      }
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu collective: {}\n", e.what());
@@ -82,36 +142,51 @@ int collective_command(const std::vector<std::string>& args) {
   const ChipConfig& chip = setup.chip;
   const ici::Topology& topology = setup.topology;
 
-  spec.bytes = sizes.front();
+  spec.bytes = runs.front().bytes;
+  spec.algorithm = runs.front().algorithm;
   const programs::CollectivePlan plan = api::collective_plan(job, setup);
-  // Links into one chip that a stream uses at once: directions x parallel parts.
-  const double links_in_use = static_cast<double>(plan.directions * plan.parts);
   std::string axes_text;
   for (std::size_t a : spec.axes) axes_text += fmt::format("{}{}", axes_text.empty() ? "" : ",", ici::axis_name(a));
   fmt::print("# tpuemu collective: {} of {} over axes {} of a {} pod of {}, {}, group of {} chips{}\n", spec.op,
-             spec.dtype, axes_text, ici::describe(topology), chip.name, spec.algorithm, plan.group_size,
+             spec.dtype, axes_text, ici::describe(topology), chip.name, algo_text, plan.group_size,
              data ? "" : " (--no-data: timing only)");
+  const char* factor = spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N";
+  fmt::print("# nccl-tests columns: size S ({}), count = S / element, algbw = S / time, busbw = algbw x {}; #wrong: "
+             "elements unlike the host reference (N/A with --no-data)\n",
+             spec.op == "all-reduce"       ? "the buffer"
+             : spec.op == "all-gather"     ? "the whole output"
+             : spec.op == "reduce-scatter" ? "the whole input"
+                                           : "one rank's send buffer, V/N",
+             factor);
   if (topology.switched()) {
-    fmt::print("# B = {} per chip ({} NVLinks; a NIC of {} across nodes); busbw = algbw x {}; linkbw = busbw, "
-               "link% = busbw / B\n",
+    fmt::print("# B = {} per chip ({} NVLinks; a NIC of {} across nodes); linkbw = busbw, link% = busbw / B\n",
                format_quantity(chip.ici_bandwidth_per_chip(), Quantity::kBandwidth), chip.ici.links_per_chip,
-               format_quantity(chip.fabric.nic_bandwidth, Quantity::kBandwidth),
-               spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N");
+               format_quantity(chip.fabric.nic_bandwidth, Quantity::kBandwidth));
   } else {
-    fmt::print("# W = 2 x {} per axis; hop latency {}; busbw = algbw x {}; linkbw = busbw / {} links in use per chip\n",
+    fmt::print("# W = 2 x {} per axis; hop latency {}; linkbw = busbw / links a stream uses into one chip\n",
                format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
-               format_quantity(chip.ici.hop_latency_s, Quantity::kTime),
-               spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N", links_in_use);
+               format_quantity(chip.ici.hop_latency_s, Quantity::kTime));
   }
-  fmt::print("# {:>12} {:>12} {:>11} {:>11} {:>11} {:>7} {:>13} {:>9}  {}\n", "bytes", "time(us)", "algbw(GB/s)",
-             "busbw(GB/s)", "linkbw(GB/s)", "link%", "predicted(us)", "meas/pred", "check");
+  fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>10} {:>9}  {:<10} {}\n",
+             "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "linkbw", "link%",
+             "predicted", "meas/pred", "algorithm", "check");
+  fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>10} {:>9}\n", "(B)",
+             "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)", "", "(us)", "");
 
   nlohmann::json rows = nlohmann::json::array();
-  std::string formula;
+  std::vector<std::pair<std::string, std::string>> formulas;  // per algorithm, the last size's
   std::vector<std::string> host_lines;
+  std::vector<std::string> choices;
+  std::vector<std::pair<std::string, std::vector<double>>> busbw_by_algorithm;
+  api::LinePlot chart;
   int exit_code = kExitOk;  // a fault's code, else 1 if a check failed
-  for (const std::uint64_t v : sizes) {
-    spec.bytes = v;
+  for (const Planned& p : runs) {
+    spec.bytes = p.bytes;
+    spec.algorithm = p.algorithm;
+    const std::uint64_t v = p.bytes;
+    if (!p.choice.empty()) {
+      choices.push_back(fmt::format("# auto: {} B -> {} (predicted us: {})", v, p.algorithm, p.choice));
+    }
     api::CollectiveResult row;
     try {
       row = api::run_collective(job);
@@ -130,18 +205,40 @@ int collective_command(const std::vector<std::string>& args) {
       break;
     }
     if (!row.ok) exit_code = kExitFailure;
-    formula = row.prediction.formula;
+    const std::string series = algo_text == "auto" ? std::string("auto") : p.algorithm;
+    auto formula = std::find_if(formulas.begin(), formulas.end(), [&](const auto& f) { return f.first == p.algorithm; });
+    if (formula == formulas.end()) {
+      formulas.emplace_back(p.algorithm, row.prediction.formula);
+    } else {
+      formula->second = row.prediction.formula;
+    }
+    auto line = std::find_if(busbw_by_algorithm.begin(), busbw_by_algorithm.end(),
+                             [&](const auto& b) { return b.first == series; });
+    if (line == busbw_by_algorithm.end()) {
+      busbw_by_algorithm.emplace_back(series, std::vector<double>{});
+      line = std::prev(busbw_by_algorithm.end());
+      chart.series.push_back({series, {}});
+    }
+    line->second.push_back(row.busbw);
+    for (auto& s : chart.series) {
+      if (s.name == series) s.points.emplace_back(static_cast<double>(row.nccl_bytes), row.busbw / 1e9);
+    }
     const bool per_link = spec.op != "all-to-all";
     const api::HostCost& host = row.run.host;
-    fmt::print("  {:>12} {:>12.2f} {:>11.2f} {:>11.2f} {:>11} {:>7} {:>13.2f} {:>9.3f}  {}\n", v, row.run.seconds * 1e6,
-               row.algbw / 1e9, row.busbw / 1e9, per_link ? fmt::format("{:.2f}", row.linkbw / 1e9) : "-",
+    fmt::print("  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>7.2f} {:>7.2f} {:>6} {:>7} {:>6} {:>10.2f} {:>9.3f}  "
+               "{:<10} {}\n",
+               row.nccl_bytes, row.count, spec.dtype == "bf16" ? "bfloat16" : "float",
+               spec.op == "all-reduce" || spec.op == "reduce-scatter" ? "sum" : "none", -1, row.run.seconds * 1e6,
+               row.algbw / 1e9, row.busbw / 1e9, row.wrong_elements ? std::to_string(*row.wrong_elements) : "N/A",
+               per_link ? fmt::format("{:.2f}", row.linkbw / 1e9) : "-",
                per_link ? fmt::format("{:.1f}%", 100.0 * row.link_fraction) : "-", row.prediction.seconds * 1e6,
-               row.run.seconds / row.prediction.seconds, row.check);
+               row.run.seconds / row.prediction.seconds, p.algorithm, row.check);
     std::fflush(stdout);
-    // The row: the run API's per-size fields (bandwidths, prediction, check), minus those the
-    // whole table shares (op, algorithm, dtype, axes, group size, formula), plus time and host cost.
+    // The row: the run API's per-size fields (bandwidths, prediction, check, nccl-tests' columns), minus
+    // those the whole table shares (op, dtype, axes, group size), plus time and host cost.
     nlohmann::json json_row = row.run.report["collective"];
-    for (const char* shared : {"op", "algorithm", "dtype", "axes", "group_size", "formula"}) json_row.erase(shared);
+    for (const char* shared : {"op", "dtype", "axes", "group_size"}) json_row.erase(shared);
+    json_row["time_us"] = row.run.seconds * 1e6;
     json_row["cycles"] = row.run.cycles;
     json_row["seconds"] = row.run.seconds;
     json_row["host_seconds"] = row.host_seconds;
@@ -160,20 +257,48 @@ int collective_command(const std::vector<std::string>& args) {
         host.windows == 0 ? std::string() : fmt::format(", {} windows between ranks", host.windows),
         static_cast<double>(host.bundles + host.network_events) / row.host_seconds));
   }
-  fmt::print("# predicted: {}\n", formula);
+  // nccl-tests' footer: the mean busbw over the sizes (per algorithm when there are several).
+  nlohmann::json averages = nlohmann::json::object();
+  for (const auto& [name, values] : busbw_by_algorithm) {
+    double sum = 0;
+    for (double b : values) sum += b;
+    const double avg = values.empty() ? 0 : sum / static_cast<double>(values.size());
+    averages[name] = avg;
+    fmt::print("# Avg bus bandwidth    : {:.3f} GB/s{}\n", avg / 1e9,
+               busbw_by_algorithm.size() > 1 ? fmt::format(" ({})", name) : std::string());
+  }
+  for (const auto& line : choices) fmt::print("{}\n", line);
+  for (const auto& [name, formula] : formulas) {
+    fmt::print("# predicted{}: {}\n", formulas.size() > 1 ? fmt::format(" ({})", name) : std::string(), formula);
+  }
   for (const auto& line : host_lines) fmt::print("{}\n", line);
   if (vm->count("json") != 0U) {
+    nlohmann::json formula_json = nlohmann::json::object();
+    for (const auto& [name, formula] : formulas) formula_json[name] = formula;
     nlohmann::json j = {{"op", spec.op},
-                        {"algorithm", spec.algorithm},
+                        {"algorithm", algo_text},
                         {"dtype", spec.dtype},
                         {"chip", chip.name},
                         {"topology", topology.shape()},
                         {"axes", axes_text},
                         {"group_size", plan.group_size},
                         {"data", data},
-                        {"formula", formula},
+                        {"formulas", formula_json},
+                        {"avg_busbw", averages},
                         {"rows", rows}};
     if (auto error = write_text_file("--json", (*vm)["json"].as<std::string>(), j.dump(2) + "\n")) {
+      fmt::print(stderr, "tpuemu collective: {}\n", *error);
+      return kExitBadInput;
+    }
+  }
+  if (vm->count("plot") != 0U) {
+    chart.title = fmt::format("{} {} on {} x {} ({})", spec.op, spec.dtype, topology.shape(), chip.name,
+                              data ? "with data" : "timing only");
+    chart.x_label = "size S (bytes)";
+    chart.y_label = "busbw (GB/s)";
+    chart.log2_x = true;
+    chart.x_is_bytes = true;
+    if (auto error = write_text_file("--plot", (*vm)["plot"].as<std::string>(), api::line_plot_svg(chart))) {
       fmt::print(stderr, "tpuemu collective: {}\n", *error);
       return kExitBadInput;
     }

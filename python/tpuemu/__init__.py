@@ -282,7 +282,7 @@ def collective(op: str = "all-gather",
     op: "all-gather", "reduce-scatter", "all-reduce" or "all-to-all".
     topology: the pod ("4x4", "4x4x4", ...); ``axes`` the participating
         axes ("y", "x,y"; default all); ``algo`` "ring", "bidir-ring" or
-        "multi-axis"; ``dtype`` "f32" or "bf16" (reductions sum in it).
+        "multi-axis", "one-shot", "two-shot"; ``dtype`` "f32" or "bf16" (reductions sum in it).
     sizes: V in bytes: an int, a list of ints, or text as ``--sizes`` takes
         it ("64K:1G" doubling, "1M,4M"; K, M, G are powers of 1024).
     no_data: timing only (identical times, no check).

@@ -1,0 +1,60 @@
+// Collective algorithms by name (house style 6): each lives in its own file
+// under programs/collective_algorithms/ and registers itself; adding one is
+// adding a file. An algorithm generates the SPMD LLO program of a collective
+// (programs/collectives.hpp: operands, sizes, groups and ranks, the program
+// contract), computes its host reference in the order the program adds, and
+// predicts its time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/chip_config.hpp"
+#include "ici/topology.hpp"
+#include "programs/collectives.hpp"
+
+namespace tpuemu::programs {
+
+class CollectiveAlgorithm {
+ public:
+  virtual ~CollectiveAlgorithm() = default;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  // One line for `--algo list`: what it does and its reduction order.
+  [[nodiscard]] virtual std::string_view summary() const = 0;
+  // Why it cannot run `op` on `topology` (naming what is missing), or "".
+  [[nodiscard]] virtual std::string refusal(CollectivePlan::Op op, const ici::Topology& topology) const = 0;
+  // Its streams (CollectivePlan::parts and directions) over `axes` participating axes.
+  [[nodiscard]] virtual std::uint64_t parts(std::size_t axes) const = 0;
+  [[nodiscard]] virtual std::uint64_t directions() const = 0;
+  // The HBM scratch operand it binds (0: none).
+  [[nodiscard]] virtual std::uint64_t scratch_bytes(const CollectivePlan& plan, const ici::Topology& topology) const = 0;
+  // The LLO program (plan = plan_collective(spec, topology)); throws
+  // std::invalid_argument when it does not fit the chip.
+  [[nodiscard]] virtual std::string generate(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                             const ici::Topology& topology, const ChipConfig& chip) const = 0;
+  // outputs[chip] from inputs[chip] (device bytes, checked sizes), bit for bit
+  // what the program computes.
+  [[nodiscard]] virtual std::vector<std::vector<std::uint8_t>> reference(
+      const CollectivePlan& plan, const ici::Topology& topology,
+      const std::vector<std::vector<std::uint8_t>>& inputs) const = 0;
+  [[nodiscard]] virtual CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                                     const ici::Topology& topology, const ChipConfig& chip) const = 0;
+};
+
+// The registered algorithm called `name`; throws std::invalid_argument
+// listing the known names if there is none.
+const CollectiveAlgorithm& collective_algorithm(std::string_view name);
+// Every registered name, sorted.
+std::vector<std::string> collective_algorithm_names();
+
+// Registers an algorithm for the program's lifetime (from a namespace-scope
+// object in its own file; a second one of the same name aborts at start).
+class CollectiveAlgorithmRegistrar {
+ public:
+  explicit CollectiveAlgorithmRegistrar(std::unique_ptr<CollectiveAlgorithm> algorithm);
+};
+
+}  // namespace tpuemu::programs

@@ -1,0 +1,66 @@
+// Algorithms "ring", "bidir-ring" and "multi-axis": the ring family
+// (programs/collectives.hpp has their schedule, layout and summation order;
+// the code is in programs/collectives.cpp and collective_reference.cpp).
+// They run on every fabric: on a switched one each ring step is one
+// chip-to-chip transfer through a switch.
+#include <algorithm>
+#include <memory>
+
+#include "programs/collective_algorithm.hpp"
+#include "programs/ring_family.hpp"
+
+namespace tpuemu::programs {
+
+namespace {
+
+class RingFamilyAlgorithm final : public CollectiveAlgorithm {
+ public:
+  RingFamilyAlgorithm(std::string name, std::string summary, bool per_axis_parts, std::uint64_t directions)
+      : name_(std::move(name)), summary_(std::move(summary)), per_axis_parts_(per_axis_parts), directions_(directions) {}
+
+  [[nodiscard]] std::string_view name() const override { return name_; }
+  [[nodiscard]] std::string_view summary() const override { return summary_; }
+  [[nodiscard]] std::string refusal(CollectivePlan::Op /*op*/, const ici::Topology& /*topology*/) const override {
+    return "";
+  }
+  [[nodiscard]] std::uint64_t parts(std::size_t axes) const override {
+    return per_axis_parts_ ? std::max<std::size_t>(axes, 1) : 1;
+  }
+  [[nodiscard]] std::uint64_t directions() const override { return directions_; }
+  [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& plan, const ici::Topology& topology) const override {
+    return ring_family_scratch_bytes(plan, topology);
+  }
+  [[nodiscard]] std::string generate(const CollectiveSpec& spec, const CollectivePlan& /*plan*/,
+                                     const ici::Topology& topology, const ChipConfig& chip) const override {
+    return ring_family_generate(spec, topology, chip);
+  }
+  [[nodiscard]] std::vector<std::vector<std::uint8_t>> reference(
+      const CollectivePlan& plan, const ici::Topology& topology,
+      const std::vector<std::vector<std::uint8_t>>& inputs) const override {
+    return ring_family_reference(plan, topology, inputs);
+  }
+  [[nodiscard]] CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                             const ici::Topology& topology, const ChipConfig& chip) const override {
+    return ring_family_predict(spec, plan, topology, chip);
+  }
+
+ private:
+  std::string name_;
+  std::string summary_;
+  bool per_axis_parts_;
+  std::uint64_t directions_;
+};
+
+const CollectiveAlgorithmRegistrar kRing{std::make_unique<RingFamilyAlgorithm>(
+    "ring", "one stream going + round each axis in turn (N-1 steps per axis); sums in ring order", false, 1)};
+const CollectiveAlgorithmRegistrar kBidirRing{std::make_unique<RingFamilyAlgorithm>(
+    "bidir-ring", "each chunk in two halves, one going + and one - round every ring; sums in ring order", false, 2)};
+const CollectiveAlgorithmRegistrar kMultiAxis{std::make_unique<RingFamilyAlgorithm>(
+    "multi-axis",
+    "each chunk in one part per axis, part p going through the axes starting at axis p, all at once (the book's "
+    "V/(W N_axes)); sums in ring order",
+    true, 2)};
+
+}  // namespace
+
+}  // namespace tpuemu::programs
