@@ -257,7 +257,11 @@ std::vector<CollectiveAlgorithmInfo> list_collective_algorithms(const Collective
   for (const std::string& name : programs::collective_algorithm_names()) {
     const programs::CollectiveAlgorithm& a = programs::collective_algorithm(name);
     CollectiveAlgorithmInfo info{name, std::string(a.summary()), {}};
-    for (const auto& [op, kind] : kOps) info.refusals.emplace_back(op, a.refusal(kind, setup.topology));
+    std::vector<std::size_t> axes;
+    for (std::size_t x = 0; x < setup.topology.axis_count(); ++x) {
+      if (setup.topology.length(x) > 1) axes.push_back(x);
+    }
+    for (const auto& [op, kind] : kOps) info.refusals.emplace_back(op, a.refusal(kind, axes, setup.topology));
     out.push_back(std::move(info));
   }
   return out;

@@ -20,6 +20,12 @@ struct PodIdentity {
 // destination chip's memory (HBM, or the destination core's VMEM).
 struct RemoteSend {
   enum class Space : std::uint8_t { kHbm, kVmem, kFlagOnly };
+  // kUnicast: to dst_chip. In-network (switched fabrics): kNvlsReduce, one
+  // chip's contribution to a reduction delivered to dst_chip; kNvlsMulticast,
+  // to every chip of the sender's switched domain.
+  enum class Kind : std::uint8_t { kUnicast, kNvlsReduce, kNvlsMulticast };
+  Kind kind = Kind::kUnicast;
+  bool bf16 = false;  // kNvlsReduce: the element type summed
   std::uint32_t src_chip = 0;
   std::uint32_t src_core = 0;
   std::uint32_t dst_chip = 0;

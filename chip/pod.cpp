@@ -1,5 +1,7 @@
 #include "chip/pod.hpp"
 
+#include "chip/in_network.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -106,6 +108,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
       shared.identity.chip_count = t.chip_count();
       shared.fabric = this;
     }
+    attach_in_network();
     if (request.tracer != nullptr) attach_tracer(*request.tracer);
     if (!request.vcd.empty()) attach_waveform();
 
@@ -113,6 +116,11 @@ class PodModule : public sc_core::sc_module, public Fabric {
   }
 
   void send(RemoteSend message) override {
+    if (message.kind != RemoteSend::Kind::kUnicast) {
+      in_network_.send(std::move(message), ranks_ > 1);
+      wake_network_.notify(sc_core::SC_ZERO_TIME);
+      return;
+    }
     const auto key = network_.send(ChipId(message.src_chip), ChipId(message.dst_chip), message.bytes,
                                    static_cast<double>(message.start_cycle), message.src_core);
     // The trace's flow id: the same in every process (transfer keys are).
@@ -340,7 +348,31 @@ class PodModule : public sc_core::sc_module, public Fabric {
     tracer.flow_end(m.trace_id, start, m.dst_chip, arrivals, c.time);
   }
 
+  // In-network collectives' callbacks: a sender's data has left; data reached a chip.
+  void attach_in_network() {
+    in_network_.on_sent = [this](const RemoteSend& m, double time) {
+      Core& src = *chips[m.src_chip]->cores[m.src_core];
+      src.note_remote_sent();
+      src.remote_credit(m.src_flag, m.src_credit, time);
+      chips[m.src_chip]->wake_core(m.src_core);
+    };
+    in_network_.on_delivered = [this](std::uint32_t chip, std::uint64_t address, const std::vector<std::uint8_t>& data,
+                                      std::uint32_t flag, std::int32_t credit, double time) {
+      last_delivery = std::max(last_delivery, time);
+      ChipModule& dst_chip = *chips[chip];
+      if (!data.empty()) dst_chip.shared.hbm.write(address, data);
+      Core& dst = *dst_chip.cores[0];
+      if (dst.profile != nullptr) {
+        dst.profile_access(MemoryProfile::Space::kHbm, address, data.size(), static_cast<std::uint64_t>(std::ceil(time)),
+                           true);
+      }
+      dst.remote_credit(flag, credit, time);
+      dst_chip.wake_core(0);
+    };
+  }
+
   void deliver(const ici::Network::Completion& c) {
+    if (in_network_.handle(c)) return;
     auto it = in_flight_.find(c.transfer);
     RemoteSend& m = it->second;
     last_delivery = std::max(last_delivery, c.time);
@@ -376,6 +408,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
 
   const PodRequest& request_;
   ici::Network network_;
+  InNetworkCollectives in_network_{network_};
   std::unordered_map<ici::Network::TransferKey, RemoteSend, ici::Network::TransferKeyHash> in_flight_;
   std::vector<std::uint32_t> arrival_tracks_;
   std::vector<ici::Network::Completion> completions_;

@@ -315,6 +315,67 @@ void exec_DmaRemoteHbmToVmem(Core& c, const ExecOp& op) {
 void exec_DmaRemoteVmemToHbm(Core& c, const ExecOp& op) {
   remote_dma(c, op, true, false);
 }
+namespace {
+// Operands: [thread], src, size_in_granules, (reduce: chip), dst, src_syncflagno, dst_syncflagno, (reduce: bf16).
+// The pod matches reductions into rounds and checks that the fabric is switched.
+void nvls_dma(Core& core, const ExecOp& op, bool reduce) {
+  Fabric& fabric = fabric_of(core, op);
+  if (core.core_index != 0) {
+    throw ProgramFault(fmt::format("{}: in-network ops are issued by core 0 of each chip, not core {}",
+                                   isa::mnemonic_text(op.id, op.unit), core.core_index));
+  }
+  const std::size_t at = reduce ? 1 : 0;  // operand shift after the chip operand
+  const std::uint64_t src = std::uint64_t{core.scalar_operand(op, 1)} * kGranuleBytes;
+  const std::uint64_t granules = core.scalar_operand(op, 2);
+  if (granules == 0) throw ProgramFault("in-network DMA of 0 granules");
+  RemoteSend m;
+  m.kind = reduce ? RemoteSend::Kind::kNvlsReduce : RemoteSend::Kind::kNvlsMulticast;
+  m.src_chip = core.shared.identity.chip;
+  m.src_core = 0;
+  m.dst_chip = reduce ? core.scalar_operand(op, 3) : m.src_chip;
+  m.dst_core = 0;
+  m.dst_space = RemoteSend::Space::kHbm;
+  m.dst_address = std::uint64_t{core.scalar_operand(op, 3 + at)} * kGranuleBytes;
+  m.has_src_flag = true;
+  m.src_flag = flag_index(core, op, 4 + at);
+  m.dst_flag = flag_index(core, op, 5 + at);
+  m.src_credit = static_cast<std::int32_t>(granules);
+  m.dst_credit = static_cast<std::int32_t>(granules);
+  m.bytes = granules * kGranuleBytes;
+  if (reduce) {
+    const std::uint32_t bf16 = core.scalar_operand(op, 7);
+    if (bf16 > 1) throw ProgramFault(fmt::format("dma.nvls.reduce: bf16={} is neither 0 (f32) nor 1 (bf16)", bf16));
+    m.bf16 = bf16 == 1;
+    check_destination(core, m.dst_chip, 0);
+  }
+  if (m.dst_address + m.bytes > core.chip.hbm.size_bytes) {
+    throw ProgramFault(fmt::format("in-network DMA destination out of range: bytes [0x{:x}, 0x{:x}) of HBM, which "
+                                   "holds 0x{:x} bytes",
+                                   m.dst_address, m.dst_address + m.bytes, core.chip.hbm.size_bytes));
+  }
+  if (!core.shared.hbm.in_range(src, m.bytes)) {
+    throw ProgramFault(fmt::format("HBM access out of range: bytes [0x{:x}, 0x{:x}) but HBM holds 0x{:x} bytes", src,
+                                   src + m.bytes, core.shared.hbm.size()));
+  }
+  if (core.options.compute_numerics) {
+    m.payload.resize(m.bytes);
+    core.shared.hbm.read(src, m.payload);
+  }
+  m.start_cycle = core.now() + core.chip.latency(LatencyClass::kDmaIssue).value();
+  m.source_bundle = op.bundle;
+  core.profile_access(MemoryProfile::Space::kHbm, src, m.bytes, core.now(), false);
+  core.note_remote_issued(m.bytes);
+  fabric.send(std::move(m));
+}
+}  // namespace
+
+void exec_DmaNvlsReduce(Core& c, const ExecOp& op) {
+  nvls_dma(c, op, true);
+}
+void exec_DmaNvlsMulticast(Core& c, const ExecOp& op) {
+  nvls_dma(c, op, false);
+}
+
 // Operands: chip, core, flag, value. A one-granule message.
 void exec_VsyncaddRemote(Core& c, const ExecOp& op) {
   Fabric& fabric = fabric_of(c, op);

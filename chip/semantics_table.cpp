@@ -45,6 +45,8 @@ ReadyFn readiness_of(isa::OpId id) {
     case OpId::kDmaRemoteVmemToVmem:
     case OpId::kDmaRemoteHbmToVmem:
     case OpId::kDmaRemoteVmemToHbm:
+    case OpId::kDmaNvlsReduce:
+    case OpId::kDmaNvlsMulticast:
       return &ready_dma_issue;
     case OpId::kVmatmulLatch:
     case OpId::kVmatmul:

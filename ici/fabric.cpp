@@ -67,6 +67,7 @@ std::string Fabric::link_name(std::uint32_t link) const {
 Fabric::Domain Fabric::add_switched_domain(const ChipConfig& chip, std::uint32_t first, std::uint32_t stride,
                                            std::uint32_t count, const std::string& prefix) {
   Domain d;
+  for (std::uint32_t i = 0; i < count; ++i) d.chips.push_back(first + i * stride);
   const std::vector<std::uint64_t> per_switch = chip.fabric.links_per_switch();
   for (std::size_t s = 0; s < per_switch.size(); ++s) {
     const std::uint32_t node = add_node(fmt::format("{}nvswitch {}", prefix, s), first);

@@ -47,6 +47,18 @@ class Fabric {
     std::uint32_t weight = 1;
   };
 
+  // One switched domain (an NVSwitch node or rack): its chips by rank (the
+  // order in-network reductions sum in), its switches, each switch's weight
+  // (links to every chip) and, per switch s, the links up[s][rank] (chip ->
+  // switch) and down[s][rank] (switch -> chip).
+  struct Domain {
+    std::vector<std::uint32_t> chips;
+    std::vector<std::uint32_t> switches;
+    std::vector<std::uint32_t> weights;
+    std::vector<std::vector<std::uint32_t>> up;
+    std::vector<std::vector<std::uint32_t>> down;
+  };
+
   virtual ~Fabric() = default;
   Fabric(const Fabric&) = delete;
   Fabric& operator=(const Fabric&) = delete;
@@ -69,6 +81,8 @@ class Fabric {
   // each starts at `from` and ends at `to`; deterministic (a function of the
   // two chips), so every partition computes the same.
   virtual void paths(ChipId from, ChipId to, std::vector<Path>& out) const = 0;
+  // The switched domain `chip` belongs to; null on a torus.
+  [[nodiscard]] virtual const Domain* switched_domain(ChipId /*chip*/) const { return nullptr; }
 
  protected:
   explicit Fabric(Topology topology);
@@ -82,12 +96,6 @@ class Fabric {
   // chip.ici.hop_latency (chip to switch, plus the switch's forwarding
   // latency) and chip.ici.hop_latency (switch to chip). Returns the
   // switches' node ids; up[s][i] / down[s][i] are the links of the i-th chip.
-  struct Domain {
-    std::vector<std::uint32_t> switches;
-    std::vector<std::uint32_t> weights;
-    std::vector<std::vector<std::uint32_t>> up;
-    std::vector<std::vector<std::uint32_t>> down;
-  };
   Domain add_switched_domain(const ChipConfig& chip, std::uint32_t first, std::uint32_t stride, std::uint32_t count,
                              const std::string& prefix);
 

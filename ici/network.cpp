@@ -74,14 +74,24 @@ const Network::RouteSet& Network::route(ChipId from, ChipId to) {
 
 void Network::plan_parts(std::uint64_t bytes, const RouteSet& routes, std::vector<PartPlan>& out) const {
   out.clear();
-  const std::size_t n = routes.paths.size();
-  if (n == 1) {
+  if (routes.paths.size() == 1) {
     out.push_back({0, bytes});
     return;
   }
+  for (const auto& [path, part] : split_by_weight(bytes, routes.weights)) out.push_back({path, part});
+}
+
+std::vector<std::pair<std::uint16_t, std::uint64_t>> Network::split_by_weight(
+    std::uint64_t bytes, const std::vector<std::uint32_t>& weights) const {
+  std::vector<std::pair<std::uint16_t, std::uint64_t>> out;
+  const std::size_t n = weights.size();
+  if (n == 1) {
+    out.emplace_back(0, bytes);
+    return out;
+  }
   const std::uint64_t packets = (bytes + packet_bytes_ - 1) / packet_bytes_;
   std::uint64_t total_weight = 0;
-  for (std::uint32_t w : routes.weights) total_weight += w;
+  for (std::uint32_t w : weights) total_weight += w;
   // Largest remainders: floor shares first, then one more packet to the paths
   // with the largest remainders (ties to the lower path).
   std::vector<std::uint64_t> share(n);
@@ -89,7 +99,7 @@ void Network::plan_parts(std::uint64_t bytes, const RouteSet& routes, std::vecto
   std::uint64_t dealt = 0;
   for (std::size_t p = 0; p < n; ++p) {
     // packets < 2^37 (sizes stay below 2^31 granules) and weights <= 4096: no overflow.
-    const std::uint64_t scaled = packets * routes.weights[p];
+    const std::uint64_t scaled = packets * weights[p];
     share[p] = static_cast<std::uint64_t>(scaled / total_weight);
     remainders[p] = {static_cast<std::uint64_t>(scaled % total_weight), p};
     dealt += share[p];
@@ -101,11 +111,36 @@ void Network::plan_parts(std::uint64_t bytes, const RouteSet& routes, std::vecto
   for (std::size_t p = 0; p < n; ++p) {
     if (share[p] == 0) continue;
     const std::uint64_t part = std::min(left, share[p] * packet_bytes_);
-    out.push_back({static_cast<std::uint16_t>(p), part});
+    out.emplace_back(static_cast<std::uint16_t>(p), part);
     left -= part;
   }
   // The short last packet sits in the last used part: the full packets went first.
-  if (left != 0) throw std::logic_error("plan_parts: bytes left over");
+  if (left != 0) throw std::logic_error("split_by_weight: bytes left over");
+  return out;
+}
+
+Network::TransferKey Network::send_on_link(std::uint32_t link, std::uint64_t bytes, double start, ChipId lane_chip,
+                                           std::uint32_t lane) {
+  if (bytes == 0) throw std::invalid_argument("an ICI transfer of 0 bytes");
+  if (link >= links_.size() || !fabric_->links()[link].exists) throw std::out_of_range("no such link");
+  if (!owns(lane_chip)) throw std::logic_error("an ICI transfer from a chip this partition does not own");
+  start = std::max(start, now_);
+  if (single_links_.empty()) {
+    single_links_.resize(links_.size());
+    for (std::uint32_t l = 0; l < links_.size(); ++l) single_links_[l] = {l};
+  }
+  if (lane_sends_.empty()) lane_sends_.resize(fabric_->chip_count());
+  std::vector<std::uint64_t>& lanes = lane_sends_[lane_chip.value()];
+  if (lanes.size() <= lane) lanes.resize(std::size_t{lane} + 1);
+  Transfer t;
+  t.route = &single_links_[link];
+  t.bytes = bytes;
+  t.packets = static_cast<std::uint32_t>((bytes + packet_bytes_ - 1) / packet_bytes_);
+  t.from = lane_chip.value();
+  t.to = fabric_->home_chip(fabric_->links()[link].to);
+  t.key = TransferKey{lane_chip.value(), lane, lanes[lane]++};
+  push(start, add_transfer(t), 0, 0, false);
+  return t.key;
 }
 
 bool Network::group_done(const TransferKey& key, EventKind kind) {

@@ -132,6 +132,16 @@ class Network {
   // must be in the topology (std::out_of_range otherwise); `from` must be
   // owned (std::logic_error otherwise).
   TransferKey send(ChipId from, ChipId to, std::uint64_t bytes, double start, std::uint32_t lane = 0);
+  // Starts a transfer of `bytes` over the single link `link` (e.g. a chip to
+  // a switch, for in-network reductions): sent when it has left the link,
+  // arrived when it reached the link's far end. Its key is from lane `lane`
+  // of chip `lane_chip` (owned). Timing as any transfer's.
+  TransferKey send_on_link(std::uint32_t link, std::uint64_t bytes, double start, ChipId lane_chip,
+                           std::uint32_t lane);
+  // The timing contract's deal of `bytes` over paths of `weights`: (path,
+  // bytes) for each path that gets packets, in path order.
+  [[nodiscard]] std::vector<std::pair<std::uint16_t, std::uint64_t>> split_by_weight(
+      std::uint64_t bytes, const std::vector<std::uint32_t>& weights) const;
   // The time of the earliest unprocessed event, if any.
   [[nodiscard]] std::optional<double> next_event_time() const;
   // Processes every event at or before `time` (advance_to) or before `time`
@@ -278,6 +288,7 @@ class Network {
   std::unordered_map<std::pair<TransferKey, std::uint16_t>, TransferId, PartKeyHash> by_key_;
   std::unordered_map<TransferKey, Group, TransferKeyHash> groups_;  // multi-part transfers
   std::vector<PartPlan> plan_;                                      // scratch of send()
+  std::vector<std::vector<std::uint32_t>> single_links_;            // send_on_link's routes, by link
   std::uint64_t events_processed_ = 0;
   double now_ = 0;
 };

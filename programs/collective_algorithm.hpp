@@ -24,8 +24,10 @@ class CollectiveAlgorithm {
   [[nodiscard]] virtual std::string_view name() const = 0;
   // One line for `--algo list`: what it does and its reduction order.
   [[nodiscard]] virtual std::string_view summary() const = 0;
-  // Why it cannot run `op` on `topology` (naming what is missing), or "".
-  [[nodiscard]] virtual std::string refusal(CollectivePlan::Op op, const ici::Topology& topology) const = 0;
+  // Why it cannot run `op` over the participating axes `axes` (those longer
+  // than 1) of `topology`, naming what is missing, or "".
+  [[nodiscard]] virtual std::string refusal(CollectivePlan::Op op, const std::vector<std::size_t>& axes,
+                                            const ici::Topology& topology) const = 0;
   // Its streams (CollectivePlan::parts and directions) over `axes` participating axes.
   [[nodiscard]] virtual std::uint64_t parts(std::size_t axes) const = 0;
   [[nodiscard]] virtual std::uint64_t directions() const = 0;

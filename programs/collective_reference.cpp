@@ -60,6 +60,27 @@ void accumulate(std::vector<float>& acc, const std::vector<float>& v, bool bf16)
   for (std::size_t e = 0; e < acc.size(); ++e) acc[e] = bf16 ? bf16_round(acc[e] + v[e]) : acc[e] + v[e];
 }
 
+std::vector<std::vector<std::uint8_t>> rank_order_reference(const CollectivePlan& plan, const ici::Topology& topology,
+                                                            const std::vector<std::vector<std::uint8_t>>& inputs) {
+  const bool all_reduce = plan.op == CollectivePlan::Op::kAllReduce;
+  const std::uint64_t out_bytes = all_reduce ? plan.bytes : plan.chunk_bytes;
+  std::vector<std::vector<std::uint8_t>> outputs(inputs.size(), std::vector<std::uint8_t>(out_bytes));
+  for (const std::vector<ChipId>& members : collective_groups(plan, topology)) {
+    // The rank-order sum of the whole array, then each rank's part of it.
+    std::vector<float> acc = load_elements(inputs[members[0].value()].data(), plan.bytes, plan.bf16);
+    for (std::size_t i = 1; i < members.size(); ++i) {
+      accumulate(acc, load_elements(inputs[members[i].value()].data(), plan.bytes, plan.bf16), plan.bf16);
+    }
+    std::vector<std::uint8_t> sum(plan.bytes);
+    store_elements(acc, sum.data(), plan.bf16);
+    for (std::size_t r = 0; r < members.size(); ++r) {
+      std::uint8_t* out = outputs[members[r].value()].data();
+      std::memcpy(out, sum.data() + (all_reduce ? 0 : r * plan.chunk_bytes), out_bytes);
+    }
+  }
+  return outputs;
+}
+
 }  // namespace collective_detail
 
 namespace {

@@ -45,6 +45,11 @@ std::vector<float> load_elements(const std::uint8_t* p, std::uint64_t bytes, boo
 void store_elements(const std::vector<float>& v, std::uint8_t* p, bool bf16);
 // acc[e] = add(acc[e], v[e]) as the programs add (header comment).
 void accumulate(std::vector<float>& acc, const std::vector<float>& v, bool bf16);
+// Reduce-scatter or all-reduce summing every element over the group in rank
+// order (acc = x_0; acc = add(acc, x_i), i = 1..N-1): the direct and the
+// in-network algorithms' order.
+std::vector<std::vector<std::uint8_t>> rank_order_reference(const CollectivePlan& plan, const ici::Topology& topology,
+                                                            const std::vector<std::vector<std::uint8_t>>& inputs);
 }  // namespace collective_detail
 
 }  // namespace tpuemu::programs

@@ -176,7 +176,7 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
     plan.axes.push_back(a);
   }
   plan.group_size = n;
-  if (const std::string why = algorithm.refusal(plan.op, topology); !why.empty()) {
+  if (const std::string why = algorithm.refusal(plan.op, plan.axes, topology); !why.empty()) {
     throw std::invalid_argument(fmt::format("collective: {}", why));
   }
   plan.bytes = spec.bytes;

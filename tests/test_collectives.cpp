@@ -141,7 +141,7 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
   };
   const std::vector<Row> rows = {
       {spec("all-sum", "ring", "f32", 1024, {1}), "unknown op 'all-sum'"},
-      {spec("all-gather", "tree", "f32", 1024, {1}), "unknown algorithm 'tree' (bidir-ring, multi-axis, one-shot, ring, two-shot)"},
+      {spec("all-gather", "tree", "f32", 1024, {1}), "unknown algorithm 'tree' (bidir-ring, in-network, multi-axis, one-shot, ring, two-shot)"},
       {spec("all-gather", "ring", "f16", 1024, {1}), "unknown dtype 'f16' (f32, bf16)"},
       {spec("all-gather", "ring", "f32", 1024, {}), "no participating axes"},
       {spec("all-gather", "ring", "f32", 1024, {1, 1}), "axis y is listed twice"},
@@ -187,7 +187,7 @@ TEST_CASE("collectives: every generated program assembles and fits its chip", "[
       {"v5e", "4", {0}},     {"v5e", "2x4", {0, 1}},      {"v5e", "2x4", {1, 0}},
       {"v5e", "2x4", {1}},   {"v5e", "8x16", {1}},        {"v5p", "4x4x4", {0, 1, 2}},
       {"v5p", "4x4x4", {2}}, {"v4p", "4x4x4", {2, 0, 1}}, {"v5e", "1x4", {0, 1}},
-      {"h100", "node:8", {0}}, {"h100", "fat-tree:2x4", {1, 0}}, {"gb200", "nvl:16", {0}},
+      {"h100", "node:8", {0}}, {"h100", "fat-tree:2x4", {1, 0}}, {"gb200", "nvl:16", {0}}, {"h100", "fat-tree:2x4", {0}},
   };
   const std::vector<std::string> ops = {"all-gather", "reduce-scatter", "all-reduce", "all-to-all"};
   const std::vector<std::string> algorithms = collective_algorithm_names();
@@ -206,6 +206,12 @@ TEST_CASE("collectives: every generated program assembles and fits its chip", "[
                     << piece);
             if (piece != 0 && op == "all-to-all") continue;
             if (algorithm == "two-shot" && (op == "all-gather" || op == "reduce-scatter")) continue;
+            // In-network: one switched domain's group (axis x of a switched fabric), no all-to-all.
+            if (algorithm == "in-network" &&
+                (!t.switched() || op == "all-to-all" || where.axes != std::vector<std::size_t>{0})) {
+              continue;
+            }
+            if (piece != 0 && algorithm == "in-network") continue;
             if (piece != 0 && (algorithm == "one-shot" || algorithm == "two-shot")) continue;
             const std::string text = generate_collective(s, t, chip);
             const isa::Program program = isa::assemble(text, "collective.llo");
@@ -357,6 +363,7 @@ TEST_CASE("collectives: reference sums of small integers are exact for every alg
     for (const std::string op : {"reduce-scatter", "all-reduce"}) {
       for (const std::string& algorithm : collective_algorithm_names()) {
         if (algorithm == "two-shot" && op == std::string("reduce-scatter")) continue;
+        if (algorithm == "in-network") continue;  // needs a switched fabric: its own case below
         for (const std::string dtype : {"f32", "bf16"}) {
           INFO(op << " " << algorithm << " " << dtype << " on " << w.shape);
           const bool bf16 = dtype == "bf16";
@@ -527,4 +534,24 @@ TEST_CASE("collectives: two-shot refuses a lone all-gather or reduce-scatter", "
   const ici::Topology t = topo("h100", "node:8");
   CHECK_THAT(error_of([&] { collective_shapes(spec("all-gather", "two-shot", "f32", 1 << 16, {0}), t); }),
              Contains("two-shot is an all-reduce algorithm"));
+}
+
+TEST_CASE("collectives: in-network runs within one switched domain, sums in rank order", "[collectives]") {
+  const ici::Topology t = topo("h100", "node:4");
+  const CollectiveSpec s = spec("all-reduce", "in-network", "f32", 4 * 32, {0});
+  const CollectiveShapes sh = collective_shapes(s, t);
+  CHECK(sh.scratch_bytes == 0);
+  const float tiny = std::ldexp(1.0f, -24);
+  auto value = [&](std::uint32_t c, std::uint64_t) { return c < 2 ? tiny : c == 2 ? 1.0f : 0.0f; };
+  const auto out = collective_reference(s, t, inputs_of(t, sh.input_bytes, false, value));
+  for (std::uint32_t c = 0; c < 4; ++c) CHECK(element(out[c], 0, false) == 1.0f + 2 * tiny);
+  // Refusals name what is missing.
+  CHECK_THAT(error_of([&] { collective_shapes(spec("all-reduce", "in-network", "f32", 1 << 16, {0}), topo("v5e", "4x4")); }),
+             Contains("in-network needs switches that reduce and multicast"));
+  CHECK_THAT(error_of([&] { collective_shapes(spec("all-to-all", "in-network", "f32", 1 << 16, {0}), t); }),
+             Contains("in-network has no all-to-all"));
+  CHECK_THAT(error_of([&] {
+               collective_shapes(spec("all-reduce", "in-network", "f32", 1 << 16, {0, 1}), topo("h100", "fat-tree:2x4"));
+             }),
+             Contains("the group must be axis x of fat-tree:2x4 (the chips of one node)"));
 }

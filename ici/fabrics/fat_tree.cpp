@@ -64,6 +64,9 @@ class FatTreeFabric final : public Fabric {
   }
 
   [[nodiscard]] std::string_view kind() const override { return "fat-tree"; }
+  [[nodiscard]] const Domain* switched_domain(ChipId chip) const override {
+    return &domains_.at(chip.value() / per_node_);
+  }
 
   void paths(ChipId from, ChipId to, std::vector<Path>& out) const override {
     out.clear();

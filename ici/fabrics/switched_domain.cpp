@@ -21,6 +21,7 @@ class SwitchedDomainFabric final : public Fabric {
   }
 
   [[nodiscard]] std::string_view kind() const override { return kind_; }
+  [[nodiscard]] const Domain* switched_domain(ChipId /*chip*/) const override { return &domain_; }
 
   void paths(ChipId from, ChipId to, std::vector<Path>& out) const override {
     out.clear();

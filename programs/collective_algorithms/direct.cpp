@@ -384,7 +384,8 @@ class DirectAlgorithm final : public CollectiveAlgorithm {
 
   [[nodiscard]] std::string_view name() const override { return name_; }
   [[nodiscard]] std::string_view summary() const override { return summary_; }
-  [[nodiscard]] std::string refusal(Op op, const ici::Topology& /*topology*/) const override {
+  [[nodiscard]] std::string refusal(Op op, const std::vector<std::size_t>& /*axes*/,
+                                    const ici::Topology& /*topology*/) const override {
     if (name_ == "two-shot" && op != Op::kAllReduce && op != Op::kAllToAll) {
       return "two-shot is an all-reduce algorithm (a reduce-scatter, then an all-gather, each one direct shot); "
              "use one-shot for a lone all-gather or reduce-scatter";
@@ -408,27 +409,7 @@ class DirectAlgorithm final : public CollectiveAlgorithm {
       const CollectivePlan& plan, const ici::Topology& topology,
       const std::vector<std::vector<std::uint8_t>>& inputs) const override {
     if (!plan.reduces() || plan.axes.empty()) return ring_family_reference(plan, topology, inputs);
-    using namespace collective_detail;
-    const std::uint64_t out_bytes = plan.op == Op::kAllReduce ? plan.bytes : plan.chunk_bytes;
-    std::vector<std::vector<std::uint8_t>> outputs(inputs.size(), std::vector<std::uint8_t>(out_bytes));
-    for (const std::vector<ChipId>& members : collective_groups(plan, topology)) {
-      // The rank-order sum of the whole array, then each rank's part of it.
-      std::vector<float> acc = load_elements(inputs[members[0].value()].data(), plan.bytes, plan.bf16);
-      for (std::size_t i = 1; i < members.size(); ++i) {
-        accumulate(acc, load_elements(inputs[members[i].value()].data(), plan.bytes, plan.bf16), plan.bf16);
-      }
-      std::vector<std::uint8_t> sum(plan.bytes);
-      store_elements(acc, sum.data(), plan.bf16);
-      for (std::size_t r = 0; r < members.size(); ++r) {
-        std::uint8_t* out = outputs[members[r].value()].data();
-        if (plan.op == Op::kAllReduce) {
-          std::memcpy(out, sum.data(), plan.bytes);
-        } else {
-          std::memcpy(out, sum.data() + r * plan.chunk_bytes, plan.chunk_bytes);
-        }
-      }
-    }
-    return outputs;
+    return collective_detail::rank_order_reference(plan, topology, inputs);
   }
   [[nodiscard]] CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                              const ici::Topology& topology, const ChipConfig& chip) const override;

@@ -20,7 +20,8 @@ class RingFamilyAlgorithm final : public CollectiveAlgorithm {
 
   [[nodiscard]] std::string_view name() const override { return name_; }
   [[nodiscard]] std::string_view summary() const override { return summary_; }
-  [[nodiscard]] std::string refusal(CollectivePlan::Op /*op*/, const ici::Topology& /*topology*/) const override {
+  [[nodiscard]] std::string refusal(CollectivePlan::Op /*op*/, const std::vector<std::size_t>& /*axes*/,
+                                    const ici::Topology& /*topology*/) const override {
     return "";
   }
   [[nodiscard]] std::uint64_t parts(std::size_t axes) const override {
