@@ -1,16 +1,13 @@
 #include "api/collective.hpp"
-#include "programs/collective_algorithm.hpp"
-
-#include <array>
-#include <limits>
-#include <optional>
-
-#include <algorithm>
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include "chip/host_io.hpp"
@@ -19,6 +16,7 @@
 #include "common/parse_number.hpp"
 #include "dist/ranks.hpp"
 #include "ici/routing.hpp"
+#include "programs/collective_algorithm.hpp"
 #include "programs/collective_reference.hpp"
 
 namespace tpuemu::api {
@@ -171,9 +169,10 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
     for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
       std::uint64_t wrong = 0;
       for (std::size_t at = 0; at < expected[id].size(); at += element) {
-        wrong += at + element > got[id].size() || std::memcmp(got[id].data() + at, expected[id].data() + at, element) != 0
-                     ? 1
-                     : 0;
+        wrong +=
+            at + element > got[id].size() || std::memcmp(got[id].data() + at, expected[id].data() + at, element) != 0
+                ? 1
+                : 0;
       }
       wrong_elements += wrong;
       wrong_chips += wrong != 0 ? 1 : 0;
@@ -205,7 +204,7 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
     // A switched chip's "link" is its whole egress (every NVLink; its NIC once the group spans nodes).
     const bool spans_nodes = setup.topology.fabric() == "fat-tree" &&
                              std::find(plan.axes.begin(), plan.axes.end(), std::size_t{1}) != plan.axes.end();
-    const double egress = spans_nodes ? setup.chip.fabric.nic_bandwidth : setup.chip.ici_bandwidth_per_chip();
+    const double egress = spans_nodes ? setup.chip.fabric.nic_bandwidth : setup.chip.switched_egress();
     out.linkbw = per_link ? out.busbw : 0.0;
     out.link_fraction = per_link ? out.linkbw / egress : 0.0;
   } else {
@@ -287,8 +286,8 @@ CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const Col
     }
   }
   if (choice.algorithm.empty()) {
-    throw BadInput(fmt::format("--algo auto: no algorithm can run size {} ({})", job.spec.bytes,
-                               fmt::join(why_not, "; ")));
+    throw BadInput(
+        fmt::format("--algo auto: no algorithm can run size {} ({})", job.spec.bytes, fmt::join(why_not, "; ")));
   }
   return choice;
 }

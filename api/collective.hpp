@@ -36,13 +36,13 @@ struct CollectiveResult {
   std::uint64_t nccl_bytes = 0;
   std::uint64_t count = 0;
   std::optional<std::uint64_t> wrong_elements;  // elements unlike the reference, all chips; none with --no-data
-  double algbw = 0;              // S / time (B/s)
-  double busbw = 0;              // algbw x 2(N-1)/N (all-reduce) or (N-1)/N
-  double linkbw = 0;             // busbw / links a stream uses into one chip; 0 for all-to-all
-  double link_fraction = 0;      // linkbw / the link's rate
-  std::string check;             // "bit-exact", "MISMATCH on K chips", "skipped (--no-data)"
-  bool ok = true;                // no mismatch
-  double host_seconds = 0;       // this call's wall time (generation, run, check)
+  double algbw = 0;                             // S / time (B/s)
+  double busbw = 0;                             // algbw x 2(N-1)/N (all-reduce) or (N-1)/N
+  double linkbw = 0;                            // busbw / links a stream uses into one chip; 0 for all-to-all
+  double link_fraction = 0;                     // linkbw / the link's rate
+  std::string check;                            // "bit-exact", "MISMATCH on K chips", "skipped (--no-data)"
+  bool ok = true;                               // no mismatch
+  double host_seconds = 0;                      // this call's wall time (generation, run, check)
 };
 
 // The parts of a job that do not depend on its size, checked: chip,

@@ -75,9 +75,10 @@ std::string line_plot_svg(const LinePlot& plot) {
   // A round y range: 1, 2 or 5 times a power of ten per tick, 5 ticks or so.
   const double raw = y_max / 5;
   const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  const double step = raw / magnitude <= 1 ? magnitude : raw / magnitude <= 2 ? 2 * magnitude
-                                                         : raw / magnitude <= 5 ? 5 * magnitude
-                                                                                : 10 * magnitude;
+  const double step = raw / magnitude <= 1   ? magnitude
+                      : raw / magnitude <= 2 ? 2 * magnitude
+                      : raw / magnitude <= 5 ? 5 * magnitude
+                                             : 10 * magnitude;
   const double y_top = std::ceil(y_max / step) * step;
   const double pw = kWidth - kLeft - kRight;
   const double ph = kHeight - kTop - kBottom;
@@ -116,9 +117,8 @@ std::string line_plot_svg(const LinePlot& plot) {
   }
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", kLeft + pw / 2, kHeight - 10,
                      escape(plot.x_label));
-  out += fmt::format(
-      "<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">{1}</text>\n",
-      kTop + ph / 2, escape(plot.y_label));
+  out += fmt::format("<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">{1}</text>\n",
+                     kTop + ph / 2, escape(plot.y_label));
   for (const auto& [x, label] : plot.markers) {
     out += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>"

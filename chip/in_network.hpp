@@ -56,7 +56,7 @@ class InNetworkCollectives {
   struct Operation {
     bool reduce = false;
     const ici::Fabric::Domain* domain = nullptr;
-    std::uint32_t dst_rank = 0;  // reduce: the destination's rank in the domain
+    std::uint32_t dst_rank = 0;    // reduce: the destination's rank in the domain
     std::uint32_t first_chip = 0;  // reduce: the chip that opened the round (for messages)
     std::uint64_t bytes = 0;
     bool bf16 = false;
@@ -67,10 +67,10 @@ class InNetworkCollectives {
     std::vector<RemoteSend> senders;                             // by rank (reduce), or the one sender
     std::vector<bool> joined;                                    // reduce: by rank
     std::uint32_t joined_count = 0;
-    std::vector<std::uint32_t> sent_parts;   // by sender slot
-    std::vector<std::uint32_t> at_switch;    // by part: contributions arrived
-    std::vector<std::uint32_t> delivered;    // by rank: parts arrived
-    std::uint32_t done = 0;                  // ranks that got their data (reduce: 0 or 1)
+    std::vector<std::uint32_t> sent_parts;  // by sender slot
+    std::vector<std::uint32_t> at_switch;   // by part: contributions arrived
+    std::vector<std::uint32_t> delivered;   // by rank: parts arrived
+    std::uint32_t done = 0;                 // ranks that got their data (reduce: 0 or 1)
   };
   struct Leg {
     std::uint64_t op;

@@ -1,7 +1,5 @@
 #include "chip/pod.hpp"
 
-#include "chip/in_network.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "chip/chip_module.hpp"
 #include "chip/host_io.hpp"
 #include "chip/host_memory.hpp"
+#include "chip/in_network.hpp"
 #include "chip/run.hpp"
 #include "chip/simulate.hpp"
 #include "dist/bytes.hpp"
@@ -87,8 +86,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
       network_.set_owned_chips(owned);
       outgoing_.resize(ranks_);
     }
-    const std::uint64_t hop =
-        std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(network_.lookahead())));
+    const std::uint64_t hop = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(network_.lookahead())));
     const std::uint64_t quantum = request.vcd.empty() ? std::min(request.quantum_cycles, hop) : 1;
     for (std::uint32_t id = 0; id < t.chip_count(); ++id) {
       if (!owns(id)) {  // another rank's
@@ -292,7 +290,8 @@ class PodModule : public sc_core::sc_module, public Fabric {
       if (!l.exists || !owns(home)) continue;
       std::string name;
       if (l.axis != ici::kNoAxis) {
-        name = fmt::format("chip{}.ici.{}{}.busy", l.from, l.direction > 0 ? "plus_" : "minus_", ici::axis_name(l.axis));
+        name =
+            fmt::format("chip{}.ici.{}{}.busy", l.from, l.direction > 0 ? "plus_" : "minus_", ici::axis_name(l.axis));
       } else {
         name = fmt::format("{}.{}.to_{}.busy", signal_scope(fabric.node_name(l.from)), l.kind,
                            signal_scope(fabric.node_name(l.to)));
@@ -363,8 +362,8 @@ class PodModule : public sc_core::sc_module, public Fabric {
       if (!data.empty()) dst_chip.shared.hbm.write(address, data);
       Core& dst = *dst_chip.cores[0];
       if (dst.profile != nullptr) {
-        dst.profile_access(MemoryProfile::Space::kHbm, address, data.size(), static_cast<std::uint64_t>(std::ceil(time)),
-                           true);
+        dst.profile_access(MemoryProfile::Space::kHbm, address, data.size(),
+                           static_cast<std::uint64_t>(std::ceil(time)), true);
       }
       dst.remote_credit(flag, credit, time);
       dst_chip.wake_core(0);
@@ -700,10 +699,9 @@ PodResult run_pod(const PodRequest& request) {
     execs.push_back(decode_program(*step.program, request.chip));
   }
   // An unknown routing name or a fabric the chip cannot form fails before elaboration.
-  const double lookahead_cycles =
-      ici::Network(ici::make_fabric(request.topology, request.chip, request.routing), request.chip.clock_hz,
-                   request.chip.ici.packet_bytes)
-          .lookahead();
+  const double lookahead_cycles = ici::Network(ici::make_fabric(request.topology, request.chip, request.routing),
+                                               request.chip.clock_hz, request.chip.ici.packet_bytes)
+                                      .lookahead();
 
   // Buffers: one HBM place per name, the same on every chip, from address 0.
   // A buffer that no earlier step writes is an input (host data or zeros).

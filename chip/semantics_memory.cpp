@@ -349,9 +349,10 @@ void nvls_dma(Core& core, const ExecOp& op, bool reduce) {
     check_destination(core, m.dst_chip, 0);
   }
   if (m.dst_address + m.bytes > core.chip.hbm.size_bytes) {
-    throw ProgramFault(fmt::format("in-network DMA destination out of range: bytes [0x{:x}, 0x{:x}) of HBM, which "
-                                   "holds 0x{:x} bytes",
-                                   m.dst_address, m.dst_address + m.bytes, core.chip.hbm.size_bytes));
+    throw ProgramFault(
+        fmt::format("in-network DMA destination out of range: bytes [0x{:x}, 0x{:x}) of HBM, which "
+                    "holds 0x{:x} bytes",
+                    m.dst_address, m.dst_address + m.bytes, core.chip.hbm.size_bytes));
   }
   if (!core.shared.hbm.in_range(src, m.bytes)) {
     throw ProgramFault(fmt::format("HBM access out of range: bytes [0x{:x}, 0x{:x}) but HBM holds 0x{:x} bytes", src,

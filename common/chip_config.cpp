@@ -127,21 +127,32 @@ std::vector<ParamSpec> build_params() {
     p.push_back(
         ParamSpec{std::move(path), q, std::move(description), min_value, max_value, is_text, field, default_value});
   };
-  add_default("fabric.kind", Q::kCount, "how chips are joined: torus (ICI links between neighbours) or nvswitch", 0,
-              0, true, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.kind; }, "torus");
-  add_default("fabric.switch_links", Q::kCount,
-              "nvswitch: links from a chip to each switch of its domain, e.g. 5,4,4,5 (summing to ici.links_per_chip)",
-              0, 0, true, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_links; }, "");
-  add_default("fabric.domain_size", Q::kCount, "nvswitch: most chips one switched domain joins (0 on a torus)", 0,
-              4096, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.domain_size; }, "0");
-  add_default("fabric.switch_latency", Q::kTime, "nvswitch: a switch's forwarding latency, per traversal", 0, 1e-3,
-              false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_latency_s; }, "0s");
-  add_default("fabric.nic_bandwidth", Q::kBandwidth, "scale-out NIC per chip, one way (0: none)", 0, 1e15, false,
-              [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nic_bandwidth; }, "0B/s");
-  add_default("fabric.nic_latency", Q::kTime, "latency of one scale-out link (NIC to leaf, leaf to spine)", 0, 1e-3,
-              false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nic_latency_s; }, "0s");
-  add_default("fabric.switch_ports", Q::kCount, "ports of a scale-out (leaf or spine) switch (0: none)", 0, 4096,
-              false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_ports; }, "0");
+  add_default(
+      "fabric.kind", Q::kCount, "how chips are joined: torus (ICI links between neighbours) or nvswitch", 0, 0, true,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.kind; }, "torus");
+  add_default(
+      "fabric.switch_links", Q::kCount,
+      "nvswitch: links from a chip to each switch of its domain, e.g. 5,4,4,5 (summing to ici.links_per_chip)", 0, 0,
+      true, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_links; }, "");
+  add_default(
+      "fabric.domain_size", Q::kCount, "nvswitch: most chips one switched domain joins (0 on a torus)", 0, 4096, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.domain_size; }, "0");
+  add_default(
+      "fabric.switch_latency", Q::kTime, "nvswitch: a switch's forwarding latency, per traversal", 0, 1e-3, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_latency_s; }, "0s");
+  add_default(
+      "fabric.nic_bandwidth", Q::kBandwidth, "scale-out NIC per chip, one way (0: none)", 0, 1e15, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nic_bandwidth; }, "0B/s");
+  add_default(
+      "fabric.nic_latency", Q::kTime, "latency of one scale-out link (NIC to leaf, leaf to spine)", 0, 1e-3, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nic_latency_s; }, "0s");
+  add_default(
+      "fabric.link_payload_bandwidth", Q::kBandwidth,
+      "nvswitch: payload rate of one link after protocol overhead (NCCL's effective rate; 0: the wire rate)", 0, 1e15,
+      false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.link_payload_bandwidth; }, "0B/s");
+  add_default(
+      "fabric.switch_ports", Q::kCount, "ports of a scale-out (leaf or spine) switch (0: none)", 0, 4096, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_ports; }, "0");
   return p;
 }
 
@@ -474,15 +485,20 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
     std::uint64_t sum = 0;
     for (std::uint64_t n : counts) sum += n;
     if (counts.empty()) {
-      throw ConfigError(origin_of("fabric.switch_links"), "fabric.switch_links",
-                        fmt::format("'{}' is not a list of link counts like 5,4,4,5 (one per switch)",
-                                    c.fabric.switch_links));
+      throw ConfigError(
+          origin_of("fabric.switch_links"), "fabric.switch_links",
+          fmt::format("'{}' is not a list of link counts like 5,4,4,5 (one per switch)", c.fabric.switch_links));
     }
     if (sum != c.ici.links_per_chip) {
       const std::string_view at = blame("fabric.switch_links", "ici.links_per_chip");
       throw ConfigError(origin_of(at), std::string(at),
                         fmt::format("fabric.switch_links '{}' adds up to {} links, ici.links_per_chip is {}",
                                     c.fabric.switch_links, sum, c.ici.links_per_chip));
+    }
+    if (c.fabric.link_payload_bandwidth > c.ici.link_bandwidth) {
+      const std::string_view at = blame("fabric.link_payload_bandwidth", "ici.link_bandwidth");
+      throw ConfigError(origin_of(at), std::string(at),
+                        "fabric.link_payload_bandwidth is above the wire rate ici.link_bandwidth");
     }
     if (c.fabric.domain_size < 2) {
       throw ConfigError(origin_of("fabric.domain_size"), "fabric.domain_size",

@@ -116,13 +116,14 @@ struct ChipConfig {
   // link of a chip goes to a switch of its switched domain (the GPUs: an HGX
   // node, an NVL72 rack), and scale-out goes through one NIC per chip.
   struct FabricParams {
-    std::string kind;                 // "torus" | "nvswitch"
-    std::string switch_links;         // links to each switch of a domain, e.g. "5,4,4,5" (sum: ici.links_per_chip)
-    std::uint64_t domain_size = 0;    // most chips one switched domain joins
-    double switch_latency_s = 0;      // a switch's forwarding latency, per traversal
-    double nic_bandwidth = 0;         // B/s, one way; 0: no scale-out NIC
-    double nic_latency_s = 0;         // per scale-out link
-    std::uint64_t switch_ports = 0;   // ports of a scale-out (leaf or spine) switch
+    std::string kind;                   // "torus" | "nvswitch"
+    std::string switch_links;           // links to each switch of a domain, e.g. "5,4,4,5" (sum: ici.links_per_chip)
+    std::uint64_t domain_size = 0;      // most chips one switched domain joins
+    double switch_latency_s = 0;        // a switch's forwarding latency, per traversal
+    double nic_bandwidth = 0;           // B/s, one way; 0: no scale-out NIC
+    double nic_latency_s = 0;           // per scale-out link
+    std::uint64_t switch_ports = 0;     // ports of a scale-out (leaf or spine) switch
+    double link_payload_bandwidth = 0;  // B/s of payload per NVLink after protocol overhead; 0: the wire rate
     [[nodiscard]] bool switched() const { return kind == "nvswitch"; }
     // switch_links as counts ("5,4,4,5" -> {5, 4, 4, 5}; "" -> {}).
     [[nodiscard]] std::vector<std::uint64_t> links_per_switch() const;
@@ -138,6 +139,12 @@ struct ChipConfig {
   // MXUs per chip x size^2 MACs x 2 FLOP x clock.
   [[nodiscard]] double peak_bf16_flops() const;
   [[nodiscard]] double ici_bandwidth_per_chip() const;  // all links, one way
+  // A switched chip's payload rate per link (fabric.link_payload_bandwidth, else
+  // the wire rate) and over all its links: what its transfers move at.
+  [[nodiscard]] double link_payload_rate() const {
+    return fabric.link_payload_bandwidth > 0 ? fabric.link_payload_bandwidth : ici.link_bandwidth;
+  }
+  [[nodiscard]] double switched_egress() const { return link_payload_rate() * static_cast<double>(ici.links_per_chip); }
   [[nodiscard]] std::vector<std::uint64_t> max_slice_dims() const;
   [[nodiscard]] std::uint64_t slot_capacity_of(SlotClass c) const { return slot_capacity[static_cast<std::size_t>(c)]; }
   [[nodiscard]] Cycles latency(LatencyClass c) const { return Cycles(latency_cycles[static_cast<std::size_t>(c)]); }

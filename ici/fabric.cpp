@@ -35,8 +35,7 @@ std::unique_ptr<Fabric> make_fabric(const Topology& topology, const ChipConfig& 
   if (it == registry().end()) {
     std::vector<std::string> names;
     for (const auto& [name, kind] : registry()) names.push_back(name);
-    throw TopologyError(
-        fmt::format("unknown fabric '{}' (known: {})", topology.fabric(), fmt::join(names, ", ")));
+    throw TopologyError(fmt::format("unknown fabric '{}' (known: {})", topology.fabric(), fmt::join(names, ", ")));
   }
   return it->second->build(topology, chip, routing);
 }
@@ -75,7 +74,7 @@ Fabric::Domain Fabric::add_switched_domain(const ChipConfig& chip, std::uint32_t
     d.weights.push_back(static_cast<std::uint32_t>(per_switch[s]));
     d.up.emplace_back();
     d.down.emplace_back();
-    const double rate = static_cast<double>(per_switch[s]) * chip.ici.link_bandwidth;
+    const double rate = static_cast<double>(per_switch[s]) * chip.link_payload_rate();
     for (std::uint32_t i = 0; i < count; ++i) {
       const std::uint32_t c = first + i * stride;
       d.up.back().push_back(add_link(

@@ -376,8 +376,8 @@ std::vector<Network::LinkStats> Network::used_links() const {
     const LinkState& s = links_[id];
     if (s.packets == 0) continue;
     const Fabric::LinkInfo& l = links[id];
-    out.push_back(
-        {id, l.from, l.to, l.axis, l.direction, std::string(l.kind), fabric_->link_name(id), s.busy, s.bytes, s.packets});
+    out.push_back({id, l.from, l.to, l.axis, l.direction, std::string(l.kind), fabric_->link_name(id), s.busy, s.bytes,
+                   s.packets});
   }
   return out;
 }

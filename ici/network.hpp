@@ -136,8 +136,7 @@ class Network {
   // a switch, for in-network reductions): sent when it has left the link,
   // arrived when it reached the link's far end. Its key is from lane `lane`
   // of chip `lane_chip` (owned). Timing as any transfer's.
-  TransferKey send_on_link(std::uint32_t link, std::uint64_t bytes, double start, ChipId lane_chip,
-                           std::uint32_t lane);
+  TransferKey send_on_link(std::uint32_t link, std::uint64_t bytes, double start, ChipId lane_chip, std::uint32_t lane);
   // The timing contract's deal of `bytes` over paths of `weights`: (path,
   // bytes) for each path that gets packets, in path order.
   [[nodiscard]] std::vector<std::pair<std::uint16_t, std::uint64_t>> split_by_weight(
@@ -186,7 +185,7 @@ class Network {
   // One part of a transfer (the whole of it on a single-path fabric).
   struct Transfer {
     const std::vector<std::uint32_t>* route = nullptr;  // link ids of its path, in routes_ (stable)
-    std::uint64_t bytes = 0;  // of this part
+    std::uint64_t bytes = 0;                            // of this part
     std::uint32_t packets = 0;
     std::uint32_t pending = 0;  // partitioned: its events queued here; the record goes at 0
     std::uint32_t from = 0;
@@ -246,7 +245,7 @@ class Network {
   std::uint64_t packet_bytes_ = 0;
   double lookahead_ = 0;
   double local_bytes_per_cycle_ = 1;  // a chip to itself
-  std::vector<LinkState> links_;  // by the fabric's link id
+  std::vector<LinkState> links_;      // by the fabric's link id
   std::unordered_map<std::uint64_t, RouteSet> routes_;
   // Per source chip the two destinations it sent to last and their routes
   // (a ring sends to the same successor over and over): most sends skip the

@@ -187,9 +187,10 @@ Topology make_switched_topology(const TopologyRequest& request, const ChipConfig
     throw fail(fmt::format("unknown fabric '{}'; switched topologies are {}", kind, kinds));
   }
   if (!chip.fabric.switched()) {
-    throw fail(fmt::format("{} is joined by a torus (fabric.kind {}), not by switches; {} need a switched chip "
-                           "(the GPU presets h100, h200, b200, gb200)",
-                           chip.name, chip.fabric.kind, kinds));
+    throw fail(
+        fmt::format("{} is joined by a torus (fabric.kind {}), not by switches; {} need a switched chip "
+                    "(the GPU presets a100, h100, h200, b200, gb200)",
+                    chip.name, chip.fabric.kind, kinds));
   }
   if (request.wrap) throw fail("--wrap applies to tori; a switched topology has no wraparound links to choose");
   if (request.force) throw fail("--force applies to tori; a switched domain's size is fabric.domain_size");
@@ -200,8 +201,9 @@ Topology make_switched_topology(const TopologyRequest& request, const ChipConfig
     nodes = x == std::string_view::npos ? 0 : parse_length(size.substr(0, x));
     per_node = x == std::string_view::npos ? 0 : parse_length(size.substr(x + 1));
     if (nodes == 0 || per_node == 0) {
-      throw fail("expected fat-tree:NODESxN with whole numbers NODES (switched domains) and N (chips in each), like "
-                 "fat-tree:4x8");
+      throw fail(
+          "expected fat-tree:NODESxN with whole numbers NODES (switched domains) and N (chips in each), like "
+          "fat-tree:4x8");
     }
   } else {
     per_node = parse_length(size);
@@ -230,9 +232,10 @@ Topology make_topology(const TopologyRequest& request, const ChipConfig& chip) {
   };
   if (text.find(':') != std::string::npos) return make_switched_topology(request, chip);
   if (chip.fabric.switched() && text != "1") {
-    throw fail(fmt::format("{} joins chips through switches (fabric.kind nvswitch), not a torus: use node:N or nvl:N "
-                           "(N <= {}), or fat-tree:NODESxN",
-                           chip.name, chip.fabric.domain_size));
+    throw fail(
+        fmt::format("{} joins chips through switches (fabric.kind nvswitch), not a torus: use node:N or nvl:N "
+                    "(N <= {}), or fat-tree:NODESxN",
+                    chip.name, chip.fabric.domain_size));
   }
   const std::string example = fmt::format("expected axis lengths joined by 'x', like {}", chip.ici.max_slice);
 
@@ -320,10 +323,10 @@ std::vector<std::size_t> parse_axis_list(std::string_view text, std::size_t axis
   };
   // "like x,z or 'none'" reads "like x,z (axes: x, y) or 'none'".
   const std::size_t none = expected.find(" or 'none'");
-  const std::string hint = none == std::string_view::npos
-                               ? fmt::format("{} (axes: {})", expected, axis_list(axis_count))
-                               : fmt::format("{} (axes: {}){}", expected.substr(0, none), axis_list(axis_count),
-                                             expected.substr(none));
+  const std::string hint =
+      none == std::string_view::npos
+          ? fmt::format("{} (axes: {})", expected, axis_list(axis_count))
+          : fmt::format("{} (axes: {}){}", expected.substr(0, none), axis_list(axis_count), expected.substr(none));
   auto trim = [](std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -340,7 +343,8 @@ std::vector<std::size_t> parse_axis_list(std::string_view text, std::size_t axis
     if (axis >= axis_count) {
       throw fail(fmt::format("axis {} does not exist in a {}-axis topology; {}", item, axis_count, hint));
     }
-    if (std::find(axes.begin(), axes.end(), axis) != axes.end()) throw fail(fmt::format("axis {} is named twice", item));
+    if (std::find(axes.begin(), axes.end(), axis) != axes.end())
+      throw fail(fmt::format("axis {} is named twice", item));
     axes.push_back(axis);
     if (end == text.size()) break;
     start = end + 1;

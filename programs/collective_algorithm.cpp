@@ -33,8 +33,8 @@ CollectiveAlgorithmRegistrar::CollectiveAlgorithmRegistrar(std::unique_ptr<Colle
 const CollectiveAlgorithm& collective_algorithm(std::string_view name) {
   const auto it = registry().find(name);
   if (it == registry().end()) {
-    throw std::invalid_argument(fmt::format("collective: unknown algorithm '{}' ({})", name,
-                                            fmt::join(collective_algorithm_names(), ", ")));
+    throw std::invalid_argument(
+        fmt::format("collective: unknown algorithm '{}' ({})", name, fmt::join(collective_algorithm_names(), ", ")));
   }
   return *it->second;
 }

@@ -32,7 +32,8 @@ class CollectiveAlgorithm {
   [[nodiscard]] virtual std::uint64_t parts(std::size_t axes) const = 0;
   [[nodiscard]] virtual std::uint64_t directions() const = 0;
   // The HBM scratch operand it binds (0: none).
-  [[nodiscard]] virtual std::uint64_t scratch_bytes(const CollectivePlan& plan, const ici::Topology& topology) const = 0;
+  [[nodiscard]] virtual std::uint64_t scratch_bytes(const CollectivePlan& plan,
+                                                    const ici::Topology& topology) const = 0;
   // The LLO program (plan = plan_collective(spec, topology)); throws
   // std::invalid_argument when it does not fit the chip.
   [[nodiscard]] virtual std::string generate(const CollectiveSpec& spec, const CollectivePlan& plan,

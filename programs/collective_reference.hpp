@@ -5,8 +5,8 @@
 // Data movement (all-gather, all-to-all, the all-gather half of all-reduce)
 // is exact. Summation order of reduce-scatter and all-reduce, per stream
 // (part p, direction d with sign s = +1 for d = 0, -1 for d = 1) and per
-// element of its units (unit (r, p, d) at CollectivePlan::unit_offset): with O_p = (b_0, ..., b_{m-1}) and partial_{-1}(x, r)
-// = chip x's input element in chunk r,
+// element of its units (unit (r, p, d) at CollectivePlan::unit_offset): with O_p = (b_0, ..., b_{m-1}) and
+// partial_{-1}(x, r) = chip x's input element in chunk r,
 //   partial_t(x, r) for the chunks r whose digits on b_0..b_t equal x's:
 //     let L = length of b_t, j = x's coordinate on b_t, y_i = x with its b_t
 //     coordinate replaced by (j + s*i) mod L;

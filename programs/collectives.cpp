@@ -9,8 +9,8 @@
 #include "common/types.hpp"
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
-#include "programs/ring_family.hpp"
 #include "programs/llo_writer.hpp"
+#include "programs/ring_family.hpp"
 
 namespace tpuemu::programs {
 namespace {
@@ -299,10 +299,10 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
   const auto n = static_cast<double>(plan.group_size);
   bool spans_nodes = false;
   for (std::size_t a : plan.axes) spans_nodes = spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
-  const double egress = spans_nodes ? chip.fabric.nic_bandwidth : chip.ici_bandwidth_per_chip();
-  const double hop = spans_nodes ? 4 * chip.fabric.nic_latency_s
-                                 : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
-  const double steps = plan.op == CollectivePlan::Op::kAllToAll ? 1
+  const double egress = spans_nodes ? chip.fabric.nic_bandwidth : chip.switched_egress();
+  const double hop =
+      spans_nodes ? 4 * chip.fabric.nic_latency_s : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
+  const double steps = plan.op == CollectivePlan::Op::kAllToAll    ? 1
                        : plan.op == CollectivePlan::Op::kAllReduce ? 2 * (n - 1)
                                                                    : n - 1;
   std::string bw;
@@ -319,7 +319,7 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format("{} {} on {} (switched): {} + {}*T_hop; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s",
                           spec.op, spec.algorithm, topology.shape(), bw,
-                          plan.op == CollectivePlan::Op::kAllToAll ? "1"
+                          plan.op == CollectivePlan::Op::kAllToAll    ? "1"
                           : plan.op == CollectivePlan::Op::kAllReduce ? "2(N-1)"
                                                                       : "(N-1)",
                           plan.bytes, plan.group_size, egress,
@@ -399,7 +399,11 @@ namespace {
 class CollectiveGen : CollectiveEmitter {
  public:
   CollectiveGen(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip)
-      : CollectiveEmitter(chip, kFlags), spec_(spec), topo_(topology), chip_(chip), plan_(plan_collective(spec, topology)) {
+      : CollectiveEmitter(chip, kFlags),
+        spec_(spec),
+        topo_(topology),
+        chip_(chip),
+        plan_(plan_collective(spec, topology)) {
     if (plan_.op != Op::kAllToAll && !plan_.axes.empty()) {
       for (std::size_t p = 0; p < plan_.parts; ++p) {
         const auto phases = phases_of(plan_, topo_, p);
@@ -750,7 +754,6 @@ class CollectiveGen : CollectiveEmitter {
     for (std::size_t a : plan_.axes) lengths.push_back(topo_.length(a));
     group_odometer_step(lengths, plan_.group_size);
   }
-
 
   // Linear chip-id stride of a topology axis (x + X*(y + Y*z)).
   [[nodiscard]] std::uint64_t topo_stride(std::size_t axis) const {

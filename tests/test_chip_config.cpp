@@ -72,7 +72,7 @@ std::string value_text(const ParamSpec& spec, double value) {
 
 TEST_CASE("presets: the four TPU chips and the teaching chip are built in", "[config]") {
   CHECK(preset_names() ==
-        std::vector<std::string>{"b200", "edu", "gb200", "h100", "h200", "v4p", "v5e", "v5p", "v6e"});
+        std::vector<std::string>{"a100", "b200", "edu", "gb200", "h100", "h200", "v4p", "v5e", "v5p", "v6e"});
 }
 
 TEST_CASE("presets: derived peak bf16 FLOP/s is within 1% of the published per-chip figure", "[config]") {
@@ -161,8 +161,9 @@ TEST_CASE("config: a switched fabric's wiring is checked against its links", "[c
     }
     return std::string("no error");
   };
-  CHECK(error({"fabric.switch_links=5,4,4"}) ==
-        "--set: field 'fabric.switch_links': fabric.switch_links '5,4,4' adds up to 13 links, ici.links_per_chip is 18");
+  CHECK(
+      error({"fabric.switch_links=5,4,4"}) ==
+      "--set: field 'fabric.switch_links': fabric.switch_links '5,4,4' adds up to 13 links, ici.links_per_chip is 18");
   CHECK(error({"fabric.switch_links=5,,4"}) ==
         "--set: field 'fabric.switch_links': '5,,4' is not a list of link counts like 5,4,4,5 (one per switch)");
   CHECK(error({"fabric.kind=mesh"}) == "--set: field 'fabric.kind': 'mesh' is not a fabric: torus or nvswitch");
@@ -398,12 +399,15 @@ TEST_CASE("config: a rule two parameters break is blamed on the one the later la
 TEST_CASE("config: an unknown base in a chip file names the file and the field", "[config]") {
   ChipRequest r;
   r.chip_file = scratch_file("base_v9.json", R"({"base": "v9", "name": "future"})");
-  CHECK(load_error(r) == r.chip_file + ": field 'base': unknown chip preset 'v9' (known: b200, edu, gb200, h100, h200, v4p, v5e, v5p, v6e)");
+  CHECK(load_error(r) ==
+        r.chip_file +
+            ": field 'base': unknown chip preset 'v9' (known: a100, b200, edu, gb200, h100, h200, v4p, v5e, v5p, v6e)");
   std::filesystem::remove(r.chip_file);
   // --chip is still named as --chip.
   ChipRequest by_flag;
   by_flag.preset = "v9";
-  CHECK(load_error(by_flag) == "--chip: unknown chip preset 'v9' (known: b200, edu, gb200, h100, h200, v4p, v5e, v5p, v6e)");
+  CHECK(load_error(by_flag) ==
+        "--chip: unknown chip preset 'v9' (known: a100, b200, edu, gb200, h100, h200, v4p, v5e, v5p, v6e)");
 }
 
 TEST_CASE("config: a long unknown field is answered without a quadratic suggestion search", "[config]") {

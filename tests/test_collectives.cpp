@@ -12,8 +12,8 @@
 #include "common/numerics.hpp"
 #include "isa/assembler.hpp"
 #include "isa/checker.hpp"
-#include "programs/collective_reference.hpp"
 #include "programs/collective_algorithm.hpp"
+#include "programs/collective_reference.hpp"
 #include "programs/collectives.hpp"
 #include "tests/test_support.hpp"
 
@@ -141,7 +141,8 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
   };
   const std::vector<Row> rows = {
       {spec("all-sum", "ring", "f32", 1024, {1}), "unknown op 'all-sum'"},
-      {spec("all-gather", "tree", "f32", 1024, {1}), "unknown algorithm 'tree' (bidir-ring, in-network, multi-axis, one-shot, ring, two-shot)"},
+      {spec("all-gather", "tree", "f32", 1024, {1}),
+       "unknown algorithm 'tree' (bidir-ring, in-network, multi-axis, one-shot, ring, two-shot)"},
       {spec("all-gather", "ring", "f16", 1024, {1}), "unknown dtype 'f16' (f32, bf16)"},
       {spec("all-gather", "ring", "f32", 1024, {}), "no participating axes"},
       {spec("all-gather", "ring", "f32", 1024, {1, 1}), "axis y is listed twice"},
@@ -184,10 +185,19 @@ TEST_CASE("collectives: every generated program assembles and fits its chip", "[
     std::vector<std::size_t> axes;
   };
   const std::vector<Where> places = {
-      {"v5e", "4", {0}},     {"v5e", "2x4", {0, 1}},      {"v5e", "2x4", {1, 0}},
-      {"v5e", "2x4", {1}},   {"v5e", "8x16", {1}},        {"v5p", "4x4x4", {0, 1, 2}},
-      {"v5p", "4x4x4", {2}}, {"v4p", "4x4x4", {2, 0, 1}}, {"v5e", "1x4", {0, 1}},
-      {"h100", "node:8", {0}}, {"h100", "fat-tree:2x4", {1, 0}}, {"gb200", "nvl:16", {0}}, {"h100", "fat-tree:2x4", {0}},
+      {"v5e", "4", {0}},
+      {"v5e", "2x4", {0, 1}},
+      {"v5e", "2x4", {1, 0}},
+      {"v5e", "2x4", {1}},
+      {"v5e", "8x16", {1}},
+      {"v5p", "4x4x4", {0, 1, 2}},
+      {"v5p", "4x4x4", {2}},
+      {"v4p", "4x4x4", {2, 0, 1}},
+      {"v5e", "1x4", {0, 1}},
+      {"h100", "node:8", {0}},
+      {"h100", "fat-tree:2x4", {1, 0}},
+      {"gb200", "nvl:16", {0}},
+      {"h100", "fat-tree:2x4", {0}},
   };
   const std::vector<std::string> ops = {"all-gather", "reduce-scatter", "all-reduce", "all-to-all"};
   const std::vector<std::string> algorithms = collective_algorithm_names();
@@ -521,12 +531,12 @@ TEST_CASE("collectives: direct algorithms sum in rank order, so every rank holds
     }
   }
   const CollectiveSpec ring = spec("all-reduce", "ring", "f32", 4 * 32, {0});
-  const auto ring_out = collective_reference(
-      ring, t, inputs_of(t, 4 * 32, false, [&](std::uint32_t c, std::uint64_t) {
-        return c < 2 ? std::ldexp(1.0f, -24) : c == 2 ? 1.0f : 0.0f;
-      }));
+  const auto ring_out = collective_reference(ring, t, inputs_of(t, 4 * 32, false, [&](std::uint32_t c, std::uint64_t) {
+                                               return c < 2 ? std::ldexp(1.0f, -24) : c == 2 ? 1.0f : 0.0f;
+                                             }));
   bool differs = false;
-  for (std::uint64_t e = 0; e < 32; ++e) differs = differs || element(ring_out[0], e, false) != 1.0f + std::ldexp(1.0f, -23);
+  for (std::uint64_t e = 0; e < 32; ++e)
+    differs = differs || element(ring_out[0], e, false) != 1.0f + std::ldexp(1.0f, -23);
   CHECK(differs);  // the order matters for these inputs
 }
 
@@ -546,12 +556,14 @@ TEST_CASE("collectives: in-network runs within one switched domain, sums in rank
   const auto out = collective_reference(s, t, inputs_of(t, sh.input_bytes, false, value));
   for (std::uint32_t c = 0; c < 4; ++c) CHECK(element(out[c], 0, false) == 1.0f + 2 * tiny);
   // Refusals name what is missing.
-  CHECK_THAT(error_of([&] { collective_shapes(spec("all-reduce", "in-network", "f32", 1 << 16, {0}), topo("v5e", "4x4")); }),
-             Contains("in-network needs switches that reduce and multicast"));
+  CHECK_THAT(
+      error_of([&] { collective_shapes(spec("all-reduce", "in-network", "f32", 1 << 16, {0}), topo("v5e", "4x4")); }),
+      Contains("in-network needs switches that reduce and multicast"));
   CHECK_THAT(error_of([&] { collective_shapes(spec("all-to-all", "in-network", "f32", 1 << 16, {0}), t); }),
              Contains("in-network has no all-to-all"));
-  CHECK_THAT(error_of([&] {
-               collective_shapes(spec("all-reduce", "in-network", "f32", 1 << 16, {0, 1}), topo("h100", "fat-tree:2x4"));
-             }),
-             Contains("the group must be axis x of fat-tree:2x4 (the chips of one node)"));
+  CHECK_THAT(
+      error_of([&] {
+        collective_shapes(spec("all-reduce", "in-network", "f32", 1 << 16, {0, 1}), topo("h100", "fat-tree:2x4"));
+      }),
+      Contains("the group must be axis x of fat-tree:2x4 (the chips of one node)"));
 }

@@ -177,9 +177,9 @@ TEST_CASE("ici: chips and coordinates outside the topology are rejected", "[ici]
 TEST_CASE("ici: neighbours at edges, with and without wraparound", "[ici]") {
   const Topology t816 = topo("v5e", "8x16");  // wraps y only
   const Topology t816w = topo("v5e", "8x16", {{true, true}});
-  const Topology t444 = topo("v5p", "4x4x4");  // wraps all
+  const Topology t444 = topo("v5p", "4x4x4");                                        // wraps all
   const Topology t244 = topo("v5p", "2x4x4", std::vector<bool>{false, true, true});  // x has length 2
-  const Topology t1 = topo("v5e", "1x16");     // x has length 1
+  const Topology t1 = topo("v5e", "1x16");                                           // x has length 1
   struct Row {
     const Topology* t;
     Coords from;
@@ -405,7 +405,7 @@ TEST_CASE("ici: switched topologies the chip cannot form are rejected by name", 
   };
   CHECK(error("v5e", "node:8") ==
         "topology 'node:8' on v5e: v5e is joined by a torus (fabric.kind torus), not by switches; node:N, nvl:N or "
-        "fat-tree:NODESxN need a switched chip (the GPU presets h100, h200, b200, gb200)");
+        "fat-tree:NODESxN need a switched chip (the GPU presets a100, h100, h200, b200, gb200)");
   CHECK_THAT(error("h100", "4x4"), Contains("h100 joins chips through switches (fabric.kind nvswitch), not a torus"));
   CHECK(error("h100", "nvl:72") ==
         "topology 'nvl:72' on h100: 72 chips in one switched domain, but h100's domain joins at most 8 "

@@ -295,6 +295,7 @@ ChipConfig round_switched_chip(const std::string& switch_links = "3,1") {
   chip.ici.packet_bytes = 1000;
   chip.fabric.switch_links = switch_links;
   chip.fabric.switch_latency_s = 0;
+  chip.fabric.link_payload_bandwidth = 0;  // the wire rate
   std::uint64_t links = 0;
   for (std::uint64_t n : chip.fabric.links_per_switch()) links += n;
   chip.ici.links_per_chip = links;
@@ -398,8 +399,8 @@ TEST_CASE("network: a fat tree goes leaf to leaf on one rail and through a spine
     std::vector<std::string> names;
     for (const auto& l : n->used_links()) names.push_back(l.name);
     std::sort(names.begin(), names.end());
-    CHECK(names == std::vector<std::string>{"chip 0 -> leaf 0", "leaf 0 -> spine 1", "leaf 1 -> chip 3",
-                                            "spine 1 -> leaf 1"});
+    CHECK(names ==
+          std::vector<std::string>{"chip 0 -> leaf 0", "leaf 0 -> spine 1", "leaf 1 -> chip 3", "spine 1 -> leaf 1"});
   }
   {
     auto n = switched_network("fat-tree:2x2", chip);

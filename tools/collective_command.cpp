@@ -55,13 +55,13 @@ int collective_command(const std::vector<std::string>& args) {
       "axes", po::value<std::string>(), "participating axes, e.g. y or x,y (default: all)")(
       "algo", po::value<std::string>()->default_value("bidir-ring"),
       "ring | bidir-ring | multi-axis | one-shot | two-shot, several joined by commas, auto (the least predicted "
-      "time per size) or list")(
-      "dtype", po::value<std::string>()->default_value("f32"), "f32 | bf16 (element type; reductions sum in it)")(
+      "time per size) or list")("dtype", po::value<std::string>()->default_value("f32"),
+                                "f32 | bf16 (element type; reductions sum in it)")(
       "sizes", po::value<std::string>()->default_value("64K:64M"),
       "V in bytes: LO:HI doubling, or a list (K, M, G = powers of 1024, as in nccl-tests)")(
       "piece", po::value<std::string>(), "pipelining piece size (default: the generator's choice)")(
-      "no-data", "timing only: no data moved or reduced, no check (identical times)")(
-      "json", po::value<std::string>(), "write the rows as JSON")(
+      "no-data", "timing only: no data moved or reduced, no check (identical times)")("json", po::value<std::string>(),
+                                                                                      "write the rows as JSON")(
       "plot", po::value<std::string>(), "write busbw vs size, one line per algorithm, as SVG");
   po::positional_options_description positional;
   bool help = false;
@@ -151,25 +151,26 @@ int collective_command(const std::vector<std::string>& args) {
              spec.dtype, axes_text, ici::describe(topology), chip.name, algo_text, plan.group_size,
              data ? "" : " (--no-data: timing only)");
   const char* factor = spec.op == "all-reduce" ? "2(N-1)/N" : "(N-1)/N";
-  fmt::print("# nccl-tests columns: size S ({}), count = S / element, algbw = S / time, busbw = algbw x {}; #wrong: "
-             "elements unlike the host reference (N/A with --no-data)\n",
-             spec.op == "all-reduce"       ? "the buffer"
-             : spec.op == "all-gather"     ? "the whole output"
-             : spec.op == "reduce-scatter" ? "the whole input"
-                                           : "one rank's send buffer, V/N",
-             factor);
+  fmt::print(
+      "# nccl-tests columns: size S ({}), count = S / element, algbw = S / time, busbw = algbw x {}; #wrong: "
+      "elements unlike the host reference (N/A with --no-data)\n",
+      spec.op == "all-reduce"       ? "the buffer"
+      : spec.op == "all-gather"     ? "the whole output"
+      : spec.op == "reduce-scatter" ? "the whole input"
+                                    : "one rank's send buffer, V/N",
+      factor);
   if (topology.switched()) {
     fmt::print("# B = {} per chip ({} NVLinks; a NIC of {} across nodes); linkbw = busbw, link% = busbw / B\n",
-               format_quantity(chip.ici_bandwidth_per_chip(), Quantity::kBandwidth), chip.ici.links_per_chip,
+               format_quantity(chip.switched_egress(), Quantity::kBandwidth), chip.ici.links_per_chip,
                format_quantity(chip.fabric.nic_bandwidth, Quantity::kBandwidth));
   } else {
     fmt::print("# W = 2 x {} per axis; hop latency {}; linkbw = busbw / links a stream uses into one chip\n",
                format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
                format_quantity(chip.ici.hop_latency_s, Quantity::kTime));
   }
-  fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>10} {:>9}  {:<10} {}\n",
-             "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "linkbw", "link%",
-             "predicted", "meas/pred", "algorithm", "check");
+  fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>10} {:>9}  {:<10} {}\n", "size",
+             "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "linkbw", "link%", "predicted",
+             "meas/pred", "algorithm", "check");
   fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>10} {:>9}\n", "(B)",
              "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)", "", "(us)", "");
 
@@ -206,7 +207,8 @@ int collective_command(const std::vector<std::string>& args) {
     }
     if (!row.ok) exit_code = kExitFailure;
     const std::string series = algo_text == "auto" ? std::string("auto") : p.algorithm;
-    auto formula = std::find_if(formulas.begin(), formulas.end(), [&](const auto& f) { return f.first == p.algorithm; });
+    auto formula =
+        std::find_if(formulas.begin(), formulas.end(), [&](const auto& f) { return f.first == p.algorithm; });
     if (formula == formulas.end()) {
       formulas.emplace_back(p.algorithm, row.prediction.formula);
     } else {
@@ -225,14 +227,15 @@ int collective_command(const std::vector<std::string>& args) {
     }
     const bool per_link = spec.op != "all-to-all";
     const api::HostCost& host = row.run.host;
-    fmt::print("  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>7.2f} {:>7.2f} {:>6} {:>7} {:>6} {:>10.2f} {:>9.3f}  "
-               "{:<10} {}\n",
-               row.nccl_bytes, row.count, spec.dtype == "bf16" ? "bfloat16" : "float",
-               spec.op == "all-reduce" || spec.op == "reduce-scatter" ? "sum" : "none", -1, row.run.seconds * 1e6,
-               row.algbw / 1e9, row.busbw / 1e9, row.wrong_elements ? std::to_string(*row.wrong_elements) : "N/A",
-               per_link ? fmt::format("{:.2f}", row.linkbw / 1e9) : "-",
-               per_link ? fmt::format("{:.1f}%", 100.0 * row.link_fraction) : "-", row.prediction.seconds * 1e6,
-               row.run.seconds / row.prediction.seconds, p.algorithm, row.check);
+    fmt::print(
+        "  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>7.2f} {:>7.2f} {:>6} {:>7} {:>6} {:>10.2f} {:>9.3f}  "
+        "{:<10} {}\n",
+        row.nccl_bytes, row.count, spec.dtype == "bf16" ? "bfloat16" : "float",
+        spec.op == "all-reduce" || spec.op == "reduce-scatter" ? "sum" : "none", -1, row.run.seconds * 1e6,
+        row.algbw / 1e9, row.busbw / 1e9, row.wrong_elements ? std::to_string(*row.wrong_elements) : "N/A",
+        per_link ? fmt::format("{:.2f}", row.linkbw / 1e9) : "-",
+        per_link ? fmt::format("{:.1f}%", 100.0 * row.link_fraction) : "-", row.prediction.seconds * 1e6,
+        row.run.seconds / row.prediction.seconds, p.algorithm, row.check);
     std::fflush(stdout);
     // The row: the run API's per-size fields (bandwidths, prediction, check, nccl-tests' columns), minus
     // those the whole table shares (op, dtype, axes, group size), plus time and host cost.

@@ -17,7 +17,8 @@ int topology_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
   add_topology_options(options);
-  options.add_options()("shape", po::value<std::string>(), "axes, e.g. 8x16, 4x4x4, 16; or node:8, nvl:72, fat-tree:4x8 on a GPU preset")(
+  options.add_options()("shape", po::value<std::string>(),
+                        "axes, e.g. 8x16, 4x4x4, 16; or node:8, nvl:72, fat-tree:4x8 on a GPU preset")(
       "route", po::value<std::string>(), "FROM,TO: print the route between two chips (linear ids)");
   po::positional_options_description positional;
   positional.add("shape", 1);
@@ -39,12 +40,13 @@ int topology_command(const std::vector<std::string>& args) {
       for (const auto& l : fabric->links()) links += l.exists ? 1 : 0;
       fmt::print("fabric: {} ({} nodes: {} chips and {} switches; {} directed links)\n", fabric->kind(),
                  fabric->node_count(), fabric->chip_count(), fabric->node_count() - fabric->chip_count(), links);
-      fmt::print("links: {} NVLinks per chip of {} one way ({} to the switches: {}), {} per traversal + {} in a "
-                 "switch\n",
-                 chip.ici.links_per_chip, format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
-                 format_quantity(chip.ici_bandwidth_per_chip(), Quantity::kBandwidth), chip.fabric.switch_links,
-                 format_quantity(chip.ici.hop_latency_s, Quantity::kTime),
-                 format_quantity(chip.fabric.switch_latency_s, Quantity::kTime));
+      fmt::print(
+          "links: {} NVLinks per chip of {} one way ({} to the switches: {}), {} per traversal + {} in a "
+          "switch\n",
+          chip.ici.links_per_chip, format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
+          format_quantity(chip.ici_bandwidth_per_chip(), Quantity::kBandwidth), chip.fabric.switch_links,
+          format_quantity(chip.ici.hop_latency_s, Quantity::kTime),
+          format_quantity(chip.fabric.switch_latency_s, Quantity::kTime));
       if (topology.fabric() == "fat-tree" && topology.length(1) > 1) {
         fmt::print("scale-out: one NIC of {} per chip, {} per link, {}-port leaf/spine switches\n",
                    format_quantity(chip.fabric.nic_bandwidth, Quantity::kBandwidth),
@@ -77,8 +79,8 @@ int topology_command(const std::vector<std::string>& args) {
       if (topology.switched()) {
         std::vector<ici::Fabric::Path> paths;
         if (from != to) fabric->paths(from, to, paths);
-        fmt::print("route {} -> {}: {} path{} (a transfer is striped over them by weight)\n", from.value(),
-                   to.value(), paths.size(), paths.size() == 1 ? "" : "s");
+        fmt::print("route {} -> {}: {} path{} (a transfer is striped over them by weight)\n", from.value(), to.value(),
+                   paths.size(), paths.size() == 1 ? "" : "s");
         for (const auto& p : paths) {
           std::string hops = fabric->node_name(from.value());
           for (std::uint32_t l : p.links) hops += " -> " + fabric->node_name(fabric->links()[l].to);

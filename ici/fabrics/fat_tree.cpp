@@ -115,7 +115,8 @@ class FatTreeKind final : public FabricKind {
     const auto fail = [&](const std::string& problem) {
       return TopologyError(fmt::format("topology '{}' on {}: {}", topology.shape(), chip.name, problem));
     };
-    if (!chip.fabric.switched()) throw fail(fmt::format("{} has no NVSwitch (fabric.kind {})", chip.name, chip.fabric.kind));
+    if (!chip.fabric.switched())
+      throw fail(fmt::format("{} has no NVSwitch (fabric.kind {})", chip.name, chip.fabric.kind));
     if (topology.axis_count() != 2) throw fail("a fat tree numbers its chips on two axes (chip in node, node)");
     const std::uint32_t nodes = topology.length(1);
     if (nodes > 1) {
@@ -129,10 +130,11 @@ class FatTreeKind final : public FabricKind {
       const std::uint64_t half = chip.fabric.switch_ports / 2;
       const std::uint64_t leaves = topology.length(0) * ((nodes + half - 1) / half);
       if (leaves > chip.fabric.switch_ports) {
-        throw fail(fmt::format("{} leaves, more than a two-level tree of {}-port switches joins ({} nodes of {} "
-                               "chips at most)",
-                               leaves, chip.fabric.switch_ports,
-                               chip.fabric.switch_ports / topology.length(0) * half, topology.length(0)));
+        throw fail(
+            fmt::format("{} leaves, more than a two-level tree of {}-port switches joins ({} nodes of {} "
+                        "chips at most)",
+                        leaves, chip.fabric.switch_ports, chip.fabric.switch_ports / topology.length(0) * half,
+                        topology.length(0)));
       }
     }
     return std::make_unique<FatTreeFabric>(topology, chip);

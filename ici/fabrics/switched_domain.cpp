@@ -49,8 +49,8 @@ class SwitchedDomainKind final : public FabricKind {
 
  private:
   static std::string fmt_message(const Topology& topology, const ChipConfig& chip) {
-    return "topology '" + topology.shape() + "' on " + chip.name + ": " + chip.name +
-           " has no NVSwitch (fabric.kind " + chip.fabric.kind + ")";
+    return "topology '" + topology.shape() + "' on " + chip.name + ": " + chip.name + " has no NVSwitch (fabric.kind " +
+           chip.fabric.kind + ")";
   }
   std::string name_;
 };

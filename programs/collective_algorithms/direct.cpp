@@ -45,12 +45,12 @@ constexpr std::uint64_t kGranule = kCollectiveGranule;
 constexpr std::uint64_t kMaxTileBytes = 256 * 1024;
 
 // Flags.
-constexpr std::uint64_t kSent = 0;     // remote sends left this chip (source side)
-constexpr std::uint64_t kIn = 1;       // contributions (or all-gather chunks) arrived here
-constexpr std::uint64_t kGather = 2;   // two-shot: reduced chunks arrived here
-constexpr std::uint64_t kLocal = 3;    // local copies
-constexpr std::uint64_t kLoad0 = 4;    // tile loads into set 0 / 1
-constexpr std::uint64_t kStore0 = 6;   // tile stores from set 0 / 1
+constexpr std::uint64_t kSent = 0;    // remote sends left this chip (source side)
+constexpr std::uint64_t kIn = 1;      // contributions (or all-gather chunks) arrived here
+constexpr std::uint64_t kGather = 2;  // two-shot: reduced chunks arrived here
+constexpr std::uint64_t kLocal = 3;   // local copies
+constexpr std::uint64_t kLoad0 = 4;   // tile loads into set 0 / 1
+constexpr std::uint64_t kStore0 = 6;  // tile stores from set 0 / 1
 constexpr std::uint64_t kFlagCount = 8;
 constexpr int kAllocTiles = 0;
 constexpr int kAllocFlags = 1;
@@ -143,12 +143,13 @@ class DirectGen : CollectiveEmitter {
     if (plan_.reduces()) {
       w_.raw(fmt::format("// Reduction in {} tile{} of {} bytes.", tiles_, tiles_ == 1 ? "" : "s", tg_ * kGranule));
       const std::uint64_t bytes = 2 * n_ * tile_rows_ * kCollectiveRowBytes;
-      w_.raw(fmt::format("#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'contribution tiles "
-                         "(set x rank)']",
-                         kAllocTiles, bytes / 4, bytes));
+      w_.raw(
+          fmt::format("#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'contribution tiles "
+                      "(set x rank)']",
+                      kAllocTiles, bytes / 4, bytes));
     }
-    w_.raw(fmt::format("#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'sync flags']",
-                       kAllocFlags, kFlagCount, kFlagCount * 4));
+    w_.raw(fmt::format("#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'sync flags']", kAllocFlags,
+                       kFlagCount, kFlagCount * 4));
     std::vector<std::string> bind = {
         fmt::format("%s0 = inlined_call_operand.hbm [shape: {}[{}], index: 0, kind: input, shape index: {{}}]", dt,
                     shapes.input_bytes / el),
@@ -432,7 +433,7 @@ CollectivePrediction DirectAlgorithm::predict(const CollectiveSpec& spec, const 
   const double q = v / n;
   bool spans_nodes = false;
   for (std::size_t a : plan.axes) spans_nodes = spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
-  double egress = chip.ici_bandwidth_per_chip();
+  double egress = chip.switched_egress();
   double hop = 0;
   if (topology.switched()) {
     if (spans_nodes) egress = chip.fabric.nic_bandwidth;
@@ -484,8 +485,7 @@ const CollectiveAlgorithmRegistrar kOneShot{std::make_unique<DirectAlgorithm>(
     "every rank sends to every peer at once (all-reduce: its whole input; reduce-scatter: chunk j to rank j) and "
     "sums the N contributions in rank order")};
 const CollectiveAlgorithmRegistrar kTwoShot{std::make_unique<DirectAlgorithm>(
-    "two-shot",
-    "all-reduce as a direct reduce-scatter (rank j sums chunk j in rank order) then a direct all-gather")};
+    "two-shot", "all-reduce as a direct reduce-scatter (rank j sums chunk j in rank order) then a direct all-gather")};
 
 }  // namespace
 

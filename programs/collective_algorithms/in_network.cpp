@@ -54,7 +54,8 @@ class InNetworkGen : CollectiveEmitter {
     const std::uint64_t pg = qg / pieces;
     header();
     prologue();
-    w_.comment(fmt::format("{} piece{} of {} bytes of each chunk", pieces, pieces == 1 ? "" : "s", pg * kCollectiveGranule));
+    w_.comment(
+        fmt::format("{} piece{} of {} bytes of each chunk", pieces, pieces == 1 ? "" : "s", pg * kCollectiveGranule));
     emit(S::kSalu, "%s12 = smov 0");  // the piece's granule offset in a chunk
     emit(S::kSalu, fmt::format("%s21 = smul.u32 %s10, {}", qg));
     emit(S::kSalu, "%s21 = sadd.s32 %s4, %s21");  // this rank's output chunk
@@ -165,15 +166,17 @@ class InNetworkAlgorithm final : public CollectiveAlgorithm {
   [[nodiscard]] std::string refusal(Op op, const std::vector<std::size_t>& axes,
                                     const ici::Topology& topology) const override {
     if (!topology.switched()) {
-      return fmt::format("in-network needs switches that reduce and multicast (NVLS, SHARP); the torus {} has none: "
-                         "use ring, bidir-ring, multi-axis, one-shot or two-shot",
-                         topology.shape());
+      return fmt::format(
+          "in-network needs switches that reduce and multicast (NVLS, SHARP); the torus {} has none: "
+          "use ring, bidir-ring, multi-axis, one-shot or two-shot",
+          topology.shape());
     }
     if (op == Op::kAllToAll) return "in-network has no all-to-all (the switches reduce and multicast): use one-shot";
     if (axes.size() != 1 || axes[0] != 0) {
-      return fmt::format("in-network reduces within one switched domain: the group must be axis x of {} (the "
-                         "chips of one {}), not the axes given",
-                         topology.shape(), topology.fabric() == "fat-tree" ? "node" : "domain");
+      return fmt::format(
+          "in-network reduces within one switched domain: the group must be axis x of {} (the "
+          "chips of one {}), not the axes given",
+          topology.shape(), topology.fabric() == "fat-tree" ? "node" : "domain");
     }
     return "";
   }
@@ -203,7 +206,7 @@ class InNetworkAlgorithm final : public CollectiveAlgorithm {
     CollectivePrediction p;
     const auto v = static_cast<double>(plan.bytes);
     const double q = v / static_cast<double>(plan.group_size);
-    const double b = chip.ici_bandwidth_per_chip();
+    const double b = chip.switched_egress();
     const double hop = 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
     double phases = 1;
     double most = v;  // the larger of the bytes up and down one chip's links
@@ -217,8 +220,8 @@ class InNetworkAlgorithm final : public CollectiveAlgorithm {
     p.formula = fmt::format(
         "{} in-network on {}: {} / B + {} x T_hop; V = {} B, N = {}, B = {:g} B/s (every NVLink of a chip), T_hop = "
         "{:g} s",
-        spec.op, topology.shape(), plan.op == Op::kAllReduce ? "(V + V/N)" : "V", phases, plan.bytes,
-        plan.group_size, b, hop);
+        spec.op, topology.shape(), plan.op == Op::kAllReduce ? "(V + V/N)" : "V", phases, plan.bytes, plan.group_size,
+        b, hop);
     return p;
   }
 };

@@ -3,11 +3,12 @@
 // the code is in programs/collectives.cpp and collective_reference.cpp).
 // They run on every fabric: on a switched one each ring step is one
 // chip-to-chip transfer through a switch.
+#include "programs/ring_family.hpp"
+
 #include <algorithm>
 #include <memory>
 
 #include "programs/collective_algorithm.hpp"
-#include "programs/ring_family.hpp"
 
 namespace tpuemu::programs {
 
@@ -16,7 +17,10 @@ namespace {
 class RingFamilyAlgorithm final : public CollectiveAlgorithm {
  public:
   RingFamilyAlgorithm(std::string name, std::string summary, bool per_axis_parts, std::uint64_t directions)
-      : name_(std::move(name)), summary_(std::move(summary)), per_axis_parts_(per_axis_parts), directions_(directions) {}
+      : name_(std::move(name)),
+        summary_(std::move(summary)),
+        per_axis_parts_(per_axis_parts),
+        directions_(directions) {}
 
   [[nodiscard]] std::string_view name() const override { return name_; }
   [[nodiscard]] std::string_view summary() const override { return summary_; }
