@@ -178,6 +178,7 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
       wrong_chips += wrong != 0 ? 1 : 0;
     }
     r.report["collective_check"] = wrong_chips == 0 ? "bit-exact" : fmt::format("MISMATCH on {} chips", wrong_chips);
+    r.report["collective_wrong"] = wrong_elements;  // this may run in a child: the count travels in the report
     if (!cjob.keep_outputs) r.outputs.clear();
   };
   CollectiveResult out;
@@ -185,6 +186,8 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
   if (out.run.report.contains("collective_check")) {
     check = out.run.report["collective_check"].get<std::string>();
     out.run.report.erase("collective_check");
+    wrong_elements = out.run.report["collective_wrong"].get<std::uint64_t>();
+    out.run.report.erase("collective_wrong");
     ok = check == "bit-exact";
   }
   out.prediction = programs::predict_collective(spec, topology, setup.chip);

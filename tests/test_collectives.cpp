@@ -142,7 +142,7 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
   const std::vector<Row> rows = {
       {spec("all-sum", "ring", "f32", 1024, {1}), "unknown op 'all-sum'"},
       {spec("all-gather", "tree", "f32", 1024, {1}),
-       "unknown algorithm 'tree' (bidir-ring, in-network, multi-axis, one-shot, ring, two-shot)"},
+       "unknown algorithm 'tree' (bidir-ring, halving-doubling, in-network, multi-axis, one-shot, ring, two-shot)"},
       {spec("all-gather", "ring", "f16", 1024, {1}), "unknown dtype 'f16' (f32, bf16)"},
       {spec("all-gather", "ring", "f32", 1024, {}), "no participating axes"},
       {spec("all-gather", "ring", "f32", 1024, {1, 1}), "axis y is listed twice"},
