@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "common/chip_config.hpp"
+#include "ici/topology.hpp"
+#include "programs/collectives.hpp"
 #include "programs/llo_writer.hpp"
 
 namespace tpuemu::programs {
@@ -24,6 +26,13 @@ inline constexpr std::uint64_t kAddGroupRows = kAddGroupBytes / kCollectiveRowBy
 // A 32-bit immediate as LLO prints it (negative values in unsigned form).
 inline std::string llo_imm(std::int64_t v) {
   return std::to_string(static_cast<std::uint32_t>(v));
+}
+
+// Linear chip-id stride of a topology axis (x + X*(y + Y*z)).
+inline std::uint64_t topology_stride(const ici::Topology& topology, std::size_t axis) {
+  std::uint64_t s = 1;
+  for (std::size_t a = 0; a < axis; ++a) s *= topology.length(a);
+  return s;
 }
 
 class CollectiveEmitter {
@@ -85,6 +94,55 @@ class CollectiveEmitter {
   }
   void add_imm(const std::string& dst, const std::string& src, std::int64_t v) {
     emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, {}", dst, src, llo_imm(v)));
+  }
+
+  // The operand bindings of the program contract (programs/collectives.hpp):
+  // 0 input, 1 output, 2 scratch when shapes.scratch_bytes is not 0.
+  void operand_bindings(bool bf16, const CollectiveShapes& shapes) {
+    const std::string dt = bf16 ? "bf16" : "f32";
+    const std::uint64_t el = bf16 ? 2 : 4;
+    std::vector<std::string> bind = {
+        fmt::format("%s0 = inlined_call_operand.hbm [shape: {}[{}], index: 0, kind: input, shape index: {{}}]", dt,
+                    shapes.input_bytes / el),
+        fmt::format("%s1 = inlined_call_operand.hbm [shape: {}[{}], index: 1, kind: output, shape index: {{}}]", dt,
+                    shapes.output_bytes / el)};
+    if (shapes.scratch_bytes != 0) {
+      bind.push_back(
+          fmt::format("%s2 = inlined_call_operand.hbm [shape: f32[{}], index: 2, kind: output, shape index: {{}}]",
+                      shapes.scratch_bytes / 4));
+    }
+    w_.bundle(bind, "operand bindings (2: scratch)");
+  }
+
+  // Cores other than 0 go to "done"; the program halts with an error
+  // (shalt.err) if sid.dim_* differ from `topology`; s6 = the chip id.
+  // Uses s17, s18, p0, p3.
+  void identity_checks(const ici::Topology& topology) {
+    emit(S::kSalu, "%s17 = sid.core");
+    emit(S::kSalu, "%p0 = scmp.ne.s32.totalorder %s17, 0");
+    branch("%p0", "done");
+    static constexpr const char* kDimOps[] = {"sid.dim_x", "sid.dim_y", "sid.dim_z"};
+    for (std::size_t a = 0; a < topology.axis_count(); ++a) {
+      emit(S::kSalu, fmt::format("%s18 = {}", kDimOps[a]));
+      emit(S::kSalu, fmt::format("%p3 = scmp.ne.s32.totalorder %s18, {}", topology.length(a)));
+      emit(S::kMisc, fmt::format("{} = shalt.err (%p3)", token()));
+    }
+    emit(S::kSalu, "%s6 = sid.chip");
+  }
+
+  // s7 + a = this chip's coordinate on each participating axis a, s10 its
+  // group rank, s31 the id of its group's rank-0 chip. Uses s17.
+  void group_rank(const CollectivePlan& plan, const ici::Topology& topology) {
+    static constexpr const char* kCoordOps[] = {"sid.x", "sid.y", "sid.z"};
+    emit(S::kSalu, "%s10 = smov 0");
+    emit(S::kSalu, "%s31 = sadd.s32 %s6, 0");
+    for (std::size_t a : plan.axes) {
+      emit(S::kSalu, fmt::format("%s{} = {}", 7 + a, kCoordOps[a]));
+      emit(S::kSalu, fmt::format("%s17 = smul.u32 %s{}, {}", 7 + a, plan.rank_stride[a]));
+      emit(S::kSalu, "%s10 = sadd.s32 %s10, %s17");
+      emit(S::kSalu, fmt::format("%s17 = smul.u32 %s{}, {}", 7 + a, topology_stride(topology, a)));
+      emit(S::kSalu, "%s31 = ssub.s32 %s31, %s17");
+    }
   }
 
   // Rank j += 1 (mod group_size) in s30, with its digits on the group's
