@@ -24,6 +24,12 @@ vcd2fst pod.vcd pod.fst || fail "vcd2fst rejected pod.vcd"
 grep -q '\$scope module chip3 \$end' pod.vcd || fail "pod.vcd has no scope for chip 3"
 link=$(grep '\$var wire *1 .* busy' pod.vcd | grep -A0 "" | awk '{print $4}' | tail -1)
 grep -q "^1$link\$" pod.vcd || fail "no ICI link busy pulse in pod.vcd"
+# A switched pod: a busy bit per NVLink, the switches' own in scopes named after them.
+"$tpuemu" run "$data/nvls_reduce.llo" --chip h100 --topology node:4 --vcd switched.vcd --trace switched.json > switched.txt
+vcd2fst switched.vcd switched.fst || fail "vcd2fst rejected switched.vcd"
+grep -q '\$scope module nvswitch0 \$end' switched.vcd || fail "switched.vcd has no scope for nvswitch 0"
+grep -q '"nvswitch 0"' switched.json || fail "switched.json has no process for nvswitch 0"
+grep -q '"nvlink -> nvswitch 0"' switched.json || fail "switched.json has no track for chip 0's link to nvswitch 0"
 "$tpuemu" systolic --n 8 --rows 8 --vcd systolic.vcd > systolic.txt
 vcd2fst systolic.vcd systolic.fst || fail "vcd2fst rejected systolic.vcd"
 grep -q 'psum_q' systolic.vcd || fail "systolic.vcd has no PE partial sums"
