@@ -43,3 +43,19 @@ def test_bad_sizes_and_axes():
         tpuemu.collective("all-gather", "4x4", sizes="64K", axes="z")
     with pytest.raises(tpuemu.BadInput, match="whole number"):
         tpuemu.collective("all-gather", "4x4", sizes="12Q")
+
+
+@pytest.mark.parametrize("algo", ["ring", "one-shot", "two-shot", "halving-doubling", "in-network"])
+def test_switched_algorithms_are_bit_exact_with_nccl_fields(algo):
+    rows = tpuemu.collective("all-reduce", "node:8", sizes="64K", chip="h100", algo=algo, dtype="bf16")
+    r = rows[0]
+    assert r["check"] == "bit-exact" and r["wrong"] == 0 and r["algorithm"] == algo
+    assert r["size"] == 65536 and r["count"] == 32768 and r["type"] == "bfloat16" and r["redop"] == "sum"
+    assert r["busbw"] == pytest.approx(r["algbw"] * 2 * 7 / 8)
+
+
+def test_algorithm_refusals_are_bad_input():
+    with pytest.raises(tpuemu.BadInput, match="in-network needs switches"):
+        tpuemu.collective("all-reduce", "4x4", sizes="64K", algo="in-network")
+    with pytest.raises(tpuemu.BadInput, match="power of two"):
+        tpuemu.collective("all-reduce", "node:6", sizes="64K", chip="h100", algo="halving-doubling")
