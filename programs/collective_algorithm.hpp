@@ -28,9 +28,16 @@ class CollectiveAlgorithm {
   // than 1) of `topology`, naming what is missing, or "".
   [[nodiscard]] virtual std::string refusal(CollectivePlan::Op op, const std::vector<std::size_t>& axes,
                                             const ici::Topology& topology) const = 0;
-  // Its streams (CollectivePlan::parts and directions) over `axes` participating axes.
-  [[nodiscard]] virtual std::uint64_t parts(std::size_t axes) const = 0;
-  [[nodiscard]] virtual std::uint64_t directions() const = 0;
+  // Its streams (CollectivePlan::parts and directions) over `axes`
+  // participating axes: one stream unless it says otherwise.
+  [[nodiscard]] virtual std::uint64_t parts(std::size_t /*axes*/) const { return 1; }
+  [[nodiscard]] virtual std::uint64_t directions() const { return 1; }
+  // All-to-all and a group of one chip are the same program for every
+  // algorithm (programs/collectives.cpp writes them) and data movement has one
+  // reference: scratch_bytes and generate are asked only for the other ops
+  // over a group of at least 2 chips, reference only for reduce-scatter and
+  // all-reduce.
+  //
   // The HBM scratch operand it binds (0: none).
   [[nodiscard]] virtual std::uint64_t scratch_bytes(const CollectivePlan& plan,
                                                     const ici::Topology& topology) const = 0;

@@ -168,6 +168,9 @@ std::vector<std::vector<std::uint8_t>> collective_reference(const CollectiveSpec
                                               inputs[c].size(), shapes.input_bytes));
     }
   }
+  // Data movement (all-gather, all-to-all, a group of one chip) is exact
+  // whatever the algorithm: only reductions have an algorithm's own order.
+  if (!plan.reduces() || plan.axes.empty()) return ring_family_reference(plan, topology, inputs);
   return collective_algorithm(spec.algorithm).reference(plan, topology, inputs);
 }
 

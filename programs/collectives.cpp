@@ -276,7 +276,10 @@ CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topolo
       s.output_bytes = plan.chunk_bytes;
       break;
   }
-  s.scratch_bytes = plan.axes.empty() ? 0 : collective_algorithm(spec.algorithm).scratch_bytes(plan, topology);
+  // All-to-all and a group of one chip are the same program for every algorithm (no scratch).
+  s.scratch_bytes = plan.axes.empty() || plan.op == Op::kAllToAll
+                        ? 0
+                        : collective_algorithm(spec.algorithm).scratch_bytes(plan, topology);
   return s;
 }
 
@@ -1227,6 +1230,9 @@ class CollectiveGen : CollectiveEmitter {
 
 std::string generate_collective(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {
   const CollectivePlan plan = plan_collective(spec, topology);
+  // All-to-all (direct DMAs) and a group of one chip (a copy) are the same
+  // program for every algorithm: the ring family's generator writes them.
+  if (plan.op == Op::kAllToAll || plan.axes.empty()) return ring_family_generate(spec, topology, chip);
   return collective_algorithm(spec.algorithm).generate(spec, plan, topology, chip);
 }
 

@@ -33,7 +33,6 @@
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
 #include "programs/collective_reference.hpp"
-#include "programs/ring_family.hpp"
 
 namespace tpuemu::programs {
 
@@ -359,23 +358,19 @@ class DirectAlgorithm final : public CollectiveAlgorithm {
     }
     return "";
   }
-  [[nodiscard]] std::uint64_t parts(std::size_t /*axes*/) const override { return 1; }
-  [[nodiscard]] std::uint64_t directions() const override { return 1; }
-  [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& plan, const ici::Topology& topology) const override {
-    if (plan.op == Op::kAllToAll) return ring_family_scratch_bytes(plan, topology);
+  [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& plan,
+                                            const ici::Topology& /*topology*/) const override {
     if (!plan.reduces()) return 0;
     const bool whole = plan.op == Op::kAllReduce && name_ == "one-shot";
     return (plan.group_size - 1) * (whole ? plan.bytes : plan.chunk_bytes);
   }
   [[nodiscard]] std::string generate(const CollectiveSpec& spec, const CollectivePlan& plan,
                                      const ici::Topology& topology, const ChipConfig& chip) const override {
-    if (plan.op == Op::kAllToAll || plan.axes.empty()) return ring_family_generate(spec, topology, chip);
     return DirectGen(spec, plan, topology, chip).run();
   }
   [[nodiscard]] std::vector<std::vector<std::uint8_t>> reference(
       const CollectivePlan& plan, const ici::Topology& topology,
       const std::vector<std::vector<std::uint8_t>>& inputs) const override {
-    if (!plan.reduces() || plan.axes.empty()) return ring_family_reference(plan, topology, inputs);
     return collective_detail::rank_order_reference(plan, topology, inputs);
   }
   [[nodiscard]] CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,

@@ -29,7 +29,6 @@
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
 #include "programs/collective_reference.hpp"
-#include "programs/ring_family.hpp"
 
 namespace tpuemu::programs {
 
@@ -252,23 +251,19 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     }
     return "";
   }
-  [[nodiscard]] std::uint64_t parts(std::size_t /*axes*/) const override { return 1; }
-  [[nodiscard]] std::uint64_t directions() const override { return 1; }
-  [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& plan, const ici::Topology& topology) const override {
-    if (plan.op == Op::kAllToAll) return ring_family_scratch_bytes(plan, topology);
+  [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& plan,
+                                            const ici::Topology& /*topology*/) const override {
     if (!plan.reduces()) return 0;
     return 2 * plan.bytes - plan.chunk_bytes;  // work V + slots V/2 + ... + Q
   }
   [[nodiscard]] std::string generate(const CollectiveSpec& spec, const CollectivePlan& plan,
                                      const ici::Topology& topology, const ChipConfig& chip) const override {
-    if (plan.op == Op::kAllToAll || plan.axes.empty()) return ring_family_generate(spec, topology, chip);
     return HalvingDoublingGen(spec, plan, topology, chip).run();
   }
   // Replays the steps on host floats.
   [[nodiscard]] std::vector<std::vector<std::uint8_t>> reference(
       const CollectivePlan& plan, const ici::Topology& topology,
       const std::vector<std::vector<std::uint8_t>>& inputs) const override {
-    if (!plan.reduces() || plan.axes.empty()) return ring_family_reference(plan, topology, inputs);
     using namespace collective_detail;
     const std::uint64_t out_bytes = plan.op == Op::kAllReduce ? plan.bytes : plan.chunk_bytes;
     const std::size_t el = plan.bf16 ? 2 : 4;

@@ -22,7 +22,6 @@
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
 #include "programs/collective_reference.hpp"
-#include "programs/ring_family.hpp"
 
 namespace tpuemu::programs {
 
@@ -166,21 +165,17 @@ class InNetworkAlgorithm final : public CollectiveAlgorithm {
     }
     return "";
   }
-  [[nodiscard]] std::uint64_t parts(std::size_t /*axes*/) const override { return 1; }
-  [[nodiscard]] std::uint64_t directions() const override { return 1; }
   [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& /*plan*/,
                                             const ici::Topology& /*topology*/) const override {
     return 0;
   }
   [[nodiscard]] std::string generate(const CollectiveSpec& spec, const CollectivePlan& plan,
                                      const ici::Topology& topology, const ChipConfig& chip) const override {
-    if (plan.axes.empty()) return ring_family_generate(spec, topology, chip);
     return InNetworkGen(spec, plan, topology, chip).run();
   }
   [[nodiscard]] std::vector<std::vector<std::uint8_t>> reference(
       const CollectivePlan& plan, const ici::Topology& topology,
       const std::vector<std::vector<std::uint8_t>>& inputs) const override {
-    if (!plan.reduces() || plan.axes.empty()) return ring_family_reference(plan, topology, inputs);
     return collective_detail::rank_order_reference(plan, topology, inputs);
   }
   // Up into the switches V (reductions) + Q (a multicast's), down Q (a
