@@ -41,10 +41,11 @@ int topology_command(const std::vector<std::string>& args) {
       fmt::print("fabric: {} ({} nodes: {} chips and {} switches; {} directed links)\n", fabric->kind(),
                  fabric->node_count(), fabric->chip_count(), fabric->node_count() - fabric->chip_count(), links);
       fmt::print(
-          "links: {} NVLinks per chip of {} one way ({} to the switches: {}), {} per traversal + {} in a "
-          "switch\n",
+          "links: {} NVLinks per chip of {} one way, {} of payload ({} to the switches: {}), {} per traversal + {} "
+          "in a switch\n",
           chip.ici.links_per_chip, format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
-          format_quantity(chip.ici_bandwidth_per_chip(), Quantity::kBandwidth), chip.fabric.switch_links,
+          format_quantity(chip.link_payload_rate(), Quantity::kBandwidth),
+          format_quantity(chip.switched_egress(), Quantity::kBandwidth), chip.fabric.switch_links,
           format_quantity(chip.ici.hop_latency_s, Quantity::kTime),
           format_quantity(chip.fabric.switch_latency_s, Quantity::kTime));
       if (topology.fabric() == "fat-tree" && topology.length(1) > 1) {
