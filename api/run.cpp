@@ -201,7 +201,7 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
     }
     if (binding == nullptr) {
       throw BadInput(step.operand_buffers.empty()
-                         ? fmt::format("--in {}: the program has no operand {}", name, name)
+                         ? fmt::format("input {}: the program has no operand {}", name, name)
                          : fmt::format("input '{}': no operand of {} is bound to it", name, step.name));
     }
     // A timing-only run reads only the inputs passed by value (they steer the program).

@@ -37,12 +37,16 @@ std::string binary(std::uint32_t value) {
 // A scope of the file: its own signals (file positions) and its sub-scopes in order of appearance.
 struct Scope {
   std::vector<std::size_t> signals;
-  std::vector<std::pair<std::string, Scope>> children;
+  // Parallel vectors, not pairs: std::pair needs Scope complete here, which
+  // clang with libstdc++ enforces (std::vector alone may hold an incomplete type).
+  std::vector<std::string> child_names;
+  std::vector<Scope> children;
   Scope& child(const std::string& name) {
-    for (auto& [n, s] : children) {
-      if (n == name) return s;
+    for (std::size_t i = 0; i < child_names.size(); ++i) {
+      if (child_names[i] == name) return children[i];
     }
-    return children.emplace_back(name, Scope{}).second;
+    child_names.push_back(name);
+    return children.emplace_back();
   }
 };
 
@@ -111,7 +115,9 @@ void Waveform::write() const {
       out << fmt::format("$var wire {} {} {}{} $end\n", s.is_bit ? 1 : 32, identifier(p), leaf,
                          s.is_bit ? "" : " [31:0]");
     }
-    for (const auto& [name, child] : scope.children) {
+    for (std::size_t i = 0; i < scope.children.size(); ++i) {
+      const std::string& name = scope.child_names[i];
+      const Scope& child = scope.children[i];
       out << "$scope module " << name << " $end\n";
       self(child, self);
       out << "$upscope $end\n";

@@ -422,7 +422,13 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
   for (const ParamSpec& spec : params_table()) {
     auto it = merged.find(spec.path);
     if (it == merged.end() && spec.default_value != nullptr) {
-      defaults.push_back(ChipSpec::Value{spec.default_value, {Provenance::Kind::kAssumed, "default"}, "default"});
+      // Member by member: GCC 12 at -O3 warns (maybe-uninitialized) on the
+      // temporary an aggregate initialiser would make here.
+      ChipSpec::Value& value = defaults.emplace_back();
+      value.text = spec.default_value;
+      value.provenance.kind = Provenance::Kind::kAssumed;
+      value.provenance.text = "default";
+      value.origin = "default";
       it = merged.emplace(spec.path, Merged{&defaults.back(), 0}).first;
     }
     if (it == merged.end()) {
