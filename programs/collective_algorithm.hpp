@@ -32,6 +32,8 @@ class CollectiveAlgorithm {
   // participating axes: one stream unless it says otherwise.
   [[nodiscard]] virtual std::uint64_t parts(std::size_t /*axes*/) const { return 1; }
   [[nodiscard]] virtual std::uint64_t directions() const { return 1; }
+  // The ring family's half rings (CollectivePlan::half_rings).
+  [[nodiscard]] virtual bool half_rings() const { return false; }
   // All-to-all and a group of one chip are the same program for every
   // algorithm (programs/collectives.cpp writes them) and data movement has one
   // reference: scratch_bytes and generate are asked only for the other ops

@@ -139,11 +139,31 @@ std::vector<std::vector<float>> reduce_stream(const CollectivePlan& plan, const 
           const std::int64_t c = ((j + s * i) % l + l) % l;
           return static_cast<std::uint64_t>(static_cast<std::int64_t>(x) + (c - j) * stride);
         };
-        std::vector<float> acc = partial[y(1) * n + r];
-        for (std::int64_t i = 2; i <= l; ++i) {
-          const std::vector<float>& v = partial[y(i) * n + r];
-          accumulate(acc, v, plan.bf16);
+        if (!plan.half_rings) {
+          std::vector<float> acc = partial[y(1) * n + r];
+          for (std::int64_t i = 2; i <= l; ++i) {
+            const std::vector<float>& v = partial[y(i) * n + r];
+            accumulate(acc, v, plan.bf16);
+          }
+          next[x * n + r] = std::move(acc);
+          continue;
         }
+        // Half rings: the long chain comes from x - s*h_l towards x, the short
+        // one from x + s*h_s; x adds its own element to the short chain's sum
+        // (or takes it alone), then the long chain's sum to that.
+        const RingHops h = ring_hops(static_cast<std::uint32_t>(l), true);
+        const auto hl = static_cast<std::int64_t>(h.long_hops);
+        const auto hs = static_cast<std::int64_t>(h.short_hops);
+        std::vector<float> own = partial[x * n + r];
+        if (hs > 0) {
+          std::vector<float> chain = partial[y(hs) * n + r];
+          for (std::int64_t i = hs - 1; i >= 1; --i) accumulate(chain, partial[y(i) * n + r], plan.bf16);
+          accumulate(chain, own, plan.bf16);
+          own = std::move(chain);
+        }
+        std::vector<float> acc = partial[y(-hl) * n + r];
+        for (std::int64_t i = hl - 1; i >= 1; --i) accumulate(acc, partial[y(-i) * n + r], plan.bf16);
+        accumulate(acc, own, plan.bf16);
         next[x * n + r] = std::move(acc);
       }
     }

@@ -13,6 +13,12 @@
 //     acc = partial_{t-1}(y_1, r); acc = add(acc, partial_{t-1}(y_i, r)) for
 //     i = 2, ..., L (y_L = x itself);
 // and chip x's result for chunk rank(x) is partial_{m-1}(x, rank(x)).
+// Half rings (bidir-ring; ring_hops gives h_l, h_s for L): step t instead
+//   sums, with y_i as above for the unit's direction sign s,
+//     own = partial_{t-1}(x, r), or if h_s > 0: acc = partial_{t-1}(y_{h_s}, r);
+//       acc = add(acc, partial_{t-1}(y_i, r)) for i = h_s-1, ..., 1; own = add(acc, partial_{t-1}(x, r));
+//     acc = partial_{t-1}(y_{-h_l}, r); acc = add(acc, partial_{t-1}(y_{-i}, r))
+//       for i = h_l-1, ..., 1; partial_t(x, r) = add(acc, own).
 // add(a, b): f32: a + b in binary32 (round to nearest even); bf16: a and b
 // widened to f32, added in f32, rounded to bf16 (nearest even) at every step,
 // as vunpack / vadd.f32 / vpack.c.bf16 do. Elements are little-endian f32 or

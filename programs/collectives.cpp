@@ -100,7 +100,8 @@ struct ScratchLayout {
   std::uint64_t end = 0;
 };
 
-ScratchLayout scratch_layout(const std::vector<Phase>& phases, std::uint64_t unit_granules, std::uint64_t start) {
+ScratchLayout scratch_layout(const std::vector<Phase>& phases, const std::vector<std::uint32_t>& hops,
+                             std::uint64_t unit_granules, std::uint64_t start) {
   ScratchLayout l;
   std::uint64_t at = start;
   std::size_t reduce_phases = 0;
@@ -108,7 +109,7 @@ ScratchLayout scratch_layout(const std::vector<Phase>& phases, std::uint64_t uni
   for (std::size_t t = 0; t < reduce_phases; ++t) {
     const std::uint64_t chunk = phases[t].units * unit_granules;
     l.slots.push_back(at);
-    at += (phases[t].length - 1) * chunk;
+    at += hops[t] * chunk;
     if (t + 1 < reduce_phases) {
       l.result.push_back(at);
       at += chunk;
@@ -118,18 +119,64 @@ ScratchLayout scratch_layout(const std::vector<Phase>& phases, std::uint64_t uni
   return l;
 }
 
+// A stream of the generator: part p, the units it moves (unit d of every
+// rank's part p) and the direction it sends them in, with its hops per phase.
+// Full rings: stream (p, d) moves unit d in direction d, L-1 hops per phase.
+// Half rings (plan.half_rings): per unit d a long stream in direction d and a
+// short one in direction 1-d, ring_hops() hops each, and where the short one
+// has hops the long one's last step adds into what the short one stored.
+struct StreamShape {
+  std::size_t part = 0;
+  std::size_t unit = 0;
+  std::size_t dir = 0;  // 0: +, 1: -
+  bool is_long = true;
+  std::vector<Phase> phases;
+  std::vector<std::uint32_t> hops;  // per phase
+};
+
+std::vector<StreamShape> stream_shapes(const CollectivePlan& plan, const ici::Topology& topology) {
+  std::vector<StreamShape> out;
+  for (std::size_t p = 0; p < plan.parts; ++p) {
+    const auto phases = phases_of(plan, topology, p);
+    const std::size_t kinds = plan.half_rings ? 2 : 1;
+    for (std::size_t kind = 0; kind < kinds; ++kind) {
+      for (std::size_t d = 0; d < plan.directions; ++d) {
+        StreamShape st;
+        st.part = p;
+        st.unit = d;
+        st.is_long = kind == 0;
+        st.dir = st.is_long ? d : 1 - d;
+        st.phases = phases;
+        for (const Phase& ph : phases) {
+          if (!plan.half_rings) {
+            st.hops.push_back(ph.length - 1);
+          } else {
+            const RingHops h = ring_hops(ph.length, ph.reduce);
+            st.hops.push_back(st.is_long ? h.long_hops : h.short_hops);
+          }
+        }
+        out.push_back(std::move(st));
+      }
+    }
+  }
+  return out;
+}
+
 std::uint64_t total_scratch_granules(const CollectivePlan& plan, const ici::Topology& topology) {
   if (!plan.reduces() || plan.axes.empty()) return 0;
   std::uint64_t at = 0;
   const std::uint64_t ug = plan.unit_bytes / kGranule;
-  for (std::size_t p = 0; p < plan.parts; ++p) {
-    const auto phases = phases_of(plan, topology, p);
-    for (std::size_t d = 0; d < plan.directions; ++d) at = scratch_layout(phases, ug, at).end;
-  }
+  for (const StreamShape& st : stream_shapes(plan, topology)) at = scratch_layout(st.phases, st.hops, ug, at).end;
   return at;
 }
 
 }  // namespace
+
+RingHops ring_hops(std::uint32_t length, bool reduce) {
+  if (length < 2) return {};
+  if (!reduce || length % 2 == 0) return {length / 2, (length - 1) / 2};
+  return {(length + 1) / 2, (length - 3) / 2};
+}
 
 std::uint64_t CollectivePlan::rank(const ici::Coords& coords) const {
   std::uint64_t r = 0;
@@ -197,6 +244,7 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
   } else {
     plan.parts = algorithm.parts(plan.axes.size());
     plan.directions = algorithm.directions();
+    plan.half_rings = algorithm.half_rings();
     const std::uint64_t multiple = kGranule * n * plan.parts * plan.directions;
     if (spec.bytes % multiple != 0) {
       throw std::invalid_argument(fmt::format(
@@ -353,7 +401,13 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
   std::string unwrapped;
   for (std::size_t a : plan.axes) {
     const std::uint32_t l = topology.length(a);
-    hops += spec.algorithm == "ring" && plan.op != Op::kAllToAll ? l - 1 : l / 2;
+    if (plan.half_rings && plan.op != Op::kAllToAll) {
+      // The long stream's hops (ring_hops); all-reduce counts both halves below.
+      hops += plan.op == Op::kAllGather ? ring_hops(l, false).long_hops : ring_hops(l, true).long_hops;
+      if (plan.op == Op::kAllReduce) hops += ring_hops(l, false).long_hops;
+    } else {
+      hops += spec.algorithm == "ring" && plan.op != Op::kAllToAll ? l - 1 : l / 2;
+    }
     max_len = std::max(max_len, l);
     lengths += fmt::format("{}{} = {}", lengths.empty() ? "" : ", ", ici::axis_name(a), l);
     if (!topology.wraps(a) && l > 2) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
@@ -377,7 +431,11 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
       p.bandwidth_seconds = factor * v / (w * k);
       bw = f + "/(W*N_axes)";
     }
-    if (plan.op == Op::kAllReduce) {
+    if (plan.half_rings) {
+      // Reductions over an odd axis take one hop more (ring_hops).
+      if (plan.op == Op::kReduceScatter) lat = "T_min*sum(floor(L/2) + (L odd))";
+      if (plan.op == Op::kAllReduce) lat = "T_min*sum(2*floor(L/2) + (L odd))";
+    } else if (plan.op == Op::kAllReduce) {
       hops *= 2;
       lat = "2*" + lat;
     }
@@ -408,20 +466,39 @@ class CollectiveGen : CollectiveEmitter {
         chip_(chip),
         plan_(plan_collective(spec, topology)) {
     if (plan_.op != Op::kAllToAll && !plan_.axes.empty()) {
-      for (std::size_t p = 0; p < plan_.parts; ++p) {
-        const auto phases = phases_of(plan_, topo_, p);
-        for (std::size_t d = 0; d < plan_.directions; ++d) streams_.push_back(Stream{p, d, phases, {}, {}});
-      }
+      for (StreamShape& shape : stream_shapes(plan_, topo_)) streams_.push_back(Stream{std::move(shape), {}, {}, {}});
       if (streams_.size() > kMaxStreams) throw std::logic_error("collective: more streams than registers planned");
       ug_ = plan_.unit_bytes / kGranule;
       std::uint64_t at = 0;
       for (Stream& st : streams_) {
-        st.scratch = scratch_layout(st.phases, ug_, at);
+        st.scratch = scratch_layout(st.phases, st.hops, ug_, at);
         at = st.scratch.end;
-        for (std::size_t t = 0; t < st.phases.size(); ++t) {
-          const std::uint32_t steps = st.phases[t].length - (st.phases[t].reduce ? 0 : 1);
-          for (std::uint32_t s = 0; s < steps; ++s) st.jobs.push_back({t, s});
+      }
+      // Steps per phase: a reduce phase of h hops has h + 1 (step 0 only
+      // sends), a gather phase h. Half rings pad every stream's phase with
+      // idle rounds to the longest, so a phase starts in the same round for
+      // all streams (its chunks hold what every stream received before).
+      const std::size_t phase_count = streams_.front().phases.size();
+      std::vector<std::uint32_t> rounds(phase_count, 0);
+      auto steps = [](const Stream& st, std::size_t t) {
+        return st.hops[t] == 0 ? 0U : st.hops[t] + (st.phases[t].reduce ? 1U : 0U);
+      };
+      for (const Stream& st : streams_) {
+        for (std::size_t t = 0; t < phase_count; ++t) rounds[t] = std::max(rounds[t], steps(st, t));
+      }
+      for (std::size_t k = 0; k < streams_.size(); ++k) {
+        Stream& st = streams_[k];
+        for (std::size_t t = 0; t < phase_count; ++t) {
+          const std::uint32_t own = steps(st, t);
+          const std::uint32_t total = plan_.half_rings ? rounds[t] : own;
+          for (std::uint32_t s = 0; s < total; ++s) st.jobs.push_back({t, s, s >= own});
         }
+        st.combine.assign(phase_count, false);
+        if (!plan_.half_rings || !st.is_long) continue;
+        // The short stream of this unit (stream_shapes: long streams first).
+        Stream& partner = streams_[k + plan_.directions];
+        for (std::size_t t = 0; t < phase_count; ++t) st.combine[t] = st.phases[t].reduce && partner.hops[t] > 0;
+        partner.scratch.result = st.scratch.result;
       }
       for (const Stream& st : streams_) {
         arrive_base_.push_back(arrive_flags_);
@@ -455,14 +532,16 @@ class CollectiveGen : CollectiveEmitter {
   struct Job {
     std::size_t phase;
     std::uint32_t step;
+    bool idle;  // a half ring's padding round: the stream sits it out
   };
-  struct Stream {
-    std::size_t part;
-    std::size_t dir;
-    std::vector<Phase> phases;
+  struct Stream : StreamShape {
     std::vector<Job> jobs;
-    ScratchLayout scratch;
+    ScratchLayout scratch;  // a short stream's `result` is its long partner's
+    // Per phase: the last step adds the received partial sum into what the
+    // short partner stored at the phase's result, not into the local operand.
+    std::vector<bool> combine;
   };
+  [[nodiscard]] static bool final_step(const Stream& st, const Job& j) { return j.step == st.hops[j.phase]; }
 
   // Register plan. s0..s2 operands (512-byte units); s3..s5 the same in
   // granules; s6 chip id; s7..s9 coordinates x, y, z; s10 this chip's chunk in
@@ -494,7 +573,7 @@ class CollectiveGen : CollectiveEmitter {
   // The stream's first unit and a unit's distance per digit on `axis`, in
   // granules (CollectivePlan::unit_offset).
   [[nodiscard]] std::uint64_t unit_offset(const Stream& st) const {
-    return plan_.unit_base[st.part * plan_.directions + st.dir] / kGranule;
+    return plan_.unit_base[st.part * plan_.directions + st.unit] / kGranule;
   }
   [[nodiscard]] std::uint64_t unit_stride(const Stream& st, std::size_t axis) const {
     return plan_.unit_stride[st.part][axis] / kGranule;
@@ -509,7 +588,7 @@ class CollectiveGen : CollectiveEmitter {
   }
   // The stream's offset in a step's chunk block, granules.
   [[nodiscard]] std::uint64_t chunk_offset(const Stream& st, const Job& j) const {
-    return halves(st, j) ? st.dir * st.phases[j.phase].units * ug_ : unit_offset(st);
+    return halves(st, j) ? st.unit * st.phases[j.phase].units * ug_ : unit_offset(st);
   }
   // Whether the chunk of job j is one contiguous range of units in
   // enumeration order (then pieces may span units).
@@ -580,7 +659,7 @@ class CollectiveGen : CollectiveEmitter {
       std::uint64_t chunk = 0;
       bool same = plan_.piece_bytes == 0;
       for (const Stream& st : streams_) {
-        if (r >= st.jobs.size()) continue;
+        if (r >= st.jobs.size() || st.jobs[r].idle) continue;
         const std::uint64_t c = st.phases[st.jobs[r].phase].units * u;
         same = same && contiguous(st, st.jobs[r]) && (chunk == 0 || chunk == c);
         chunk = c;
@@ -654,7 +733,7 @@ class CollectiveGen : CollectiveEmitter {
       for (std::size_t k = 0; k < streams_.size(); ++k) {
         credit_.push_back(piece_ / kGranule);
         for (std::size_t u = 0; u < streams_[k].jobs.size(); ++u) {
-          if (uses_buffers(streams_[k], streams_[k].jobs[u])) {
+          if (!streams_[k].jobs[u].idle && uses_buffers(streams_[k], streams_[k].jobs[u])) {
             credit_[k] = round_pieces_[u].pg;
             break;
           }
@@ -775,7 +854,7 @@ class CollectiveGen : CollectiveEmitter {
     std::uint64_t total = 0;
     for (const Job& j : st.jobs) {
       const Phase& ph = st.phases[j.phase];
-      if (!ph.reduce || j.step == 0) total += ph.units * ug_;
+      if (!j.idle && (!ph.reduce || j.step == 0)) total += ph.units * ug_;
     }
     return total;
   }
@@ -801,12 +880,13 @@ class CollectiveGen : CollectiveEmitter {
     std::uint64_t n_max = 0;
     std::string what;
     for (std::size_t k = 0; k < streams_.size(); ++k) {
-      if (u >= streams_[k].jobs.size()) continue;
+      if (u >= streams_[k].jobs.size() || streams_[k].jobs[u].idle) continue;
       active.push_back(k);
       const Job& j = streams_[k].jobs[u];
       const Phase& ph = streams_[k].phases[j.phase];
       n_max = std::max(n_max, pieces(streams_[k], j));
-      what += fmt::format("{}stream {} ({}{}): {} {} step {}", what.empty() ? "" : "; ", k, streams_[k].part,
+      what += fmt::format("{}stream {} ({}{}{}): {} {} step {}", what.empty() ? "" : "; ", k, streams_[k].part,
+                          plan_.half_rings ? fmt::format("u{}", streams_[k].unit) : "",
                           streams_[k].dir == 0 ? "+" : "-", ph.reduce ? "reduce" : "gather", ici::axis_name(ph.axis),
                           j.step);
     }
@@ -867,7 +947,7 @@ class CollectiveGen : CollectiveEmitter {
     for (std::size_t k : active) {
       const Stream& st = streams_[k];
       const Job& j = st.jobs[u];
-      if (u + 1 < st.jobs.size() && st.jobs[u + 1].phase == j.phase) continue;
+      if (u + 1 < st.jobs.size() && st.jobs[u + 1].phase == j.phase && !st.jobs[u + 1].idle) continue;
       const Phase& ph = st.phases[j.phase];
       if (ph.reduce) {
         for (std::size_t b = 0; b < 2; ++b) wait(flag(f_buffer(k, b)), credit_[k], false);
@@ -912,7 +992,7 @@ class CollectiveGen : CollectiveEmitter {
       return;
     }
     if (plan_.op == Op::kAllReduce && st.part > 0 && ph.reduce && j.phase + 1 == st.scratch.slots.size() &&
-        j.step + 1 == ph.length) {
+        final_step(st, j)) {
       // This chip's unit of the part (its last reduce phase has no varying
       // digit, so the digit register is free).
       const std::string d = digit(k);
@@ -922,9 +1002,10 @@ class CollectiveGen : CollectiveEmitter {
         emit(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s19", d));
       }
     }
-    // The step's chunk index: c - sign*step (gather) or c - sign*(step+1) (reduce), mod L.
-    const std::int64_t back = ph.reduce ? j.step + 1 : j.step;
-    const std::int64_t add = ((-sign(st) * back) % l + l) % l;
+    // The step's chunk index, mod L: c - sign*step (gather), c + sign*(h -
+    // step) (reduce over h hops; a full ring's h = L-1 makes it c - sign*(step+1)).
+    const std::int64_t h = st.hops[j.phase];
+    const std::int64_t add = ph.reduce ? ((sign(st) * (h - j.step)) % l + l) % l : ((-sign(st) * j.step) % l + l) % l;
     std::string jr = c;
     if (add != 0) {
       add_imm("s17", c, add);
@@ -998,6 +1079,21 @@ class CollectiveGen : CollectiveEmitter {
     sel(d, "p7", "%" + d, "0");
   }
 
+  // Where the last step of stream k's reduce job j stores piece s13: the
+  // phase's result in scratch, or for the last phase the output (this chip's
+  // unit of it for all-reduce: s10 for part 0, the digit register for the
+  // others).
+  void result_address(std::size_t k, const Job& j, const std::string& dst) {
+    const Stream& st = streams_[k];
+    if (j.phase + 1 < st.scratch.slots.size()) {
+      scratch_address(dst, st.scratch.result[j.phase]);
+      return;
+    }
+    const std::string own = plan_.op != Op::kAllReduce ? "s4" : st.part == 0 ? "s10" : digit(k);
+    emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, %s13", dst, own));
+    if (unit_offset(st) != 0) add_imm(dst, dst, static_cast<std::int64_t>(unit_offset(st)));
+  }
+
   // Scratch + s13 + offset, into `dst`.
   void scratch_address(const std::string& dst, std::uint64_t offset) {
     emit(S::kSalu, fmt::format("%{} = sadd.s32 %s5, %s13", dst));
@@ -1056,7 +1152,11 @@ class CollectiveGen : CollectiveEmitter {
                               token(), pg_, flag(f_load(k))));
     emit(S::kSalu, fmt::format("%s20 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocB, k)));
     emit(S::kSalu, "%s20 = sshll.u32 %s20, 4");
-    local_address(k, j, "s21");
+    if (final_step(st, j) && st.combine[j.phase]) {
+      result_address(k, j, "s21");
+    } else {
+      local_address(k, j, "s21");
+    }
     emit(S::kDma, fmt::format("{} = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s21, /*size_in_granules=*/{}, /*vmem=*/%s20, "
                               "/*dst_syncflagno=*/{}",
                               token(), pg_, flag(f_load(k))));
@@ -1074,20 +1174,12 @@ class CollectiveGen : CollectiveEmitter {
     emit(S::kSalu, fmt::format("%s18 = scalar_lea.vmem {}, %s14", vmem_sym(kAllocA, k)));
     emit(S::kSalu, "%s18 = sshll.u32 %s18, 4");
     const std::uint64_t chunk = ph.units * ug_;
-    if (j.step + 1 < ph.length) {
+    if (!final_step(st, j)) {
       scratch_address("s19", st.scratch.slots[j.phase] + j.step * chunk);
       remote_dma("vmem_to_hbm", "%s18", k, "%s19", "%s17", flag(f_arrive(k, u)));
       return;
     }
-    if (j.phase + 1 < st.scratch.slots.size()) {
-      scratch_address("s19", st.scratch.result[j.phase]);
-    } else {
-      // The chunk is complete: to the output (this chip's unit of it for
-      // all-reduce: s10 for part 0, the digit register for the others).
-      const std::string own = plan_.op != Op::kAllReduce ? "s4" : st.part == 0 ? "s10" : digit(k);
-      emit(S::kSalu, fmt::format("%s19 = sadd.s32 %{}, %s13", own));
-      if (unit_offset(st) != 0) add_imm("s19", "s19", static_cast<std::int64_t>(unit_offset(st)));
-    }
+    result_address(k, j, "s19");
     emit(S::kDma, fmt::format("{} = dma.vmem_to_hbm [thread:$0] /*vmem=*/%s18, /*size_in_granules=*/{}, /*hbm=*/%s19, "
                               "/*dst_syncflagno=*/%s17",
                               token(), pg_));

@@ -21,14 +21,20 @@
 // take no part; with none left the program copies input to output. The ring
 // family:
 //   ring        one stream (direction +) going through the axes one by one;
-//   bidir-ring  each chunk split in two halves, half 0 going + and half 1 going
-//               - round every ring (both directions of every link busy);
+//   bidir-ring  each chunk split in two halves, each half on two half rings
+//               through the axes one by one: half d's long stream goes
+//               direction d (+ for half 0, - for half 1) and its short stream
+//               the other way (ring_hops: floor(L/2) steps per axis, one more
+//               for reductions over an odd L, instead of L-1), so both
+//               directions of every link carry L-1 units per phase;
 //   multi-axis  each chunk split into K parts (K = participating axes of
 //               length > 1), each in two halves; part p runs the bidir-ring
 //               collective through the axes in the order rotated to start at
 //               listed axis p, all parts concurrently (the book's V / (W K)).
 // A stream is (part p, direction d); it moves only its own units (r, p, d),
-// one per rank r, of u = Q / (K*D) bytes each (D directions).
+// one per rank r, of u = Q / (K*D) bytes each (D directions). Under half
+// rings there are two streams per unit d, the long one (direction d) and the
+// short one (direction 1-d), each moving units (r, p, d).
 // Layout. all-gather and reduce-scatter: unit (r, p, d) is the bytes
 // [r*Q + (p*D + d)*u, +u) (chunk r is rank r's, so a stream's units are
 // u bytes every Q). all-reduce, where which rank holds which sum on the way
@@ -55,6 +61,14 @@
 //     programs/collective_reference.hpp).
 //   all-gather step k = 0..L-2: send chunk c - s_d*k (own chunk first), receive
 //     chunk c - s_d*(k+1).
+// Half rings: a stream of h hops runs those steps truncated. Gather step
+//   k = 0..h-1 as above; reduce step k = 0..h sends (k < h) or completes
+//   (k = h) the partial sum of chunk c + s*(h-k), whose chain started h hops
+//   back. The short stream of a unit ends its phase first and stores
+//   own + its chain at the phase's result; the long stream's last step adds
+//   its chain to that (summation order: programs/collective_reference.hpp).
+//   Every stream's phase is padded with idle rounds to the longest, so a
+//   phase's first round sees everything the previous phase delivered.
 // Bidirectional all-gather past its first phase: a step's chunk is a block of
 // whole rank chunks (both directions' units arrived in the phases before), so
 // direction d carries half d of the block (one contiguous range) instead of
@@ -113,6 +127,7 @@ struct CollectivePlan {
   std::uint64_t chunk_bytes = 0;                 // Q = V / N
   std::uint64_t parts = 1;                       // K
   std::uint64_t directions = 1;                  // D
+  bool half_rings = false;                       // each unit on two half rings (ring_hops): bidir-ring
   std::uint64_t unit_bytes = 0;                  // u = Q / (K * D); all-to-all: a block, V / N^2
   std::uint64_t piece_bytes = 0;                 // as given (0: the generator picks)
   std::vector<std::vector<std::size_t>> orders;  // O_p per part, topology axis ids
@@ -131,6 +146,19 @@ struct CollectivePlan {
   [[nodiscard]] std::uint64_t unit_offset(std::uint64_t rank, std::size_t part, std::size_t dir,
                                           const ici::Topology& topology) const;
 };
+
+// Hops of the two streams of one unit on an axis of L chips under half rings
+// (bidir-ring): the long stream goes the unit's own direction, the short one
+// the other way, and together they cover the other L-1 chips. A gather phase
+// takes floor(L/2) and floor((L-1)/2). A reduce phase takes L/2 and L/2 - 1
+// for even L, (L+1)/2 and (L-3)/2 for odd L: the short chain always ends
+// before the long one (its sum is what the long one's last step adds into),
+// and each link direction carries L-1 units per phase either way.
+struct RingHops {
+  std::uint32_t long_hops = 0;
+  std::uint32_t short_hops = 0;
+};
+RingHops ring_hops(std::uint32_t length, bool reduce);
 
 // Throws std::invalid_argument as collective_shapes does.
 CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& topology);

@@ -164,18 +164,20 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
     CHECK_THAT(error_of([&] { collective_shapes(r.spec, t); }), Contains(r.message));
     CHECK_THAT(error_of([&] { generate_collective(r.spec, t, preset("v5e")); }), Contains(r.message));
   }
-  // Pieces whose VMEM buffers do not fit: 2 streams x 4 x 32 MiB on v5e's 128 MiB.
+  // Pieces whose VMEM buffers do not fit: 4 streams (2 half rings per half chunk) x 4 x 32 MiB on v5e's 128 MiB.
   CHECK_THAT(error_of([&] {
                generate_collective(spec("all-reduce", "bidir-ring", "f32", 1ULL << 30, {1}, 32 << 20), t,
                                    preset("v5e"));
              }),
-             Contains("piece_bytes 33554432 needs 268435456 bytes of VMEM buffers (2 streams x 4 pieces)"));
-  // One arrival flag per stream and ring step (2 x 31), 4 per stream, 1 more.
+             Contains("piece_bytes 33554432 needs 536870912 bytes of VMEM buffers (4 streams x 4 pieces)"));
+  // One arrival flag per stream and round (4 x 17: 9 reduce and 8 gather
+  // rounds on a half ring of 16, the short streams' padding included), 4 per
+  // stream, 1 more.
   CHECK_THAT(error_of([&] {
                generate_collective(spec("all-reduce", "bidir-ring", "f32", 1 << 20, {1}), t,
                                    preset("v5e", {"sflag.count=8"}));
              }),
-             Contains("needs 71 sync flags, v5e has 8 (sflag.count)"));
+             Contains("needs 85 sync flags, v5e has 8 (sflag.count)"));
 }
 
 TEST_CASE("collectives: every generated program assembles and fits its chip", "[collectives]") {
@@ -274,23 +276,29 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
   // all-reduce of 32 KiB: 256-byte units; the x steps move 16 units (4 KiB) as
   // one piece, the y steps 4 units, the z steps (1 unit) unit pieces.
   const std::string ar = generate_collective(spec("all-reduce", "bidir-ring", "f32", 32768, {0, 1, 2}), t, v5p);
-  CHECK_THAT(ar, Contains("reduce x step 1; stream 1 (0-): reduce x step 1 (pieces of 4096 bytes)"));
-  CHECK_THAT(ar, Contains("reduce y step 1; stream 1 (0-): reduce y step 1 (pieces of 1024 bytes)"));
-  CHECK_THAT(ar, Contains("reduce z step 1; stream 1 (0-): reduce z step 1\n"));
+  // Half rings of 4: reduce steps 0..2 for the long streams (0, 1), 0..1 for
+  // the short ones (2, 3), which sit out round 2.
+  CHECK_THAT(ar, Contains("stream 3 (0u1+): reduce x step 1 (pieces of 4096 bytes)"));
+  CHECK_THAT(ar, Contains("round 2: stream 0 (0u0+): reduce x step 2; stream 1 (0u1-): reduce x step 2 (pieces of "
+                          "4096 bytes)"));
+  CHECK_THAT(ar, Contains("stream 3 (0u1+): reduce y step 1 (pieces of 1024 bytes)"));
+  CHECK_THAT(ar, Contains("stream 3 (0u1+): reduce z step 1\n"));
   CHECK_THAT(ar, Contains("/*size_in_granules=*/128,"));
   // reduce-scatter's chunks are strided (rank order fixes its layout): unit pieces.
   const std::string rs = generate_collective(spec("reduce-scatter", "bidir-ring", "f32", 32768, {0, 1, 2}), t, v5p);
   CHECK_THAT(rs, !Contains("(pieces of"));
-  // Bidirectional all-gather: past its first phase each direction carries a
-  // contiguous half of a block of whole chunks (512-byte units here).
+  // Bidirectional all-gather: past its first phase the streams of half d
+  // carry half d of a block of whole chunks, one contiguous range (512-byte
+  // units here); on an axis of 4 the short streams (2, 3) take one step.
   const std::string ag = generate_collective(spec("all-gather", "bidir-ring", "f32", 65536, {0, 1, 2}), t, v5p);
-  CHECK_THAT(ag, Contains("gather x step 1; stream 1 (0-): gather x step 1\n"));
-  CHECK_THAT(ag, Contains("gather y step 1; stream 1 (0-): gather y step 1 (pieces of 2048 bytes)"));
-  CHECK_THAT(ag, Contains("gather z step 1; stream 1 (0-): gather z step 1 (pieces of 2048 bytes)"));
+  CHECK_THAT(ag, Contains("gather x step 1; stream 1 (0u1-): gather x step 1\n"));
+  CHECK_THAT(ag, Contains("gather y step 1; stream 1 (0u1-): gather y step 1 (pieces of 2048 bytes)"));
+  CHECK_THAT(ag, Contains("gather z step 1; stream 1 (0u1-): gather z step 1 (pieces of 2048 bytes)"));
   // Large contiguous chunks: at least an eighth of the chunk per piece (64 MiB:
   // the x steps' 8 MiB in 1 MiB pieces, not 128 KiB quarters of a unit).
   const std::string big = generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0, 1, 2}), t, v5p);
-  CHECK_THAT(big, Contains("reduce x step 1; stream 1 (0-): reduce x step 1 (pieces of 1048576 bytes)"));
+  CHECK_THAT(big, Contains("reduce x step 1; stream 1 (0u1-): reduce x step 1; stream 2 (0u0-): reduce x step 1; stream 3 (0u1+): "
+                          "reduce x step 1 (pieces of 1048576 bytes)"));
   // One axis: a chunk is one unit, which keeps the generator's piece (a quarter).
   const std::string one =
       generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0}), topo("v5e", "16"), preset("v5e"));
@@ -407,6 +415,11 @@ TEST_CASE("collectives: reference rounds at every ring step in ring order", "[co
   // Ring of 4 (direction +): chunk j is summed x_{j+1}, x_{j+2}, x_{j+3}, x_j; with
   // x = (big, 1, 1, 1) chunk 0 is ((1+1)+1)+big, chunk 3 ((big+1)+1)+1. In bf16 with
   // big = 256 (steps of 2): 3 + 256 = 259 rounds to 260 (tie to even), 256 + 1 to 256.
+  // bidir-ring (half rings of 4, ring_hops: long 2, short 1): half 0 of chunk j
+  // is (x_{j-2} + x_{j-1}) + (x_{j+1} + x_j), half 1 (x_{j+2} + x_{j+1}) +
+  // (x_{j-1} + x_j): one pair holds big + 1 (rounds to big), the other 2, so
+  // every half is big + 2 (in ring order chunk 0 would be big + 4, in rank
+  // order big).
   const ici::Topology t = topo("v5e", "4");
   auto x = [](float big) { return [big](std::uint32_t c, std::uint64_t) { return c == 0 ? big : 1.0f; }; };
   struct Row {
@@ -417,9 +430,9 @@ TEST_CASE("collectives: reference rounds at every ring step in ring order", "[co
   const float f = 16777216.0f;  // 2^24: f32 steps of 2 above it
   const std::vector<Row> rows = {
       {"bf16", "ring", 256, {260, 260, 256, 256}, {}},
-      {"bf16", "bidir-ring", 256, {260, 260, 256, 256}, {260, 256, 256, 260}},
+      {"bf16", "bidir-ring", 256, {258, 258, 258, 258}, {258, 258, 258, 258}},
       {"f32", "ring", f, {f + 4, f + 4, f, f}, {}},
-      {"f32", "bidir-ring", f, {f + 4, f + 4, f, f}, {f + 4, f, f, f + 4}},
+      {"f32", "bidir-ring", f, {f + 2, f + 2, f + 2, f + 2}, {f + 2, f + 2, f + 2, f + 2}},
   };
   for (const Row& r : rows) {
     for (const std::string op : {"reduce-scatter", "all-reduce"}) {
@@ -489,8 +502,8 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
   };
   const std::vector<Row> rows = {
       {"all-gather", "bidir-ring", v / w, 8, "all-gather bidir-ring: V/W + T_min*sum(floor(L/2))"},
-      {"reduce-scatter", "bidir-ring", v / w, 8, "V/W"},
-      {"all-reduce", "bidir-ring", 2 * v / w, 16, "2V/W + 2*T_min*sum(floor(L/2))"},
+      {"reduce-scatter", "bidir-ring", v / w, 8, "V/W + T_min*sum(floor(L/2) + (L odd))"},
+      {"all-reduce", "bidir-ring", 2 * v / w, 16, "2V/W + T_min*sum(2*floor(L/2) + (L odd))"},
       {"all-gather", "ring", v / 4.5e10 * 15 / 16, 15, "V/W_oneway*(N-1)/N + T_min*sum(L-1)"},
       {"all-reduce", "ring", 2 * v / 4.5e10 * 15 / 16, 30, "2V/W_oneway*(N-1)/N"},
       {"all-to-all", "bidir-ring", v / (4 * w), 8, "V*max(L)/(4*N*W)"},

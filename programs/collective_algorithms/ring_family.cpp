@@ -16,11 +16,13 @@ namespace {
 
 class RingFamilyAlgorithm final : public CollectiveAlgorithm {
  public:
-  RingFamilyAlgorithm(std::string name, std::string summary, bool per_axis_parts, std::uint64_t directions)
+  RingFamilyAlgorithm(std::string name, std::string summary, bool per_axis_parts, std::uint64_t directions,
+                      bool half_rings)
       : name_(std::move(name)),
         summary_(std::move(summary)),
         per_axis_parts_(per_axis_parts),
-        directions_(directions) {}
+        directions_(directions),
+        half_rings_(half_rings) {}
 
   [[nodiscard]] std::string_view name() const override { return name_; }
   [[nodiscard]] std::string_view summary() const override { return summary_; }
@@ -32,6 +34,7 @@ class RingFamilyAlgorithm final : public CollectiveAlgorithm {
     return per_axis_parts_ ? std::max<std::size_t>(axes, 1) : 1;
   }
   [[nodiscard]] std::uint64_t directions() const override { return directions_; }
+  [[nodiscard]] bool half_rings() const override { return half_rings_; }
   [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& plan, const ici::Topology& topology) const override {
     return ring_family_scratch_bytes(plan, topology);
   }
@@ -54,17 +57,21 @@ class RingFamilyAlgorithm final : public CollectiveAlgorithm {
   std::string summary_;
   bool per_axis_parts_;
   std::uint64_t directions_;
+  bool half_rings_;
 };
 
 const CollectiveAlgorithmRegistrar kRing{std::make_unique<RingFamilyAlgorithm>(
-    "ring", "one stream going + round each axis in turn (N-1 steps per axis); sums in ring order", false, 1)};
+    "ring", "one stream going + round each axis in turn (N-1 steps per axis); sums in ring order", false, 1, false)};
 const CollectiveAlgorithmRegistrar kBidirRing{std::make_unique<RingFamilyAlgorithm>(
-    "bidir-ring", "each chunk in two halves, one going + and one - round every ring; sums in ring order", false, 2)};
+    "bidir-ring",
+    "each chunk in two halves, each half sent both ways round every ring, floor(N/2) steps per axis (reductions: "
+    "one more on an odd axis); sums the two half-ring chains, then adds them",
+    false, 2, true)};
 const CollectiveAlgorithmRegistrar kMultiAxis{std::make_unique<RingFamilyAlgorithm>(
     "multi-axis",
     "each chunk in one part per axis, part p going through the axes starting at axis p, all at once (the book's "
     "V/(W N_axes)); sums in ring order",
-    true, 2)};
+    true, 2, false)};
 
 }  // namespace
 

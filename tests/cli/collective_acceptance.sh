@@ -8,7 +8,9 @@
 #  3. without wraparound, all-gather and all-reduce take at least 1.6x as long;
 #  4. (FULL=1) a 16x16 all-reduce of 256 MiB within 10% of 2V/W, and a v5p
 #     4x4x4 all-reduce;
-#  5. small all-reduces on a v5p 4x4x4 within 2.2x / 1.6x of the prediction.
+#  5. small all-reduces on a v5p 4x4x4 within 2.2x / 1.6x of the prediction;
+#  6. small all-gathers and all-reduces on v5e 16, v5p 4x4x4 and 8x8x8 within
+#     1.5x of the book's latency-bound formula (issue 15).
 # Usage: collective_acceptance.sh TPUEMU WORKDIR [FULL]
 set -euo pipefail
 tpuemu=$1 work=$2 full=${3:-0}
@@ -41,6 +43,26 @@ done
 mapfile -t ratio < <(values small_ar.json measured_over_predicted)
 awk -v r="${ratio[0]}" 'BEGIN { exit !(r <= 2.2) }' || fail "v5p 4x4x4 all-reduce 32 KiB: measured/predicted = ${ratio[0]} > 2.2"
 awk -v r="${ratio[1]}" 'BEGIN { exit !(r <= 1.6) }' || fail "v5p 4x4x4 all-reduce 1 MiB: measured/predicted = ${ratio[1]} > 1.6"
+
+# 6. Small all-gathers and all-reduces with bidir-ring (half rings) within
+#    1.5x of the book's latency-bound formula T = max(T_min sum(X_i)/2,
+#    V/(W N_axes)) (all-reduce: twice that), T_min = 1 us, W = 2 x the link.
+book() {  # OP V SUM_X W AXES
+  awk -v op="$1" -v v="$2" -v x="$3" -v w="$4" -v k="$5" \
+    'BEGIN { t = 1e-6 * x / 2; b = v / (w * k); if (b > t) t = b; if (op == "all-reduce") t *= 2; print t }'
+}
+while read -r chip shape bytes sum_x w axes; do
+  for op in all-gather all-reduce; do
+    "$tpuemu" collective --op $op --chip "$chip" --topology "$shape" --sizes "$bytes" --algo bidir-ring --no-data \
+      --json small.json
+    t=$(values small.json seconds) b=$(book $op "$bytes" "$sum_x" "$w" "$axes")
+    awk -v t="$t" -v b="$b" 'BEGIN { exit !(t <= 1.5 * b) }' || fail "$op $bytes B on $chip $shape: $t s > 1.5 x the book's $b s"
+  done
+done <<'ROWS'
+v5e 16 32768 16 9e10 1
+v5p 4x4x4 49152 12 1.8e11 3
+v5p 8x8x8 98304 24 1.8e11 3
+ROWS
 
 if [ "$full" = 1 ]; then
   "$tpuemu" collective --op all-reduce --chip v5e --topology 16x16 --sizes 256M --no-data --json ar16x16.json
