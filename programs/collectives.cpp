@@ -885,10 +885,10 @@ class CollectiveGen : CollectiveEmitter {
       const Job& j = streams_[k].jobs[u];
       const Phase& ph = streams_[k].phases[j.phase];
       n_max = std::max(n_max, pieces(streams_[k], j));
-      what += fmt::format("{}stream {} ({}{}{}): {} {} step {}", what.empty() ? "" : "; ", k, streams_[k].part,
-                          plan_.half_rings ? fmt::format("u{}", streams_[k].unit) : "",
-                          streams_[k].dir == 0 ? "+" : "-", ph.reduce ? "reduce" : "gather", ici::axis_name(ph.axis),
-                          j.step);
+      what +=
+          fmt::format("{}stream {} ({}{}{}): {} {} step {}", what.empty() ? "" : "; ", k, streams_[k].part,
+                      plan_.half_rings ? fmt::format("u{}", streams_[k].unit) : "", streams_[k].dir == 0 ? "+" : "-",
+                      ph.reduce ? "reduce" : "gather", ici::axis_name(ph.axis), j.step);
     }
     w_.comment(
         fmt::format("=== round {}: {}{}", u, what, spans_ ? fmt::format(" (pieces of {} bytes)", pg_ * kGranule) : ""));

@@ -141,8 +141,9 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
   };
   const std::vector<Row> rows = {
       {spec("all-sum", "ring", "f32", 1024, {1}), "unknown op 'all-sum'"},
-      {spec("all-gather", "tree", "f32", 1024, {1}),
-       "unknown algorithm 'tree' (bidir-ring, halving-doubling, in-network, multi-axis, one-shot, ring, two-shot)"},
+      {spec("all-gather", "pat", "f32", 1024, {1}),
+       "unknown algorithm 'pat' (bidir-ring, halving-doubling, in-network, multi-axis, one-shot, ring, tree, "
+       "two-shot)"},
       {spec("all-gather", "ring", "f16", 1024, {1}), "unknown dtype 'f16' (f32, bf16)"},
       {spec("all-gather", "ring", "f32", 1024, {}), "no participating axes"},
       {spec("all-gather", "ring", "f32", 1024, {1, 1}), "axis y is listed twice"},
@@ -217,14 +218,16 @@ TEST_CASE("collectives: every generated program assembles and fits its chip", "[
             INFO(op << " " << algorithm << " " << dtype << " on " << where.chip << " " << where.shape << " piece "
                     << piece);
             if (piece != 0 && op == "all-to-all") continue;
-            if (algorithm == "two-shot" && (op == "all-gather" || op == "reduce-scatter")) continue;
+            if ((algorithm == "two-shot" || algorithm == "tree") && (op == "all-gather" || op == "reduce-scatter")) {
+              continue;
+            }
             // In-network: one switched domain's group (axis x of a switched fabric), no all-to-all.
             if (algorithm == "in-network" &&
                 (!t.switched() || op == "all-to-all" || where.axes != std::vector<std::size_t>{0})) {
               continue;
             }
             if (piece != 0 && algorithm == "in-network") continue;
-            if (piece != 0 && (algorithm == "one-shot" || algorithm == "two-shot")) continue;
+            if (piece != 0 && (algorithm == "one-shot" || algorithm == "two-shot" || algorithm == "tree")) continue;
             const std::string text = generate_collective(s, t, chip);
             const isa::Program program = isa::assemble(text, "collective.llo");
             const isa::CheckResult check = isa::check_program(program, chip);
@@ -297,8 +300,10 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
   // Large contiguous chunks: at least an eighth of the chunk per piece (64 MiB:
   // the x steps' 8 MiB in 1 MiB pieces, not 128 KiB quarters of a unit).
   const std::string big = generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0, 1, 2}), t, v5p);
-  CHECK_THAT(big, Contains("reduce x step 1; stream 1 (0u1-): reduce x step 1; stream 2 (0u0-): reduce x step 1; stream 3 (0u1+): "
-                          "reduce x step 1 (pieces of 1048576 bytes)"));
+  CHECK_THAT(
+      big,
+      Contains("reduce x step 1; stream 1 (0u1-): reduce x step 1; stream 2 (0u0-): reduce x step 1; stream 3 (0u1+): "
+               "reduce x step 1 (pieces of 1048576 bytes)"));
   // One axis: a chunk is one unit, which keeps the generator's piece (a quarter).
   const std::string one =
       generate_collective(spec("all-reduce", "bidir-ring", "f32", 64 << 20, {0}), topo("v5e", "16"), preset("v5e"));
@@ -380,7 +385,7 @@ TEST_CASE("collectives: reference sums of small integers are exact for every alg
     const ici::Topology t = topo(w.chip, w.shape);
     for (const std::string op : {"reduce-scatter", "all-reduce"}) {
       for (const std::string& algorithm : collective_algorithm_names()) {
-        if (algorithm == "two-shot" && op == std::string("reduce-scatter")) continue;
+        if ((algorithm == "two-shot" || algorithm == "tree") && op == std::string("reduce-scatter")) continue;
         if (algorithm == "in-network") continue;  // needs a switched fabric: its own case below
         for (const std::string dtype : {"f32", "bf16"}) {
           INFO(op << " " << algorithm << " " << dtype << " on " << w.shape);
@@ -579,4 +584,21 @@ TEST_CASE("collectives: in-network runs within one switched domain, sums in rank
         collective_shapes(spec("all-reduce", "in-network", "f32", 1 << 16, {0, 1}), topo("h100", "fat-tree:2x4"));
       }),
       Contains("the group must be axis x of fat-tree:2x4 (the chips of one node)"));
+}
+
+TEST_CASE("collectives: tree sums own + first child + second child, tree 1 mirrored", "[collectives]") {
+  // Three ranks: tree 0 is 1 -> (0, 2), tree 1 its mirror 1 -> (2, 0). With
+  // x = (2^24, 1, 1): half 0 = (1 + 2^24) + 1 = 2^24 (each 1 lost to
+  // round-to-even), half 1 = (1 + 1) + 2^24 = 2^24 + 2.
+  const ici::Topology t = topo("h100", "node:3");
+  const float f = 16777216.0f;
+  const CollectiveSpec s = spec("all-reduce", "tree", "f32", 192, {0});
+  const auto out = collective_reference(
+      s, t, inputs_of(t, 192, false, [f](std::uint32_t c, std::uint64_t) { return c == 0 ? f : 1.0f; }));
+  for (std::uint32_t c = 0; c < 3; ++c) {
+    for (std::uint64_t e = 0; e < 24; ++e) REQUIRE(element(out[c], e, false) == f);
+    for (std::uint64_t e = 24; e < 48; ++e) REQUIRE(element(out[c], e, false) == f + 2);
+  }
+  CHECK_THAT(error_of([&] { collective_shapes(spec("reduce-scatter", "tree", "f32", 192, {0}), t); }),
+             Contains("tree is an all-reduce algorithm"));
 }

@@ -54,7 +54,7 @@ int collective_command(const std::vector<std::string>& args) {
       "topology", po::value<std::string>()->default_value("8x16"), "pod shape, e.g. 8x16, 4x4x4, 16")(
       "axes", po::value<std::string>(), "participating axes, e.g. y or x,y (default: all)")(
       "algo", po::value<std::string>()->default_value("bidir-ring"),
-      "ring | bidir-ring | multi-axis | one-shot | two-shot, several joined by commas, auto (the least predicted "
+      "ring | bidir-ring | multi-axis | tree | halving-doubling | one-shot | two-shot | in-network, several joined by commas, auto (the least predicted "
       "time per size) or list")("dtype", po::value<std::string>()->default_value("f32"),
                                 "f32 | bf16 (element type; reductions sum in it)")(
       "sizes", po::value<std::string>()->default_value("64K:64M"),
