@@ -335,24 +335,31 @@ std::uint64_t ring_family_scratch_bytes(const CollectivePlan& plan, const ici::T
   return total_scratch_granules(plan, topology) * kGranule;
 }
 
+SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topology, const ChipConfig& chip) {
+  SwitchedHop h;
+  for (std::size_t a : plan.axes) h.spans_nodes = h.spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
+  h.egress = h.spans_nodes ? chip.fabric.nic_bandwidth : chip.switched_egress();
+  h.latency = h.spans_nodes ? 4 * chip.fabric.nic_latency_s : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
+  return h;
+}
+
 namespace {
 
 // Switched fabrics: every chip reaches every other in one chip-to-chip hop
-// (T_hop = 2 x ici.hop_latency + fabric.switch_latency; across nodes 4 NIC
-// links), its egress B the slowest it uses: all its NVLinks within a node,
-// its NIC once the group spans nodes. Ring-style collectives move
+// (switched_hop), its egress B the slowest it uses: all its NVLinks within a
+// node, its NIC once the group spans nodes. Ring-style collectives move
 // (N-1)/N x V (all-reduce twice that) through every chip's egress in N-1
 // steps (all-reduce 2(N-1)); all-to-all sends (N-1)/N of its Q = V/N at once.
+// (bidir-ring predicts the same here; its half rings take fewer steps.)
 CollectivePrediction predict_switched(const CollectiveSpec& spec, const CollectivePlan& plan,
                                       const ici::Topology& topology, const ChipConfig& chip) {
   CollectivePrediction p;
   const auto v = static_cast<double>(plan.bytes);
   const auto n = static_cast<double>(plan.group_size);
-  bool spans_nodes = false;
-  for (std::size_t a : plan.axes) spans_nodes = spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
-  const double egress = spans_nodes ? chip.fabric.nic_bandwidth : chip.switched_egress();
-  const double hop =
-      spans_nodes ? 4 * chip.fabric.nic_latency_s : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
+  const SwitchedHop one = switched_hop(plan, topology, chip);
+  const bool spans_nodes = one.spans_nodes;
+  const double egress = one.egress;
+  const double hop = one.latency;
   const double steps = plan.op == CollectivePlan::Op::kAllToAll    ? 1
                        : plan.op == CollectivePlan::Op::kAllReduce ? 2 * (n - 1)
                                                                    : n - 1;

@@ -198,6 +198,17 @@ struct CollectivePrediction {
   double latency_seconds = 0;
   std::string formula;
 };
+// One chip-to-chip transfer of a group on a switched fabric: whether the
+// group spans a fat tree's nodes, the chip's egress B (its NIC across nodes,
+// else all its NVLinks) and the latency T_hop (4 NIC link latencies across
+// nodes, else 2 x ici.hop_latency + fabric.switch_latency).
+struct SwitchedHop {
+  bool spans_nodes = false;
+  double egress = 0;
+  double latency = 0;
+};
+SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topology, const ChipConfig& chip);
+
 CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::Topology& topology,
                                         const ChipConfig& chip);
 

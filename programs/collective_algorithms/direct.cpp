@@ -392,13 +392,12 @@ CollectivePrediction DirectAlgorithm::predict(const CollectiveSpec& spec, const 
   const auto v = static_cast<double>(plan.bytes);
   const auto n = static_cast<double>(plan.group_size);
   const double q = v / n;
-  bool spans_nodes = false;
-  for (std::size_t a : plan.axes) spans_nodes = spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
   double egress = chip.switched_egress();
   double hop = 0;
   if (topology.switched()) {
-    if (spans_nodes) egress = chip.fabric.nic_bandwidth;
-    hop = spans_nodes ? 4 * chip.fabric.nic_latency_s : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
+    const SwitchedHop one = switched_hop(plan, topology, chip);
+    egress = one.egress;
+    hop = one.latency;
   } else {
     std::uint64_t hops = 0;
     for (std::size_t a : plan.axes) hops += topology.wraps(a) ? topology.length(a) / 2 : topology.length(a) - 1;

@@ -314,14 +314,10 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     const std::uint64_t n = plan.group_size;
     const double q = static_cast<double>(plan.chunk_bytes);
     const bool switched = topology.switched();
-    bool spans_nodes = false;
-    for (std::size_t a : plan.axes) spans_nodes = spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
-    const double bw =
-        switched ? (spans_nodes ? chip.fabric.nic_bandwidth : chip.switched_egress()) : chip.ici.link_bandwidth;
+    const SwitchedHop one = switched_hop(plan, topology, chip);
+    const double bw = switched ? one.egress : chip.ici.link_bandwidth;
     const auto step = [&](std::uint64_t b) {  // the partner r xor b: its latency
-      if (switched) {
-        return spans_nodes ? 4 * chip.fabric.nic_latency_s : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
-      }
+      if (switched) return one.latency;
       for (std::size_t a : plan.axes) {
         const std::uint64_t stride = plan.rank_stride[a];
         const std::uint64_t len = topology.length(a);

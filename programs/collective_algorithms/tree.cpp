@@ -433,13 +433,12 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     CollectivePrediction p;
     const std::uint64_t n = plan.group_size;
     const auto v = static_cast<double>(plan.bytes);
-    bool spans_nodes = false;
-    for (std::size_t a : plan.axes) spans_nodes = spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
     double bw = chip.ici.link_bandwidth;
     double hop = chip.ici.hop_latency_s;
     if (topology.switched()) {
-      bw = spans_nodes ? chip.fabric.nic_bandwidth : chip.switched_egress();
-      hop = spans_nodes ? 4 * chip.fabric.nic_latency_s : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
+      const SwitchedHop one = switched_hop(plan, topology, chip);
+      bw = one.egress;
+      hop = one.latency;
     }
     const auto depth = static_cast<double>(std::max(tree_depth(build_tree(n, 0)), tree_depth(build_tree(n, 1))));
     const double tile = static_cast<double>(tile_granules(plan.bytes / 2 / kGranule, chip) * kGranule);
