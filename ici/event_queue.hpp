@@ -1,15 +1,15 @@
 // A time-ordered event queue for the network's plain-C++ event loop: a
 // timing wheel of one-cycle buckets for the next kWheelCycles cycles (a push
 // is an append), a 4-ary min-heap for the bucket being drained, and an
-// overflow heap for events further ahead. Heap nodes are 16 bytes (time,
-// sequence and payload slot), the payloads kept apart in a slab.
+// overflow heap for events further ahead. A node holds its payload (time,
+// push sequence, payload): draining a bucket reads it in order, where a
+// payload kept apart in a slab cost a cache miss per event on large pods.
 //
 // Contract: events leave in (time, push order) order - equal times in the
 // order they were pushed - exactly as a std::priority_queue over (time, a
 // push counter) would give them, for any push times (the wheel assumes but
 // does not need that pushes are not earlier than the last pop). Times are
-// cycles >= 0. At most 2^24 events may be pending at once and 2^40 pushed in
-// all (std::length_error beyond).
+// cycles >= 0. Payloads are trivially copyable.
 #pragma once
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 namespace tpuemu::ici {
@@ -31,10 +32,10 @@ class EventQueue {
   // Contract for top_time/top/pop: !empty(). The earliest event is always in
   // the near heap (invariant restored by push and pop).
   [[nodiscard]] double top_time() const { return near_.front().time; }
-  [[nodiscard]] const Payload& top() const { return payloads_[near_.front().key & kSlotMask]; }
+  [[nodiscard]] const Payload& top() const { return near_.front().payload; }
 
   void push(double time, const Payload& payload) {
-    const Node node{time, next_key(payload)};
+    const Node node{time, sequence_++, payload};
     const std::uint64_t bucket = bucket_of(time);
     if (size_ == 0) current_ = bucket;  // an empty queue starts its window here
     ++size_;
@@ -42,7 +43,7 @@ class EventQueue {
       heap_push(near_, node);
     } else if (bucket - current_ < kWheelCycles) {
       const std::size_t index = bucket & (kWheelCycles - 1);
-      wheel_[index].push_back(node);
+      append(wheel_[index], node);
       mark(index);
     } else {
       heap_push(far_, node);
@@ -50,44 +51,29 @@ class EventQueue {
   }
 
   void pop() {
-    free_.push_back(static_cast<std::uint32_t>(near_.front().key & kSlotMask));
     heap_pop(near_);
     --size_;
     if (near_.empty() && size_ > 0) refill();
   }
 
  private:
+  static_assert(std::is_trivially_copyable_v<Payload>);
   static constexpr std::size_t kArity = 4;
-  static constexpr unsigned kSlotBits = 24;
-  static constexpr std::uint64_t kSlotMask = (std::uint64_t{1} << kSlotBits) - 1;
   // A power of two, 64^3 at most (three bitmap levels). Long enough that
   // packets queued behind a backed-up link (tens of thousands of cycles
   // ahead) stay out of the overflow heap.
   static constexpr std::uint64_t kWheelCycles = std::uint64_t{1} << 18;
   struct Node {
     double time;
-    std::uint64_t key;  // push sequence << kSlotBits | payload slot
+    std::uint64_t sequence;  // push order
+    Payload payload;
   };
-  // Sequences are unique, so the slot bits never decide.
-  static bool before(const Node& a, const Node& b) { return a.time != b.time ? a.time < b.time : a.key < b.key; }
+  static bool before(const Node& a, const Node& b) {
+    return a.time != b.time ? a.time < b.time : a.sequence < b.sequence;
+  }
   static std::uint64_t bucket_of(double time) {
     constexpr double kLast = 4.0e18;  // far beyond any run; keeps the conversion defined
     return time > 0 ? static_cast<std::uint64_t>(std::floor(std::min(time, kLast))) : 0;
-  }
-
-  std::uint64_t next_key(const Payload& payload) {
-    std::uint64_t slot = 0;
-    if (!free_.empty()) {
-      slot = free_.back();
-      free_.pop_back();
-      payloads_[slot] = payload;
-    } else {
-      slot = payloads_.size();
-      if (slot > kSlotMask) throw std::length_error("network event queue: more than 2^24 pending events");
-      payloads_.push_back(payload);
-    }
-    if (sequence_ >> (64 - kSlotBits) != 0) throw std::length_error("network event queue: more than 2^40 events");
-    return sequence_++ << kSlotBits | slot;
   }
 
   static void heap_push(std::vector<Node>& heap, const Node& node) {
@@ -131,17 +117,68 @@ class EventQueue {
     if (const auto offset = next_occupied()) next = current_ + *offset;
     if (!far_.empty()) next = std::min(next, bucket_of(far_.front().time));
     current_ = next;
-    std::vector<Node>& bucket = wheel_[next & (kWheelCycles - 1)];
     const std::size_t index = next & (kWheelCycles - 1);
     if ((occupied_[index / 64] >> (index % 64) & 1U) != 0) {
-      for (const Node& n : bucket) heap_push(near_, n);
-      bucket.clear();
+      drain_into_near(wheel_[index]);
       unmark(index);
     }
     while (!far_.empty() && bucket_of(far_.front().time) <= current_) {
       heap_push(near_, far_.front());
       heap_pop(far_);
     }
+  }
+
+  // A bucket is a list of fixed-size chunks from one pool: memory follows
+  // the events pending, not the most a bucket ever held (vectors per bucket
+  // kept their capacity: 2^18 of them grew to hundreds of MiB on large pods).
+  static constexpr std::uint32_t kChunkNodes = 7;
+  static constexpr std::uint32_t kNoChunk = UINT32_MAX;
+  struct Chunk {
+    std::array<Node, kChunkNodes> nodes;
+    std::uint32_t next = kNoChunk;  // the bucket's next chunk, or the free list's
+    std::uint32_t count = 0;
+  };
+  struct Bucket {
+    std::uint32_t head = kNoChunk;
+    std::uint32_t tail = kNoChunk;
+  };
+  std::uint32_t new_chunk() {
+    std::uint32_t c = free_chunks_;
+    if (c != kNoChunk) {
+      free_chunks_ = chunks_[c].next;
+    } else {
+      c = static_cast<std::uint32_t>(chunks_.size());
+      if (c == kNoChunk) throw std::length_error("network event queue: too many pending events");
+      chunks_.emplace_back();
+    }
+    chunks_[c].next = kNoChunk;
+    chunks_[c].count = 0;
+    return c;
+  }
+  void append(Bucket& b, const Node& node) {
+    if (b.tail == kNoChunk || chunks_[b.tail].count == kChunkNodes) {
+      const std::uint32_t c = new_chunk();
+      if (b.tail == kNoChunk) {
+        b.head = c;
+      } else {
+        chunks_[b.tail].next = c;
+      }
+      b.tail = c;
+    }
+    Chunk& chunk = chunks_[b.tail];
+    chunk.nodes[chunk.count++] = node;
+  }
+  // Moves a bucket's nodes (in push order) into the near heap and its chunks to the free list.
+  void drain_into_near(Bucket& b) {
+    for (std::uint32_t c = b.head; c != kNoChunk;) {
+      const Chunk& chunk = chunks_[c];
+      for (std::uint32_t i = 0; i < chunk.count; ++i) heap_push(near_, chunk.nodes[i]);
+      const std::uint32_t next = chunk.next;
+      chunks_[c].next = free_chunks_;
+      free_chunks_ = c;
+      c = next;
+    }
+    b = Bucket{};
   }
 
   // Occupancy of the wheel's buckets in three levels: bit i of occupied_
@@ -197,7 +234,9 @@ class EventQueue {
 
   std::vector<Node> near_;  // events of buckets <= current_
   // bucket b at b % kWheelCycles, current_ < b < current_ + kWheelCycles
-  std::vector<std::vector<Node>> wheel_ = std::vector<std::vector<Node>>(kWheelCycles);
+  std::vector<Bucket> wheel_ = std::vector<Bucket>(kWheelCycles);
+  std::vector<Chunk> chunks_;
+  std::uint32_t free_chunks_ = kNoChunk;
   static constexpr std::uint64_t kWords = kWheelCycles / 64;
   static constexpr std::uint64_t kSummaryWords = (kWords + 63) / 64;
   static_assert(kWheelCycles >= 4096 && kSummaryWords <= 64);
@@ -207,8 +246,6 @@ class EventQueue {
   std::vector<Node> far_;  // buckets >= current_ + kWheelCycles when pushed
   std::uint64_t current_ = 0;
   std::size_t size_ = 0;
-  std::vector<Payload> payloads_;
-  std::vector<std::uint32_t> free_;
   std::uint64_t sequence_ = 0;
 };
 

@@ -133,7 +133,7 @@ Network::TransferKey Network::send_on_link(std::uint32_t link, std::uint64_t byt
   std::vector<std::uint64_t>& lanes = lane_sends_[lane_chip.value()];
   if (lanes.size() <= lane) lanes.resize(std::size_t{lane} + 1);
   Transfer t;
-  t.route = &single_links_[link];
+  set_route(t, single_links_[link]);
   t.bytes = bytes;
   t.packets = static_cast<std::uint32_t>((bytes + packet_bytes_ - 1) / packet_bytes_);
   t.from = lane_chip.value();
@@ -161,7 +161,7 @@ TPUEMU_HOT_INLINE void Network::push(double time, TransferId transfer, std::uint
 TPUEMU_HOT_INLINE void Network::forward(double time, TransferId id, std::uint32_t packet, std::uint16_t hop) {
   if (!owned_.empty()) {
     const Transfer& t = transfer(id);
-    const std::uint32_t chip = hop == t.route->size() ? t.to : links_[(*t.route)[hop]].home_chip;
+    const std::uint32_t chip = hop == t.route_length ? t.to : links_[link_at(t, hop)].home_chip;
     if (!owned_[chip]) {
       outbox_.push_back(Crossing{time, t.key, t.from, t.to, t.bytes, packet, hop, t.part, t.parts, t.path});
       return;
@@ -184,11 +184,11 @@ Network::TransferId Network::add_transfer(const Transfer& t) {
 }
 
 void Network::retire(TransferId id) {
-  std::optional<Transfer>& slot = transfers_[id - first_id_];
-  if (!owned_.empty()) by_key_.erase(std::pair{slot->key, slot->part});
-  slot.reset();
+  Transfer& slot = transfers_[id - first_id_];
+  if (!owned_.empty()) by_key_.erase(std::pair{slot.key, slot.part});
+  slot.live = false;
   --in_flight_;
-  while (!transfers_.empty() && !transfers_.front()) {
+  while (!transfers_.empty() && !transfers_.front().live) {
     transfers_.pop_front();
     ++first_id_;
   }
@@ -210,7 +210,7 @@ Network::TransferKey Network::send(ChipId from, ChipId to, std::uint64_t bytes, 
   t.to = to.value();
   t.key = key;
   if (from == to) {
-    t.route = &routes.paths[0];
+    set_route(t, routes.paths[0]);
     t.bytes = bytes;
     t.packets = 1;
     const TransferId id = add_transfer(t);
@@ -225,7 +225,7 @@ Network::TransferKey Network::send(ChipId from, ChipId to, std::uint64_t bytes, 
   for (std::size_t p = 0; p < plan_.size(); ++p) {
     t.part = static_cast<std::uint16_t>(p);
     t.path = plan_[p].path;
-    t.route = &routes.paths[plan_[p].path];
+    set_route(t, routes.paths[plan_[p].path]);
     t.bytes = plan_[p].bytes;
     t.packets = static_cast<std::uint32_t>((t.bytes + packet_bytes_ - 1) / packet_bytes_);
     push(start, add_transfer(t), 0, 0, false);
@@ -262,7 +262,7 @@ void Network::inject(const Crossing& c) {
     id = known->second;
   } else {
     Transfer t;
-    t.route = &route(ChipId(c.from), ChipId(c.to)).paths.at(c.path);
+    set_route(t, route(ChipId(c.from), ChipId(c.to)).paths.at(c.path));
     t.bytes = c.bytes;
     t.packets = static_cast<std::uint32_t>((c.bytes + packet_bytes_ - 1) / packet_bytes_);
     t.from = c.from;
@@ -293,14 +293,14 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
     if (last_event) retire(e.transfer);
     return;
   }
-  if (e.hop == t.route->size()) {  // the last packet reached the destination chip
+  if (e.hop == t.route_length) {  // the last packet reached the destination chip
     if (t.parts == 1 || group_done(t.key, EventKind::kArrived)) {
       completions.push_back({t.key, EventKind::kArrived, at});
     }
     if (!partitioned || last_event) retire(e.transfer);
     return;
   }
-  const std::uint32_t link_id = (*t.route)[e.hop];
+  const std::uint32_t link_id = link_at(t, e.hop);
   LinkState& link = links_[link_id];
   const std::uint64_t size = packet_size(t, e.packet);
   const double start = std::max(at, link.busy_until);
@@ -320,7 +320,7 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   // Packets of a transfer leave every link in order, so only the last one's
   // arrival at the destination chip does anything: the others are not
   // queued (dropping events without effects keeps every other event's order).
-  const bool to_destination = e.hop + 1U == t.route->size();
+  const bool to_destination = e.hop + 1U == t.route_length;
   if (!to_destination || e.packet + 1 == t.packets) {
     forward(left + link.latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1));
   }
@@ -340,18 +340,27 @@ void Network::advance(double time, bool inclusive, std::vector<Completion>& comp
     }
     // Several events at this time: in key order (a transfer is sent before
     // it arrives: kSent markers sort before packets of the same packet index).
-    batch_.clear();
-    const auto add = [this](const Event& e) {
-      const TransferKey& k = transfer(e.transfer).key;
-      batch_.push_back({std::uint64_t{k.chip} << 32 | k.lane, k.sequence,
-                        std::uint64_t{transfer(e.transfer).part} << 50 | std::uint64_t{e.packet} << 17 |
-                            std::uint64_t{e.hop} << 1 | (e.sent ? 0U : 1U),
-                        e});
+    // Their transfer records are fetched from memory together (prefetched
+    // while the events are collected), not one cache miss after another.
+    same_time_.clear();
+    const auto collect = [this](const Event& e) {
+      same_time_.push_back(e);
+      __builtin_prefetch(&transfer(e.transfer));
     };
-    add(first);
+    collect(first);
     while (!events_.empty() && events_.top_time() == at) {
-      add(events_.top());
+      collect(events_.top());
       events_.pop();
+    }
+    batch_.clear();
+    for (const Event& e : same_time_) {
+      const Transfer& t = transfer(e.transfer);
+      const TransferKey& k = t.key;
+      if (e.hop < t.route_length) __builtin_prefetch(&links_[link_at(t, e.hop)]);
+      batch_.push_back({std::uint64_t{k.chip} << 32 | k.lane, k.sequence,
+                        std::uint64_t{t.part} << 50 | std::uint64_t{e.packet} << 17 | std::uint64_t{e.hop} << 1 |
+                            (e.sent ? 0U : 1U),
+                        e});
     }
     if (!std::is_sorted(batch_.begin(), batch_.end())) std::sort(batch_.begin(), batch_.end());
     // Processing an event queues only later ones (a packet holds a link for

@@ -184,8 +184,13 @@ class Network {
   using TransferId = std::uint64_t;  // a handle, local to this Network
   // One part of a transfer (the whole of it on a single-path fabric).
   struct Transfer {
-    const std::vector<std::uint32_t>* route = nullptr;  // link ids of its path, in routes_ (stable)
-    std::uint64_t bytes = 0;                            // of this part
+    // Link ids of its path: the data of a path in routes_ or single_links_
+    // (stable), held directly so an event reaches its link in one step.
+    const std::uint32_t* route = nullptr;
+    std::uint64_t bytes = 0;  // of this part
+    TransferKey key;
+    std::uint32_t route_length = 0;
+    std::uint32_t first_link = 0;  // route[0] (most events are at hop 0), if route_length > 0
     std::uint32_t packets = 0;
     std::uint32_t pending = 0;  // partitioned: its events queued here; the record goes at 0
     std::uint32_t from = 0;
@@ -193,8 +198,9 @@ class Network {
     std::uint16_t part = 0;
     std::uint16_t parts = 1;
     std::uint16_t path = 0;
-    TransferKey key;
+    bool live = true;  // false once retired
   };
+  static_assert(sizeof(Transfer) <= 64, "one cache line per transfer record");
   // The paths between two chips, from the fabric.
   struct RouteSet {
     std::vector<std::vector<std::uint32_t>> paths;
@@ -237,7 +243,13 @@ class Network {
   void forward(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop);
   void process(double at, const Event& e, std::vector<Completion>& completions);
   void advance(double time, bool inclusive, std::vector<Completion>& completions);
-  [[nodiscard]] Transfer& transfer(TransferId id) { return *transfers_[id - first_id_]; }
+  [[nodiscard]] Transfer& transfer(TransferId id) { return transfers_[id - first_id_]; }
+  static void set_route(Transfer& t, const std::vector<std::uint32_t>& path) {
+    t.route = path.data();
+    t.route_length = static_cast<std::uint32_t>(path.size());
+    t.first_link = path.empty() ? 0 : path.front();
+  }
+  static std::uint32_t link_at(const Transfer& t, std::uint32_t hop) { return hop == 0 ? t.first_link : t.route[hop]; }
   void retire(TransferId id);
   [[nodiscard]] std::uint64_t packet_size(const Transfer& t, std::uint32_t packet) const;
 
@@ -257,7 +269,7 @@ class Network {
   std::vector<std::array<RecentRoute, 2>> recent_routes_;
   // Transfers in flight by id - first_id_ (ids are handed out in order and
   // retire roughly in order; retired ones at the front are dropped).
-  std::deque<std::optional<Transfer>> transfers_;
+  std::deque<Transfer> transfers_;
   TransferId first_id_ = 0;
   std::size_t in_flight_ = 0;
   EventQueue<Event> events_;  // by time; equal times are sorted by key (batch_)
@@ -274,6 +286,7 @@ class Network {
     }
   };
   std::vector<Ordered> batch_;
+  std::vector<Event> same_time_;  // advance's events of one time, before their keys are read
   TransferId next_id_ = 0;
   std::vector<std::vector<std::uint64_t>> lane_sends_;  // [chip][lane]: sends so far
   std::vector<bool> owned_;                             // empty: every chip
