@@ -139,7 +139,7 @@ Network::TransferKey Network::send_on_link(std::uint32_t link, std::uint64_t byt
   t.from = lane_chip.value();
   t.to = fabric_->home_chip(fabric_->links()[link].to);
   t.key = TransferKey{lane_chip.value(), lane, lanes[lane]++};
-  push(start, add_transfer(t), 0, 0, false);
+  push(start, add_transfer(t), 0, 0, EventType::kPacket);
   return t.key;
 }
 
@@ -153,8 +153,8 @@ bool Network::group_done(const TransferKey& key, EventKind kind) {
 }
 
 TPUEMU_HOT_INLINE void Network::push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop,
-                                     bool sent) {
-  events_.push(time, Event{transfer, packet, hop, sent});
+                                     EventType type) {
+  events_.push(time, Event{transfer, packet, hop, type});
   if (!owned_.empty()) ++this->transfer(transfer).pending;  // one network: the arrival is always last
 }
 
@@ -167,7 +167,7 @@ TPUEMU_HOT_INLINE void Network::forward(double time, TransferId id, std::uint32_
       return;
     }
   }
-  push(time, id, packet, hop, false);
+  push(time, id, packet, hop, EventType::kPacket);
 }
 
 std::uint64_t Network::packet_size(const Transfer& t, std::uint32_t packet) const {
@@ -215,8 +215,8 @@ Network::TransferKey Network::send(ChipId from, ChipId to, std::uint64_t bytes, 
     t.packets = 1;
     const TransferId id = add_transfer(t);
     const double done = start + static_cast<double>(bytes) / local_bytes_per_cycle_;
-    push(done, id, 0, 0, true);
-    push(done, id, 0, 0, false);  // hop 0 == route size: arrival
+    push(done, id, 0, 0, EventType::kSent);
+    push(done, id, 0, 0, EventType::kPacket);  // hop 0 == route size: arrival
     return key;
   }
   plan_parts(bytes, routes, plan_);
@@ -228,7 +228,7 @@ Network::TransferKey Network::send(ChipId from, ChipId to, std::uint64_t bytes, 
     set_route(t, routes.paths[plan_[p].path]);
     t.bytes = plan_[p].bytes;
     t.packets = static_cast<std::uint32_t>((t.bytes + packet_bytes_ - 1) / packet_bytes_);
-    push(start, add_transfer(t), 0, 0, false);
+    push(start, add_transfer(t), 0, 0, EventType::kPacket);
   }
   return key;
 }
@@ -278,7 +278,100 @@ void Network::inject(const Crossing& c) {
       groups_[c.key] = Group{0, c.parts};
     }
   }
-  push(c.time, id, c.packet, c.hop, false);
+  push(c.time, id, c.packet, c.hop, EventType::kPacket);
+}
+
+TPUEMU_HOT_INLINE double Network::serve_packet(std::uint32_t link_id, double at, std::uint64_t size) {
+  LinkState& link = links_[link_id];
+  const double start = std::max(at, link.busy_until);
+  const double left = start + static_cast<double>(size) / link.bytes_per_cycle;
+  link.busy_until = left;
+  link.busy += left - start;
+  link.bytes += size;
+  link.packets += 1;
+  if (on_packet) on_packet(link_id, start, left, size);
+  return left;
+}
+
+void Network::serve_train_packet(std::uint32_t link_id, std::size_t index) {
+  LinkState& link = links_[link_id];
+  Train& train = link.trains[index];
+  const std::uint64_t offset = std::uint64_t{train.next} * packet_bytes_;
+  const std::uint64_t size = std::min<std::uint64_t>(packet_bytes_, train.bytes - offset);
+  const double left = serve_packet(link_id, train.arrival, size);
+  if (train.next + 1 < train.packets) {
+    train.next += 1;
+    train.arrival = left;
+    return;
+  }
+  // The last packet: what process() does for it at hop 0 of a single-hop part.
+  const TransferId id = train.transfer;
+  const std::uint32_t packet = train.next;
+  link.trains.erase(link.trains.begin() + static_cast<std::ptrdiff_t>(index));
+  push(left, id, packet, 0, EventType::kSent);
+  forward(left + link.latency_cycles, id, packet, 1);
+  if (!owned_.empty() && --transfer(id).pending == 0) retire(id);  // the train's hold on the record
+}
+
+void Network::serve_trains(std::uint32_t link_id, double time, const OrderKey& key, bool inclusive) {
+  std::vector<Train>& trains = links_[link_id].trains;
+  while (!trains.empty()) {
+    std::size_t first = 0;
+    for (std::size_t i = 1; i < trains.size(); ++i) {
+      if (trains[i].arrival < trains[first].arrival ||
+          (trains[i].arrival == trains[first].arrival && trains[i].next_key() < trains[first].next_key())) {
+        first = i;
+      }
+    }
+    const Train& t = trains[first];
+    if (t.arrival > time) break;
+    if (t.arrival == time) {
+      const auto order = t.next_key() <=> key;
+      if (order > 0 || (order == 0 && !inclusive)) break;
+    }
+    serve_train_packet(link_id, first);
+  }
+}
+
+void Network::queue_wake(std::uint32_t link_id) {
+  LinkState& link = links_[link_id];
+  if (link.trains.empty()) {
+    link.wake_queued = false;
+    return;
+  }
+  // The link's future if nothing else reaches it: the first train packet
+  // that is a last one (serve_train_packet's arithmetic on copies).
+  std::vector<Train>& trains = train_scratch_;
+  trains.assign(link.trains.begin(), link.trains.end());
+  double busy_until = link.busy_until;
+  for (;;) {
+    std::size_t first = 0;
+    for (std::size_t i = 1; i < trains.size(); ++i) {
+      if (trains[i].arrival < trains[first].arrival ||
+          (trains[i].arrival == trains[first].arrival && trains[i].next_key() < trains[first].next_key())) {
+        first = i;
+      }
+    }
+    Train& t = trains[first];
+    if (t.next + 1 == t.packets) {
+      if (link.wake_queued && link.wake_time == t.arrival && link.wake_transfer == t.transfer &&
+          link.wake_packet == t.next) {
+        return;  // already queued
+      }
+      link.wake_queued = true;
+      link.wake_time = t.arrival;
+      link.wake_transfer = t.transfer;
+      link.wake_packet = t.next;
+      push(t.arrival, t.transfer, t.next, 0, EventType::kWake);
+      return;
+    }
+    const std::uint64_t offset = std::uint64_t{t.next} * packet_bytes_;
+    const std::uint64_t size = std::min<std::uint64_t>(packet_bytes_, t.bytes - offset);
+    const double start = std::max(t.arrival, busy_until);
+    busy_until = start + static_cast<double>(size) / link.bytes_per_cycle;
+    t.next += 1;
+    t.arrival = busy_until;
+  }
 }
 
 TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<Completion>& completions) {
@@ -288,7 +381,20 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   // comes first). Partitions count what is queued here (pending).
   const bool partitioned = !owned_.empty();
   const bool last_event = partitioned && --t.pending == 0;
-  if (e.sent) {
+  if (e.type == EventType::kWake) {
+    const std::uint32_t link_id = t.first_link;
+    LinkState& link = links_[link_id];
+    // Another wake has replaced it since: ignored.
+    if (link.wake_queued && link.wake_time == at && link.wake_transfer == e.transfer &&
+        link.wake_packet == e.packet) {
+      link.wake_queued = false;
+      serve_trains(link_id, at, order_key(t, e.packet, 0, EventType::kPacket), true);
+      queue_wake(link_id);
+    }
+    if (last_event) retire(e.transfer);
+    return;
+  }
+  if (e.type == EventType::kSent) {
     if (t.parts == 1 || group_done(t.key, EventKind::kSent)) completions.push_back({t.key, EventKind::kSent, at});
     if (last_event) retire(e.transfer);
     return;
@@ -301,20 +407,23 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
     return;
   }
   const std::uint32_t link_id = link_at(t, e.hop);
-  LinkState& link = links_[link_id];
-  const std::uint64_t size = packet_size(t, e.packet);
-  const double start = std::max(at, link.busy_until);
-  const double left = start + static_cast<double>(size) / link.bytes_per_cycle;
-  link.busy_until = left;
-  link.busy += left - start;
-  link.bytes += size;
-  link.packets += 1;
-  if (on_packet) on_packet(link_id, start, left, size);
+  const bool trains_here = !links_[link_id].trains.empty();
+  if (trains_here) serve_trains(link_id, at, order_key(t, e.packet, e.hop, EventType::kPacket), false);
+  const double left = serve_packet(link_id, at, packet_size(t, e.packet));
+  const LinkState& link = links_[link_id];
+  bool queue_link_wake = trains_here;
   if (e.hop == 0) {  // the source paces its packets onto the first link
     if (e.packet + 1 < t.packets) {
-      push(left, e.transfer, e.packet + 1, 0, false);
+      if (t.route_length == 1 && !on_packet) {
+        links_[link_id].trains.push_back({e.transfer, left, e.packet + 1, t.packets, t.bytes,
+                                          order_key(t, 0, 0, EventType::kPacket)});
+        if (partitioned) ++t.pending;  // the train holds the record until its last packet
+        queue_link_wake = true;
+      } else {
+        push(left, e.transfer, e.packet + 1, 0, EventType::kPacket);
+      }
     } else {
-      push(left, e.transfer, e.packet, 0, true);
+      push(left, e.transfer, e.packet, 0, EventType::kSent);
     }
   }
   // Packets of a transfer leave every link in order, so only the last one's
@@ -324,6 +433,7 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   if (!to_destination || e.packet + 1 == t.packets) {
     forward(left + link.latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1));
   }
+  if (queue_link_wake) queue_wake(link_id);
   if (partitioned && t.pending == 0) retire(e.transfer);  // its next event is another partition's
 }
 
@@ -355,12 +465,8 @@ void Network::advance(double time, bool inclusive, std::vector<Completion>& comp
     batch_.clear();
     for (const Event& e : same_time_) {
       const Transfer& t = transfer(e.transfer);
-      const TransferKey& k = t.key;
       if (e.hop < t.route_length) __builtin_prefetch(&links_[link_at(t, e.hop)]);
-      batch_.push_back({std::uint64_t{k.chip} << 32 | k.lane, k.sequence,
-                        std::uint64_t{t.part} << 50 | std::uint64_t{e.packet} << 17 | std::uint64_t{e.hop} << 1 |
-                            (e.sent ? 0U : 1U),
-                        e});
+      batch_.push_back({order_key(t, e.packet, e.hop, e.type), e});
     }
     if (!std::is_sorted(batch_.begin(), batch_.end())) std::sort(batch_.begin(), batch_.end());
     // Processing an event queues only later ones (a packet holds a link for

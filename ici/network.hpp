@@ -216,11 +216,49 @@ class Network {
     std::uint32_t sent_left = 0;
     std::uint32_t arrived_left = 0;
   };
+  enum class EventType : std::uint8_t {
+    kPacket,  // packet `packet` reaches route[hop]; hop == the route's length: the destination
+    kSent,    // the transfer (part) has left its first link
+    kWake,    // the link route[0] serves its trains up to this packet of `transfer` (below)
+  };
   struct Event {
     TransferId transfer;
     std::uint32_t packet;
-    std::uint16_t hop;  // packet reaches route[hop]; hop == route.size(): the destination
-    bool sent;          // a kSent marker rather than a packet
+    std::uint16_t hop;
+    EventType type;
+  };
+  // Where an event stands among the events of one time (the contract's key order).
+  struct OrderKey {
+    std::uint64_t source;  // chip << 32 | lane
+    std::uint64_t sequence;
+    std::uint64_t within;  // part << 50 | packet << 17 | hop << 1 | (not a kSent marker)
+    auto operator<=>(const OrderKey&) const = default;
+  };
+  static OrderKey order_key(const Transfer& t, std::uint32_t packet, std::uint16_t hop, EventType type) {
+    return {std::uint64_t{t.key.chip} << 32 | t.key.lane, t.key.sequence,
+            std::uint64_t{t.part} << 50 | std::uint64_t{packet} << 17 | std::uint64_t{hop} << 1 |
+                (type == EventType::kSent ? 0U : 1U)};
+  }
+  // Trains. A single-hop part paces its packets onto its only link, and
+  // nothing but that link sees them until the last one (which queues the
+  // part's sent marker and arrival): so after its first packet the link
+  // keeps the part's next packet itself (a train) instead of an event per
+  // packet. The link serves its trains' packets, in the contract's (time,
+  // key) order, only when something must see its state: an event at the
+  // link (first serving every train packet ordered before that event), or
+  // the link's one wake event, queued at the time and key of the first train
+  // packet that is a last packet, as the link would serve if nothing else
+  // came (recomputed after each change; a wake that no longer matches is
+  // ignored). The same additions in the same order: timing identical to an
+  // event per packet. Off while on_packet is set (a trace sees every packet).
+  struct Train {
+    TransferId transfer;
+    double arrival;       // of packet `next` at the link
+    std::uint32_t next;   // packet index
+    std::uint32_t packets;
+    std::uint64_t bytes;  // of the part
+    OrderKey key;         // of packet 0; `within` grows by next << 17
+    [[nodiscard]] OrderKey next_key() const { return {key.source, key.sequence, key.within | std::uint64_t{next} << 17}; }
   };
   struct LinkState {
     double busy_until = 0;
@@ -230,6 +268,12 @@ class Network {
     double bytes_per_cycle = 0;  // from the fabric, in this clock
     double latency_cycles = 0;
     std::uint32_t home_chip = 0;  // whose partition serves it
+    std::vector<Train> trains;
+    // The wake event queued for this link, if any: (time, transfer, packet).
+    bool wake_queued = false;
+    double wake_time = 0;
+    TransferId wake_transfer = 0;
+    std::uint32_t wake_packet = 0;
   };
 
   const RouteSet& route(ChipId from, ChipId to);
@@ -238,7 +282,15 @@ class Network {
   // A multi-part transfer's part reached `kind`: true when it was the last.
   bool group_done(const TransferKey& key, EventKind kind);
   TransferId add_transfer(const Transfer& t);
-  void push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop, bool sent);
+  void push(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop, EventType type);
+  // Trains (above): serves the link's train packets ordered before (time,
+  // key), or up to it inclusive; queue_wake then queues the link's wake for
+  // what is left (if it changed).
+  void serve_trains(std::uint32_t link_id, double time, const OrderKey& key, bool inclusive);
+  void serve_train_packet(std::uint32_t link_id, std::size_t train);
+  void queue_wake(std::uint32_t link_id);
+  // Serves one packet on a link that has no train packet before it.
+  double serve_packet(std::uint32_t link_id, double at, std::uint64_t size);
   // Queues the event here, or in the outbox when another partition handles it.
   void forward(double time, TransferId transfer, std::uint32_t packet, std::uint16_t hop);
   void process(double at, const Event& e, std::vector<Completion>& completions);
@@ -275,15 +327,9 @@ class Network {
   EventQueue<Event> events_;  // by time; equal times are sorted by key (batch_)
   // The events of one time, with their order keys, being processed.
   struct Ordered {
-    std::uint64_t source;  // chip << 32 | lane
-    std::uint64_t sequence;
-    std::uint64_t within;  // part << 50 | packet << 17 | hop << 1 | (not a kSent marker)
+    OrderKey key;
     Event event;
-    bool operator<(const Ordered& o) const {
-      if (source != o.source) return source < o.source;
-      if (sequence != o.sequence) return sequence < o.sequence;
-      return within < o.within;
-    }
+    bool operator<(const Ordered& o) const { return key < o.key; }
   };
   std::vector<Ordered> batch_;
   std::vector<Event> same_time_;  // advance's events of one time, before their keys are read
@@ -300,6 +346,7 @@ class Network {
   std::unordered_map<std::pair<TransferKey, std::uint16_t>, TransferId, PartKeyHash> by_key_;
   std::unordered_map<TransferKey, Group, TransferKeyHash> groups_;  // multi-part transfers
   std::vector<PartPlan> plan_;                                      // scratch of send()
+  std::vector<Train> train_scratch_;                                // queue_wake's look ahead
   std::vector<std::vector<std::uint32_t>> single_links_;            // send_on_link's routes, by link
   std::uint64_t events_processed_ = 0;
   double now_ = 0;

@@ -241,6 +241,55 @@ TEST_CASE("network: split over partitions in lookahead windows, timing is identi
   }
 }
 
+// Trains against an event per packet: a network with on_packet set serves
+// every packet as its own event (trains off), the plain one keeps the
+// packets of single-hop parts on their link. Traffic that makes trains
+// contend: neighbours on a ring (one hop), long parts, starts that tie, and
+// the random multi-hop traffic above (packets of other parts cut into trains
+// at any point).
+Traffic make_train_traffic(const Topology& t, std::uint32_t seed) {
+  Traffic traffic = make_traffic(t, seed);
+  std::uint64_t state = seed * 0x2545F4914F6CDD1DULL + 7;
+  const auto next = [&state] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
+    for (int k = 0; k < 4; ++k) {
+      const std::uint32_t to = (c + (k % 2 == 0 ? 1 : t.chip_count() - 1)) % t.chip_count();
+      traffic.initial.push_back({c, to, 1000 * (1 + next() % 12) - next() % 2 * 300, static_cast<double>(next() % 6 * 50)});
+    }
+  }
+  return traffic;
+}
+
+TEST_CASE("network: trains give the timing of an event per packet", "[ici][network]") {
+  const Topology topology({8, 2}, {true, false});
+  const auto per_packet = [&topology] {
+    auto n = std::make_unique<Network>(topology, dor(), kConfig);
+    n->on_packet = [](std::uint32_t, double, double, std::uint64_t) {};
+    return n;
+  };
+  std::vector<std::uint32_t> halves(topology.chip_count());
+  for (std::uint32_t c = 0; c < halves.size(); ++c) halves[c] = c % 8 < 4 ? 0 : 1;
+  for (const std::uint32_t seed : {1U, 2U, 3U, 4U}) {
+    INFO("seed " << seed);
+    const Traffic traffic = make_train_traffic(topology, seed);
+    const std::vector<std::uint32_t> one_part(topology.chip_count(), 0);
+    const Outcome reference = run_partitioned(topology, traffic, one_part, 1, per_packet);
+    const Outcome trains = run_partitioned(topology, traffic, one_part, 1);
+    REQUIRE(reference.completions.size() > 2 * traffic.initial.size());
+    CHECK(trains.completions == reference.completions);
+    CHECK(trains.links == reference.links);
+    CHECK(trains.events < reference.events);  // the point of trains
+    const Outcome split = run_partitioned(topology, traffic, halves, 2);
+    CHECK(split.completions == reference.completions);
+    CHECK(split.links == reference.links);
+  }
+}
+
 TEST_CASE("network: equal-time events go in key order, not in the order they were queued", "[ici][network]") {
   // Two one-packet transfers reach link 0->1 at the same time; the one with
   // the smaller key (chip 0 lane 0 before lane 1) is served first, whichever
