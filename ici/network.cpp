@@ -21,6 +21,7 @@ Network::Network(std::unique_ptr<const Fabric> fabric, double clock_hz, std::uin
     LinkState& state = links_[i];
     state.bytes_per_cycle = l.bytes_per_second / clock_hz;
     state.latency_cycles = l.latency_s * clock_hz;
+    state.packet_cycles = static_cast<double>(packet_bytes) / state.bytes_per_cycle;
     state.home_chip = fabric_->home_chip(l.from);
     if (!l.exists) continue;
     if (!(state.bytes_per_cycle > 0)) throw std::invalid_argument("ICI link bandwidth must be positive");
@@ -284,7 +285,9 @@ void Network::inject(const Crossing& c) {
 TPUEMU_HOT_INLINE double Network::serve_packet(std::uint32_t link_id, double at, std::uint64_t size) {
   LinkState& link = links_[link_id];
   const double start = std::max(at, link.busy_until);
-  const double left = start + static_cast<double>(size) / link.bytes_per_cycle;
+  // The same quotient as size / bytes_per_cycle for a full packet.
+  const double left =
+      start + (size == packet_bytes_ ? link.packet_cycles : static_cast<double>(size) / link.bytes_per_cycle);
   link.busy_until = left;
   link.busy += left - start;
   link.bytes += size;
@@ -368,7 +371,8 @@ void Network::queue_wake(std::uint32_t link_id) {
     const std::uint64_t offset = std::uint64_t{t.next} * packet_bytes_;
     const std::uint64_t size = std::min<std::uint64_t>(packet_bytes_, t.bytes - offset);
     const double start = std::max(t.arrival, busy_until);
-    busy_until = start + static_cast<double>(size) / link.bytes_per_cycle;
+    busy_until =
+        start + (size == packet_bytes_ ? link.packet_cycles : static_cast<double>(size) / link.bytes_per_cycle);
     t.next += 1;
     t.arrival = busy_until;
   }
@@ -384,11 +388,15 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   if (e.type == EventType::kWake) {
     const std::uint32_t link_id = t.first_link;
     LinkState& link = links_[link_id];
-    // Another wake has replaced it since: ignored.
+    // Every train packet up to this event's place in the order is safe to
+    // serve (whatever reaches the link later comes later in that order),
+    // also when the wake is no longer the link's first output (its trains
+    // were delayed, or a later plan replaced it). Only the wake queued last
+    // plans the next one.
+    serve_trains(link_id, at, order_key(t, e.packet, 0, EventType::kPacket), true);
     if (link.wake_queued && link.wake_time == at && link.wake_transfer == e.transfer &&
         link.wake_packet == e.packet) {
       link.wake_queued = false;
-      serve_trains(link_id, at, order_key(t, e.packet, 0, EventType::kPacket), true);
       queue_wake(link_id);
     }
     if (last_event) retire(e.transfer);
@@ -407,18 +415,23 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
     return;
   }
   const std::uint32_t link_id = link_at(t, e.hop);
-  const bool trains_here = !links_[link_id].trains.empty();
-  if (trains_here) serve_trains(link_id, at, order_key(t, e.packet, e.hop, EventType::kPacket), false);
+  LinkState& link = links_[link_id];
+  if (!link.trains.empty()) serve_trains(link_id, at, order_key(t, e.packet, e.hop, EventType::kPacket), false);
   const double left = serve_packet(link_id, at, packet_size(t, e.packet));
-  const LinkState& link = links_[link_id];
-  bool queue_link_wake = trains_here;
+  // Serving this packet only delays the trains: a queued wake comes early
+  // at worst. A new train needs a plan only if its last packet may come first.
+  bool plan_wake = false;
   if (e.hop == 0) {  // the source paces its packets onto the first link
     if (e.packet + 1 < t.packets) {
       if (t.route_length == 1 && !on_packet) {
-        links_[link_id].trains.push_back({e.transfer, left, e.packet + 1, t.packets, t.bytes,
-                                          order_key(t, 0, 0, EventType::kPacket)});
+        link.trains.push_back({e.transfer, left, e.packet + 1, t.packets, t.bytes,
+                               order_key(t, 0, 0, EventType::kPacket)});
         if (partitioned) ++t.pending;  // the train holds the record until its last packet
-        queue_link_wake = true;
+        // Its last packet reaches the link no earlier than its full packets
+        // back to back (less a cycle: the sum is rounded, the product not).
+        const double earliest_last =
+            left + static_cast<double>(t.packets - e.packet - 2) * link.packet_cycles - 1.0;
+        plan_wake = !link.wake_queued || earliest_last < link.wake_time;
       } else {
         push(left, e.transfer, e.packet + 1, 0, EventType::kPacket);
       }
@@ -433,7 +446,7 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   if (!to_destination || e.packet + 1 == t.packets) {
     forward(left + link.latency_cycles, e.transfer, e.packet, static_cast<std::uint16_t>(e.hop + 1));
   }
-  if (queue_link_wake) queue_wake(link_id);
+  if (plan_wake) queue_wake(link_id);
   if (partitioned && t.pending == 0) retire(e.transfer);  // its next event is another partition's
 }
 

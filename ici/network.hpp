@@ -246,11 +246,14 @@ class Network {
   // packet. The link serves its trains' packets, in the contract's (time,
   // key) order, only when something must see its state: an event at the
   // link (first serving every train packet ordered before that event), or
-  // the link's one wake event, queued at the time and key of the first train
-  // packet that is a last packet, as the link would serve if nothing else
-  // came (recomputed after each change; a wake that no longer matches is
-  // ignored). The same additions in the same order: timing identical to an
-  // event per packet. Off while on_packet is set (a trace sees every packet).
+  // a wake event of the link, which serves every train packet up to its own
+  // time and key. The link plans a wake at the time and key of the first
+  // train packet that is a last packet, as it would serve if nothing else
+  // came; other traffic only delays trains, so a planned wake is early at
+  // worst, and it plans the next one. A new train is planned for when its
+  // last packet may come before the planned wake. The same additions in the
+  // same order: timing identical to an event per packet. Off while
+  // on_packet is set (a trace sees every packet).
   struct Train {
     TransferId transfer;
     double arrival;       // of packet `next` at the link
@@ -267,6 +270,7 @@ class Network {
     std::uint64_t packets = 0;
     double bytes_per_cycle = 0;  // from the fabric, in this clock
     double latency_cycles = 0;
+    double packet_cycles = 0;     // a full packet's time on the link
     std::uint32_t home_chip = 0;  // whose partition serves it
     std::vector<Train> trains;
     // The wake event queued for this link, if any: (time, transfer, packet).
