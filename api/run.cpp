@@ -19,6 +19,7 @@
 #include "chip/memory_profile.hpp"
 #include "chip/pod.hpp"
 #include "chip/simulate.hpp"
+#include "common/huge_pages.hpp"
 #include "common/chip_config.hpp"
 #include "dist/ranks.hpp"
 #include "ici/partition.hpp"
@@ -207,7 +208,9 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
     // A timing-only run reads only the inputs passed by value (they steer the program).
     if (!request.options.compute_numerics && binding->space != "<no memory space>") continue;
     std::vector<NpyArray> holder;
-    request.inputs[binding->index] = input_array(input, 0, holder);
+    // A copy (the job is the caller's), which the run frees once it is in device layout.
+    const NpyArray& array = input_array(input, 0, holder);
+    request.inputs[binding->index] = NpyArray{array.dtype, array.shape, copied_bytes(array.data)};
     request.input_origins[binding->index] = origin_of(name, input);
   }
   if (!dry_tracer && job.configure_chip_run) job.configure_chip_run(request);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "common/huge_pages.hpp"
 #include "common/host_pool.hpp"
 #include "common/numerics.hpp"
 #include "common/types.hpp"
@@ -178,7 +179,7 @@ std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArra
                                             shape_text(host.shape), binding.index, binding.dtype,
                                             fmt::join(binding.shape, ",")));
   }
-  std::vector<std::uint8_t> device(device_bytes(binding), 0);
+  std::vector<std::uint8_t> device = zeroed_bytes(device_bytes(binding));
   std::uint8_t* const out = device.data();
   const std::uint8_t* const in = host.data.data();
   const auto wrong = [&](std::string_view accepted) {
@@ -402,7 +403,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
       result.dtype = binding.dtype == "f32"   ? NpyDtype::kFloat32
                      : binding.dtype == "s32" ? NpyDtype::kInt32
                                               : NpyDtype::kUint32;
-      result.data.resize(n_elements * 4);
+      resize_zeroed(result.data, n_elements * 4);
       std::uint8_t* const out = result.data.data();
       over_tile_rows(
           l,
@@ -417,7 +418,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
     }
     case Element::kBf16: {
       result.dtype = raw_bits ? NpyDtype::kUint16 : NpyDtype::kFloat32;
-      result.data.resize(n_elements * (raw_bits ? 2 : 4));
+      resize_zeroed(result.data, n_elements * (raw_bits ? 2 : 4));
       std::uint8_t* const out = result.data.data();
       if (!raw_bits) {
         over_tile_rows(
@@ -464,7 +465,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
     }
     case Element::kF8: {
       result.dtype = raw_bits ? NpyDtype::kUint8 : NpyDtype::kFloat32;
-      result.data.resize(n_elements * (raw_bits ? 1 : 4));
+      resize_zeroed(result.data, n_elements * (raw_bits ? 1 : 4));
       std::uint8_t* const out = result.data.data();
       over_tile_rows(
           l,

@@ -12,6 +12,7 @@
 #include "chip/host_io.hpp"
 #include "chip/host_memory.hpp"
 #include "chip/simulate.hpp"
+#include "common/huge_pages.hpp"
 #include "isa/checker.hpp"
 
 namespace tpuemu::chip {
@@ -224,7 +225,7 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
       if (buf.scalar || hbm == buf.address.end() || device_data.count(name) != 0U) continue;
       const bool transposed = request.transposed.count(name) != 0U && request.transposed.at(name);
       const OperandBinding layout = transposed ? transposed_binding(buf.binding) : buf.binding;
-      chip.shared.hbm.adopt(hbm->second, std::vector<std::uint8_t>(device_bytes(layout)));
+      chip.shared.hbm.adopt(hbm->second, zeroed_bytes(device_bytes(layout)));
     }
   }
   device_data.clear();

@@ -16,6 +16,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/huge_pages.hpp"
 #include "common/input_file.hpp"
 
 namespace tpuemu {
@@ -547,7 +548,7 @@ NpyArray read_npy(const std::string& path) {
   }
   const DataLayout layout = parse_layout(prefix, total, path);
   NpyArray array{layout.descr.dtype, layout.shape, {}};
-  array.data.resize(layout.bytes);
+  resize_zeroed(array.data, layout.bytes);
   read(array.data.data(), array.data.size());
   if (layout.descr.big_endian) byte_swap_elements(array.data, element_size(layout.descr.dtype));
   return array;
