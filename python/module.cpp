@@ -146,6 +146,11 @@ py::dict result_dict(const api::Result& r) {
   return d;
 }
 
+ChipRequest chip_request(const std::string& preset, const std::string& chip_file,
+                         const std::vector<std::string>& overrides) {
+  return ChipRequest{preset, chip_file, overrides};
+}
+
 ici::TopologyRequest topology_request(const std::string& shape, const std::string& wrap, bool force) {
   ici::TopologyRequest t;
   t.shape = shape;
@@ -173,9 +178,7 @@ py::dict run(const std::vector<std::pair<Program, std::map<std::uint32_t, std::s
              std::uint64_t max_cycles, std::uint64_t quantum, const std::string& trace, const std::string& vcd,
              const std::string& memory_profile) {
   api::Job job;
-  job.chip.preset = chip;
-  job.chip.chip_file = chip_file;
-  job.chip.overrides = overrides;
+  job.chip = chip_request(chip, chip_file, overrides);
   if (!topology.empty()) {
     job.topology = topology_request(topology, wrap, force);
     job.routing = routing;
@@ -210,9 +213,7 @@ py::list collective(const std::string& op, const std::string& topology, const st
                     const std::string& algo, const std::string& dtype, const std::string& piece, bool no_data,
                     std::uint64_t max_cycles, bool keep_outputs) {
   api::CollectiveJob job;
-  job.chip.preset = chip;
-  job.chip.chip_file = chip_file;
-  job.chip.overrides = overrides;
+  job.chip = chip_request(chip, chip_file, overrides);
   job.topology = topology_request(topology, wrap, force);
   job.routing = routing;
   job.no_data = no_data;
@@ -264,9 +265,7 @@ py::dict workload(const std::string& name, const std::string& topology, const st
                   bool no_data, std::uint64_t max_cycles, const std::string& trace) {
   workloads::WorkloadRequest request;
   request.name = name;
-  request.chip.preset = chip;
-  request.chip.chip_file = chip_file;
-  request.chip.overrides = overrides;
+  request.chip = chip_request(chip, chip_file, overrides);
   request.topology = topology_request(topology, wrap, force);
   request.routing = routing;
   request.options = options;
@@ -302,9 +301,7 @@ py::dict run_case(const std::string& dir, const std::string& chip, const std::st
     options.row_max = row_max;
     api::CaseJob c = api::load_case(dir, options);
     if (tlp) api::use_top_level_program(c);
-    c.job.chip.preset = chip;
-    c.job.chip.chip_file = chip_file;
-    c.job.chip.overrides = overrides;
+    c.job.chip = chip_request(chip, chip_file, overrides);
     c.job.options.strict = strict;
     if (max_cycles != 0) c.job.options.max_cycles = max_cycles;
     c.job.options.quantum_cycles = quantum;
