@@ -72,6 +72,12 @@ class MatmulGen {
     const std::uint64_t last_amount = tail > 0 ? g_ * tail * 128 : full_amount;
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p8) %s19, {}", next_token(), full_amount), {"p8", "s19"}, {});
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p9) %s20, {}", next_token(), last_amount), {"p9", "s20"}, {});
+    // Leave the flags at 0, as every step of a chain must (the next program,
+    // e.g. a collective after a matmul, starts from zeroed flags).
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated(full_amount)), {"p8", "s19"},
+          {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p9) %s20, {}", next_token(), negated(last_amount)), {"p9", "s20"},
+          {});
     w_.flush();
     return w_.text();
   }

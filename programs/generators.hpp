@@ -14,6 +14,8 @@
 //       accumulator; the pipeline runs on across k-blocks, so only the column
 //       block's first D iterations pop nothing and only its end drains;
 //     DMA the accumulator block to C (double-buffered).
+// The program leaves every sync flag at 0 (so it can be a step of a chain
+// before a program that expects zeroed flags, such as a collective).
 // Accumulation order (what a host reference must reproduce bit for bit):
 //   for every C element, for kb = 0, 1, ...: partial = the MXU's sum over the
 //   128 k of that block in increasing k from +0.0 of bf16(a)*bf16(b) in f32;

@@ -77,17 +77,13 @@ TEST_CASE("the book's four cases and the plans each allows") {
     const char* plans;
   };
   const Row rows[] = {
-      {"I_X,J", "J,K_Y", 1, "local"},
-      {"I_XY,J", "J,K", 1, "local"},
-      {"I,J", "J_X,K", 2, "ag,rs,ar"},
-      {"I_Y,J", "J_X,K", 2, "ag,rs,ar"},
-      {"I,J_X", "J,K", 2, "rs,ar"},      // A split on its columns: no gather that transposes
+      {"I_X,J", "J,K_Y", 1, "local"},    {"I_XY,J", "J,K", 1, "local"}, {"I,J", "J_X,K", 2, "ag,rs,ar"},
+      {"I_Y,J", "J_X,K", 2, "ag,rs,ar"}, {"I,J_X", "J,K", 2, "rs,ar"},  // A split on its columns: no gather that
+                                                                        // transposes
       {"I_X,J", "J_X,K", 2, "ag"},       // partial sums over X would be of different rows
       {"I,J", "J_X,K_X", 2, "ag"},       // impossible: an axis twice in B; see below
       {"I_Y,J_X", "J_X,K", 3, "rs,ar"},  // the book: C[I_Y,K]{U_X}
-      {"I,J_XY", "J_XY,K", 3, "rs,ar"},
-      {"I_X,J", "J,K_X", 4, "ag"},
-      {"I_YX,J", "J,K_X", 4, "ag"},
+      {"I,J_XY", "J_XY,K", 3, "rs,ar"},  {"I_X,J", "J,K_X", 4, "ag"},   {"I_YX,J", "J,K_X", 4, "ag"},
   };
   for (const Row& row : rows) {
     INFO(row.lhs << " @ " << row.rhs);
@@ -111,7 +107,7 @@ TEST_CASE("plan layouts: what is gathered or reduced, and the result's sharding"
   CHECK(ag.b == Blocks{{}, {}});
   CHECK(ag.c == Blocks{{1}, {}});
   const PlanLayout& rs = *c2.option(Plan::kReduceScatter).layout;
-  CHECK(rs.a == Blocks{{1}, {0}});  // A's block of J taken locally
+  CHECK(rs.a == Blocks{{1}, {0}});    // A's block of J taken locally
   CHECK(rs.c == Blocks{{1, 0}, {}});  // I over Y, then X (minor)
   CHECK(c2.option(Plan::kAllReduce).layout->c == Blocks{{1}, {}});
   const CaseAnalysis c4 = analyze("I_YX,J", "J,K_X");
@@ -169,9 +165,9 @@ TEST_CASE("case 2 picks the cheaper of gathering B and reducing C by the book's 
 TEST_CASE("sizes that do not split or tile are refused naming the option") {
   const ChipConfig chip = test::preset("v5e");
   const ici::Topology t = topo("2x2");
-  ShardedMatmul mm{100, 512, 512, parse_sharding("I_X,J", "--lhs", 2), parse_sharding("J,K", "--rhs", 2)};
+  ShardedMatmul mm{101, 512, 512, parse_sharding("I_X,J", "--lhs", 2), parse_sharding("J,K", "--rhs", 2)};
   CHECK_THROWS_WITH(size_plans(mm, analyze_case(mm.lhs, mm.rhs), chip, t),
-                    Contains("--m 100: I is split over X (2 blocks)"));
+                    Contains("--m 101: I is split over X (2 blocks)"));
   // 64 columns of B per chip: neither whole bf16 tiles to gather nor whole f32 tiles to reduce.
   ShardedMatmul narrow{256, 512, 64, parse_sharding("I,J", "--lhs", 2), parse_sharding("J_X,K", "--rhs", 2)};
   const auto plans = size_plans(narrow, analyze_case(narrow.lhs, narrow.rhs), chip, t);
@@ -183,8 +179,7 @@ TEST_CASE("sizes that do not split or tile are refused naming the option") {
 TEST_CASE("the workload registry knows sharded-matmul and refuses unknown names and options") {
   CHECK(workload("sharded-matmul").name() == "sharded-matmul");
   CHECK_THROWS_WITH(workload("sharded-matmull"), Contains("unknown workload 'sharded-matmull' (workloads: "));
-  CHECK_THROWS_WITH(OptionValues({{"mm", "1"}}, workload("sharded-matmul").options()),
-                    Contains("unknown option --mm"));
+  CHECK_THROWS_WITH(OptionValues({{"mm", "1"}}, workload("sharded-matmul").options()), Contains("unknown option --mm"));
   const OptionValues values({{"m", "1K"}}, workload("sharded-matmul").options());
   CHECK_THROWS_WITH(values.whole("m", 1, 1 << 20), Contains("--m '1K': expected a whole number"));
   CHECK(OptionValues({{"m", "1e3"}}, workload("sharded-matmul").options()).whole("m", 1, 1 << 20) == 1000);

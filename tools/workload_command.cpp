@@ -34,8 +34,9 @@ int workload_command(const std::vector<std::string>& args) {
     return args.empty() ? kExitBadInput : kExitOk;
   }
   if (args[0] == "--help" || args[0] == "-h") {
-    fmt::print("usage: tpuemu workload NAME [--chip v5e] [--topology 2x2] [options] [--no-data] [--json F] [--trace F]\n"
-               "       tpuemu workload --list\n\n");
+    fmt::print(
+        "usage: tpuemu workload NAME [--chip v5e] [--topology 2x2] [options] [--no-data] [--json F] [--trace F]\n"
+        "       tpuemu workload --list\n\n");
     print_list();
     return kExitOk;
   }
@@ -58,7 +59,7 @@ int workload_command(const std::vector<std::string>& args) {
   add_profile_options(options);
   options.add_options()("topology", po::value<std::string>()->default_value("2x2"), "pod shape (mesh axes X, Y, Z)")(
       "no-data", "timing only: no data, no check (identical times)")("json", po::value<std::string>(),
-                                                                      "write the workload report as JSON");
+                                                                     "write the workload report as JSON");
   po::options_description own(fmt::format("{} options", name));
   for (const auto& o : w->options()) {
     auto* value = po::value<std::string>();
@@ -84,7 +85,8 @@ int workload_command(const std::vector<std::string>& args) {
     request.no_data = vm->count("no-data") != 0U;
     request.observers = observers_from(*vm, load_chip(request.chip).clock_hz);
     for (const auto& o : w->options()) {
-      if (vm->count(o.name) != 0U && !(*vm)[o.name].defaulted()) request.options[o.name] = (*vm)[o.name].as<std::string>();
+      if (vm->count(o.name) != 0U && !(*vm)[o.name].defaulted())
+        request.options[o.name] = (*vm)[o.name].as<std::string>();
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu workload {}: {}\n", name, e.what());

@@ -61,10 +61,10 @@ Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
   const api::Roofline roof = api::compute_roofline(chip, p.flops, 0, hbm_bytes, 0);
   p.book_seconds = roof.mxu_seconds;
   p.predicted_seconds = roof.predicted_seconds;
-  p.prediction = fmt::format("roofline: max(T_math = 2mkn/C = {}, T_HBM = {} / HBM bandwidth = {}): {}-bound",
-                             format_quantity(roof.mxu_seconds, Quantity::kTime),
-                             format_quantity(hbm_bytes, Quantity::kBytes),
-                             format_quantity(roof.hbm_seconds, Quantity::kTime), roof.bound);
+  p.prediction =
+      fmt::format("roofline: max(T_math = 2mkn/C = {}, T_HBM = {} / HBM bandwidth = {}): {}-bound",
+                  format_quantity(roof.mxu_seconds, Quantity::kTime), format_quantity(hbm_bytes, Quantity::kBytes),
+                  format_quantity(roof.hbm_seconds, Quantity::kTime), roof.bound);
   p.detail = {{"m", spec.m}, {"k", spec.k}, {"n", spec.n}, {"dtype", spec.dtype}, {"least_hbm_bytes", hbm_bytes}};
   return p;
 }

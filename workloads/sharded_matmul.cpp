@@ -87,9 +87,10 @@ void check_split(std::uint64_t size, const DimSharding& dim, const std::vector<s
                  const char* option) {
   const std::uint64_t shards = shard_count(lengths, dim.axes);
   if (size % shards != 0) {
-    throw std::invalid_argument(fmt::format("--{} {}: {} is split over {} ({} blocks), but {} does not split into {} "
-                                            "equal blocks",
-                                            option, size, dim.name, axes_text(dim.axes), shards, size, shards));
+    throw std::invalid_argument(
+        fmt::format("--{} {}: {} is split over {} ({} blocks), but {} does not split into {} "
+                    "equal blocks",
+                    option, size, dim.name, axes_text(dim.axes), shards, size, shards));
   }
 }
 
@@ -152,8 +153,8 @@ std::string size_plan(SizedPlan& sp, const ShardedMatmul& mm, const ChipConfig& 
       const programs::CollectivePlan plan = programs::plan_collective(spec, topology);
       for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
         if (plan.rank(topology.coords(ChipId(id))) != shard_index(chip_coords(topology, id), lengths, l.axes)) {
-          throw std::logic_error(fmt::format("sharded-matmul: the collective's rank of chip {} is not its shard index",
-                                             id));
+          throw std::logic_error(
+              fmt::format("sharded-matmul: the collective's rank of chip {} is not its shard index", id));
         }
       }
     } catch (const std::invalid_argument& e) {
@@ -249,8 +250,7 @@ class ShardedMatmulWorkload final : public Workload {
     if (options.text("plan") != "auto") {
       forced = parse_plan(options.text("plan"));
       if (!forced) {
-        throw api::BadInput(
-            fmt::format("--plan '{}': expected auto, local, ag, rs or ar", options.text("plan")));
+        throw api::BadInput(fmt::format("--plan '{}': expected auto, local, ag, rs or ar", options.text("plan")));
       }
     }
     CaseAnalysis analysis;
@@ -279,8 +279,8 @@ class ShardedMatmulWorkload final : public Workload {
     // 1. Programs and buffers.
     const auto matmul_step = [&](const std::string& a, const std::string& b, const std::string& c) {
       const std::string file = fmt::format("matmul_{}x{}x{}.llo", plan.local.m, plan.local.k, plan.local.n);
-      return api::Step{api::assemble(programs::generate_matmul(plan.local, chip), file), file,
-                       {{0, a}, {1, b}, {2, c}}};
+      return api::Step{
+          api::assemble(programs::generate_matmul(plan.local, chip), file), file, {{0, a}, {1, b}, {2, c}}};
     };
     const auto collective_step = [&](const std::string& in, const std::string& out) {
       const programs::CollectiveSpec& spec = *plan.collective;
@@ -316,7 +316,7 @@ class ShardedMatmulWorkload final : public Workload {
       api::Input in;
       in.origin = origin;
       in.device_provider = [host, blocks, rows, cols, origin, topology, lengths](std::uint32_t id,
-                                                                                  const chip::OperandBinding&) {
+                                                                                 const chip::OperandBinding&) {
         const Block blk = block_of(blocks, rows, cols, chip_coords(topology, id), lengths);
         return device_matrix(matrix_block(*host, cols, blk.row0, blk.rows, blk.col0, blk.cols), blk.rows, blk.cols,
                              "bf16", origin);
@@ -339,10 +339,9 @@ class ShardedMatmulWorkload final : public Workload {
         auto it = products.find(key);
         if (it == products.end()) {
           it = products
-                   .emplace(key, programs::matmul_reference(
-                                     matrix_block(*a, mm.k, ab.row0, ab.rows, ab.col0, ab.cols),
-                                     matrix_block(*b, mm.n, bb.row0, bb.rows, bb.col0, bb.cols), ab.rows, ab.cols,
-                                     bb.cols))
+                   .emplace(key, programs::matmul_reference(matrix_block(*a, mm.k, ab.row0, ab.rows, ab.col0, ab.cols),
+                                                            matrix_block(*b, mm.n, bb.row0, bb.rows, bb.col0, bb.cols),
+                                                            ab.rows, ab.cols, bb.cols))
                    .first;
         }
         return it->second;
@@ -376,8 +375,9 @@ class ShardedMatmulWorkload final : public Workload {
       }
       const bool ok = wrong_chips == 0;
       return nlohmann::json{
-          {"check", ok ? fmt::format("bit-exact ({} elements of C on {} chips)", elements, topology.chip_count())
-                       : fmt::format("MISMATCH on {} of {} chips; {}", wrong_chips, topology.chip_count(), first_wrong)},
+          {"check",
+           ok ? fmt::format("bit-exact ({} elements of C on {} chips)", elements, topology.chip_count())
+              : fmt::format("MISMATCH on {} of {} chips; {}", wrong_chips, topology.chip_count(), first_wrong)},
           {"ok", ok},
           {"elements", elements},
           {"wrong_chips", wrong_chips}};
@@ -400,22 +400,21 @@ class ShardedMatmulWorkload final : public Workload {
     }
     const std::string output = sharding_text(i, k, l.c);
     const bool reduces = plan.plan == Plan::kAllReduce || plan.plan == Plan::kReduceScatter;
-    built.choice = {
-        {"case", analysis.book_case},
-        {"case_description", analysis.description},
-        {"plan", plan_name(plan.plan)},
-        {"plan_choice", forced ? "--plan" : "auto: the least predicted time of local, ag and ar"},
-        {"plans", candidates},
-        {"m", mm.m},
-        {"k", mm.k},
-        {"n", mm.n},
-        {"lhs", format_sharding(mm.lhs)},
-        {"rhs", format_sharding(mm.rhs)},
-        {"output", output},
-        {"per_chip", {{"m", plan.local.m}, {"k", plan.local.k}, {"n", plan.local.n}}},
-        {"reference", reduces ? "every chip's partial matmul (programs::matmul_reference), reduced in the "
-                                "collective's order (programs::collective_reference)"
-                              : "every chip's block of the global C = A @ B (programs::matmul_reference)"}};
+    built.choice = {{"case", analysis.book_case},
+                    {"case_description", analysis.description},
+                    {"plan", plan_name(plan.plan)},
+                    {"plan_choice", forced ? "--plan" : "auto: the least predicted time of local, ag and ar"},
+                    {"plans", candidates},
+                    {"m", mm.m},
+                    {"k", mm.k},
+                    {"n", mm.n},
+                    {"lhs", format_sharding(mm.lhs)},
+                    {"rhs", format_sharding(mm.rhs)},
+                    {"output", output},
+                    {"per_chip", {{"m", plan.local.m}, {"k", plan.local.k}, {"n", plan.local.n}}},
+                    {"reference", reduces ? "every chip's partial matmul (programs::matmul_reference), reduced in the "
+                                            "collective's order (programs::collective_reference)"
+                                          : "every chip's block of the global C = A @ B (programs::matmul_reference)"}};
     built.intro = {
         fmt::format("sharded-matmul: C[{},{}] = A[{},{}] @ B[{},{}] (bf16 in, f32 out) on a {} pod of {}", mm.m, mm.n,
                     mm.m, mm.k, mm.k, mm.n, ici::describe(topology), chip.name),

@@ -29,11 +29,11 @@ struct SizedPlan {
   Plan plan = Plan::kLocal;
   std::string refusal;  // why it cannot run ("" if it can)
   std::optional<PlanLayout> layout;
-  programs::MatmulSpec local;                      // every chip's matmul
+  programs::MatmulSpec local;  // every chip's matmul
   std::optional<programs::CollectiveSpec> collective;
-  std::vector<Phase> phases;  // in step order
-  double math_seconds = 0;    // the book's T_math: sum of the matmul phases
-  double comms_seconds = 0;   // the book's T_comms: sum of the collective phases
+  std::vector<Phase> phases;     // in step order
+  double math_seconds = 0;       // the book's T_math: sum of the matmul phases
+  double comms_seconds = 0;      // the book's T_comms: sum of the collective phases
   double predicted_seconds = 0;  // sum of the phases' predictions (no overlap)
 };
 

@@ -34,8 +34,8 @@ DimSharding parse_dim(std::string_view text, std::string_view option, std::size_
   dim.name = std::string(text.substr(0, underscore));
   if (dim.name.empty() || !std::all_of(dim.name.begin(), dim.name.end(),
                                        [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; })) {
-    throw std::invalid_argument(
-        fmt::format("{} '{}': a dimension is a name (letters, digits) with optional mesh axes, like I_X", option, text));
+    throw std::invalid_argument(fmt::format(
+        "{} '{}': a dimension is a name (letters, digits) with optional mesh axes, like I_X", option, text));
   }
   if (underscore == std::string_view::npos) return dim;
   const std::string_view axes = text.substr(underscore + 1);
@@ -70,9 +70,9 @@ OperandSharding parse_sharding(std::string_view text, std::string_view option, s
   const auto all = concat(s.rows.axes, s.cols.axes);
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (std::find(all.begin() + static_cast<std::ptrdiff_t>(i) + 1, all.end(), all[i]) != all.end()) {
-      throw std::invalid_argument(fmt::format(
-          "{} '{}': mesh axis {} is used twice (an operand is split over each axis at most once)", option, text,
-          kAxisNames.at(all[i])));
+      throw std::invalid_argument(
+          fmt::format("{} '{}': mesh axis {} is used twice (an operand is split over each axis at most once)", option,
+                      text, kAxisNames.at(all[i])));
     }
   }
   if (s.rows.name == s.cols.name) {
@@ -130,7 +130,9 @@ CaseAnalysis analyze_case(const OperandSharding& lhs, const OperandSharding& rhs
     layout.plan = p;
     out.plans[static_cast<std::size_t>(p)].layout = std::move(layout);
   };
-  const auto refuse = [&out](Plan p, std::string why) { out.plans[static_cast<std::size_t>(p)].refusal = std::move(why); };
+  const auto refuse = [&out](Plan p, std::string why) {
+    out.plans[static_cast<std::size_t>(p)].refusal = std::move(why);
+  };
   const std::vector<std::size_t> shared = shared_axes(a_i, a_k);
 
   if (a_ja.empty() && a_jb.empty()) {
@@ -145,9 +147,8 @@ CaseAnalysis analyze_case(const OperandSharding& lhs, const OperandSharding& rhs
       return out;
     }
     out.book_case = 4;
-    out.description = fmt::format(
-        "case 4: {} and {} are both split over {}: invalid as is; all-gather A over {} first", i, k,
-        axes_text(shared), axes_text(shared));
+    out.description = fmt::format("case 4: {} and {} are both split over {}: invalid as is; all-gather A over {} first",
+                                  i, k, axes_text(shared), axes_text(shared));
     // The gather concatenates row blocks in rank order: whole row blocks of A
     // only if the gathered axes are I's minor ones.
     const std::vector<std::size_t> minor(a_i.end() - static_cast<std::ptrdiff_t>(shared.size()), a_i.end());
@@ -183,8 +184,7 @@ CaseAnalysis analyze_case(const OperandSharding& lhs, const OperandSharding& rhs
         "case 3: {} is split over {} in both operands: local matmul gives partial sums C[{},{}]{{U_{}}}, then "
         "all-reduce (or reduce-scatter) over {}",
         j, axes_text(r), i, k, axes_text(r), axes_text(r));
-    refuse(Plan::kAllGather,
-           "case 3 sums partial results (the book: local matmul, then all-reduce or reduce-scatter)");
+    refuse(Plan::kAllGather, "case 3 sums partial results (the book: local matmul, then all-reduce or reduce-scatter)");
   } else {
     out.book_case = 2;
     const char which = a_ja.empty() ? 'B' : 'A';

@@ -35,8 +35,7 @@ WorkloadRegistrar::WorkloadRegistrar(std::unique_ptr<Workload> workload) {
 const Workload& workload(std::string_view name) {
   const auto it = registry().find(name);
   if (it == registry().end()) {
-    throw api::BadInput(
-        fmt::format("unknown workload '{}' (workloads: {})", name, fmt::join(workload_names(), ", ")));
+    throw api::BadInput(fmt::format("unknown workload '{}' (workloads: {})", name, fmt::join(workload_names(), ", ")));
   }
   return *it->second;
 }
@@ -67,8 +66,7 @@ std::uint64_t OptionValues::whole(const std::string& name, std::uint64_t min, st
   const std::string& value = text(name);
   const auto parsed = parse_unsigned(value);
   if (!parsed || *parsed < min || *parsed > max) {
-    throw api::BadInput(
-        fmt::format("--{} '{}': expected a whole number from {} to {}", name, value, min, max));
+    throw api::BadInput(fmt::format("--{} '{}': expected a whole number from {} to {}", name, value, min, max));
   }
   return *parsed;
 }

@@ -64,8 +64,8 @@ struct Phase {
   // T_comms for communication; `prediction` says which formula.
   double predicted_seconds = 0;
   std::string prediction;
-  double flops = 0;             // per chip, as generated (2 m k n)
-  nlohmann::json detail;        // the workload's fields: op, axes, bytes, m, k, n, ...
+  double flops = 0;       // per chip, as generated (2 m k n)
+  nlohmann::json detail;  // the workload's fields: op, axes, bytes, m, k, n, ...
 };
 
 // A workload's job for a setup and options.
