@@ -48,6 +48,11 @@ struct MatmulSpec {
   std::uint64_t m = 0, k = 0, n = 0;
   std::string dtype = "bf16";  // "bf16" or "f32" (inputs; the output is f32)
   bool double_buffer = true;
+  // A in HBM as this many column blocks [M, K / a_column_blocks], each in
+  // A's tiled layout, one after another (what an all-gather of A's column
+  // shards leaves); 1 = A's own layout. Above 1: K / a_column_blocks is a
+  // multiple of 128 whose number of 128-column tiles is a power of two.
+  std::uint64_t a_column_blocks = 1;
 };
 
 struct AddSpec {

@@ -77,13 +77,18 @@ TEST_CASE("the book's four cases and the plans each allows") {
     const char* plans;
   };
   const Row rows[] = {
-      {"I_X,J", "J,K_Y", 1, "local"},    {"I_XY,J", "J,K", 1, "local"}, {"I,J", "J_X,K", 2, "ag,rs,ar"},
-      {"I_Y,J", "J_X,K", 2, "ag,rs,ar"}, {"I,J_X", "J,K", 2, "rs,ar"},  // A split on its columns: no gather that
-                                                                        // transposes
+      {"I_X,J", "J,K_Y", 1, "local"},
+      {"I_XY,J", "J,K", 1, "local"},
+      {"I,J", "J_X,K", 2, "ag,rs,ar"},
+      {"I_Y,J", "J_X,K", 2, "ag,rs,ar"},
+      {"I,J_X", "J,K", 2, "ag,rs,ar"},
+      {"I_X,J_Y", "J,K_Y", 2, "ag"},     // the book's collective matmul: gather A's column blocks
       {"I_X,J", "J_X,K", 2, "ag"},       // partial sums over X would be of different rows
       {"I,J", "J_X,K_X", 2, "ag"},       // impossible: an axis twice in B; see below
       {"I_Y,J_X", "J_X,K", 3, "rs,ar"},  // the book: C[I_Y,K]{U_X}
-      {"I,J_XY", "J_XY,K", 3, "rs,ar"},  {"I_X,J", "J,K_X", 4, "ag"},   {"I_YX,J", "J,K_X", 4, "ag"},
+      {"I,J_XY", "J_XY,K", 3, "rs,ar"},
+      {"I_X,J", "J,K_X", 4, "ag"},
+      {"I_YX,J", "J,K_X", 4, "ag"},
   };
   for (const Row& row : rows) {
     INFO(row.lhs << " @ " << row.rhs);
@@ -110,6 +115,12 @@ TEST_CASE("plan layouts: what is gathered or reduced, and the result's sharding"
   CHECK(rs.a == Blocks{{1}, {0}});    // A's block of J taken locally
   CHECK(rs.c == Blocks{{1, 0}, {}});  // I over Y, then X (minor)
   CHECK(c2.option(Plan::kAllReduce).layout->c == Blocks{{1}, {}});
+  const CaseAnalysis collective_matmul = analyze("I_X,J_Y", "J,K_Y");
+  const PlanLayout& ga = *collective_matmul.option(Plan::kAllGather).layout;
+  CHECK(ga.gathered == 'A');
+  CHECK(ga.a_in == Blocks{{0}, {1}});
+  CHECK(ga.a == Blocks{{0}, {}});
+  CHECK(ga.c == Blocks{{0}, {1}});
   const CaseAnalysis c4 = analyze("I_YX,J", "J,K_X");
   const PlanLayout& g = *c4.option(Plan::kAllGather).layout;
   CHECK(g.gathered == 'A');

@@ -7,10 +7,11 @@
 //   local  matmul A, B -> C
 //   ag     all-gather "A shard" -> A (or "B shard" -> B), then matmul A, B -> C
 //   ar/rs  matmul A, B -> "partial C", then all-reduce / reduce-scatter -> C
-// The all-gather concatenates row blocks in rank order (the collective's
-// rank is the shard index: its axes are the sharding's, minor first), which
-// is the gathered matrix's own device layout when the blocks are whole bf16
-// tiles. Reductions sum f32 partial results; a reduce-scatter leaves rank r
+// The all-gather concatenates blocks in rank order (the collective's rank is
+// the shard index: its axes are the sharding's, minor first): row blocks give
+// the gathered matrix's own device layout when they are whole bf16 tiles;
+// A's column blocks stay one after another, which the matmul reads as such
+// (programs::MatmulSpec::a_column_blocks). Reductions sum f32 partial results; a reduce-scatter leaves rank r
 // the r-th row block of C (whole f32 tiles).
 // Under ar/rs, the operand whose contracting dimension is whole on a chip is
 // given to it as the block of J the chip multiplies (a compiler reads that
@@ -103,6 +104,8 @@ std::string size_plan(SizedPlan& sp, const ShardedMatmul& mm, const ChipConfig& 
   sp.local.k = mm.k / shard_count(lengths, l.a.cols);
   sp.local.n = mm.n / shard_count(lengths, l.b.cols);
   sp.local.dtype = "bf16";
+  // A gathered from its column blocks stays in them (the gather's rank order).
+  if (l.gathered == 'A' && !l.a_in.cols.empty()) sp.local.a_column_blocks = group;
   if (mm.m % shard_count(lengths, l.c.rows) != 0) {
     return fmt::format("--m {} does not split into {} row blocks of C", mm.m, shard_count(lengths, l.c.rows));
   }
@@ -122,13 +125,14 @@ std::string size_plan(SizedPlan& sp, const ShardedMatmul& mm, const ChipConfig& 
     if (sp.plan == Plan::kAllGather) {
       // Row blocks of rows x cols per chip, gathered over the group.
       const bool a = l.gathered == 'A';
-      const std::uint64_t rows = a ? mm.m / shard_count(lengths, l.a_in.rows) : mm.k / group;
-      const std::uint64_t cols = a ? mm.k : sp.local.n;
+      const Blocks& in = a ? l.a_in : l.b_in;
+      const std::uint64_t rows = (a ? mm.m : mm.k) / shard_count(lengths, in.rows);
+      const std::uint64_t cols = (a ? mm.k : mm.n) / shard_count(lengths, in.cols);
       if (rows % kBf16TileRows != 0 || cols % kTileCols != 0) {
         return fmt::format(
-            "the all-gather moves {}'s row blocks of {} rows x {} columns: they must be whole bf16 tiles (rows a "
-            "multiple of {}, columns of {}) to concatenate into {}'s device layout",
-            l.gathered, rows, cols, kBf16TileRows, kTileCols, l.gathered);
+            "the all-gather moves {}'s blocks of {} rows x {} columns: they must be whole bf16 tiles (rows a "
+            "multiple of {}, columns of {}) to concatenate in device layout",
+            l.gathered, rows, cols, kBf16TileRows, kTileCols);
       }
       spec.op = "all-gather";
       spec.dtype = "bf16";

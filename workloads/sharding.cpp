@@ -195,10 +195,9 @@ CaseAnalysis analyze_case(const OperandSharding& lhs, const OperandSharding& rhs
     if (which == 'B') {
       set(Plan::kAllGather, {Plan::kAllGather, r, 'B', {a_i, {}}, {r, a_k}, {a_i, {}}, {{}, a_k}, {a_i, a_k}});
     } else {
-      refuse(Plan::kAllGather,
-             fmt::format("the all-gather concatenates row blocks; A split on its columns ({}) would need a gather "
-                         "that transposes, which is not generated: use --plan ar or rs",
-                         j));
+      // The gather leaves A as its column blocks one after another; the
+      // matmul reads them so (programs::MatmulSpec::a_column_blocks).
+      set(Plan::kAllGather, {Plan::kAllGather, r, 'A', {a_i, r}, {{}, a_k}, {a_i, {}}, {{}, a_k}, {a_i, a_k}});
     }
   }
   if (!disjoint(r, a_i) || !disjoint(r, a_k)) {
