@@ -108,6 +108,11 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
   for (const Phase& p : built.phases) communication_phases += p.communication ? 1 : 0;
   const auto ici_bytes = run.report.value("ici_bytes", std::uint64_t{0});
   json phases = json::array();
+  json warnings = json::array();
+  // Steps start when each chip ends the one before, with no barrier: a
+  // collective's first sends reach other chips one hop latency after the
+  // earliest start, so chips further apart could still be in the step before.
+  const double hop_cycles = chip.ici.hop_latency_s * clock;
   double compute = 0;
   double communication = 0;
   double math = 0;
@@ -136,6 +141,12 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
            {"start_skew_cycles", m.start_skew_cycles}};
     // The compute steps send nothing over ICI: one collective carries it all.
     if (p.communication && communication_phases == 1) j["ici_bytes"] = ici_bytes;
+    if (p.communication && static_cast<double>(m.start_skew_cycles) > hop_cycles) {
+      warnings.push_back(fmt::format(
+          "the chips entered '{}' up to {} cycles apart, more than one ICI hop ({:.0f} cycles): its first deliveries "
+          "may have reached chips still in the step before",
+          p.name, m.start_skew_cycles, hop_cycles));
+    }
     j.update(p.detail);
     phases.push_back(std::move(j));
   }
@@ -167,6 +178,7 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
       {"seconds", predicted},
       {"formula", "the phases run one after another: sum of the phase predictions (T_math + T_comms)"}};
   report["measured_over_predicted"] = predicted > 0 ? run.seconds / predicted : 0.0;
+  report["warnings"] = warnings;
   report["check"] = check.at("check");
   report["ok"] = out.ok;
   report["fault"] = out.fault ? json(out.fault->message) : json(nullptr);
@@ -195,6 +207,7 @@ void print_workload(const json& r) {
       time_text(predicted.at("t_math_seconds").get<double>()), time_text(predicted.at("t_comms_seconds").get<double>()),
       100.0 * r.at("mfu").get<double>(), r.at("model_flops").get<double>(), r.at("chips").get<std::uint64_t>(),
       r.at("hbm_bytes").get<std::uint64_t>(), r.at("ici_bytes").get<std::uint64_t>());
+  for (const auto& w : r.at("warnings")) fmt::print("warning   {}\n", w.get<std::string>());
   if (r.at("no_data").get<bool>()) {
     fmt::print("check     skipped (--no-data)\n");
   } else {

@@ -33,6 +33,8 @@ fi
 [ "$(j '[.phases[] | select(.seconds > 0 and .predicted_seconds > 0)] | length')" = "$(j '.phases | length')" ] ||
   fail "a phase without a measurement or prediction"
 [ "$(j .report.schema)" = tpuemu-report ] || fail "no run report inside"
+# Every collective started on all chips within one hop latency (no barrier between steps).
+[ "$(j '.warnings | length')" = 0 ] || fail "warnings: $(j '.warnings | join("; ")')"
 if [ -n "$no_data" ]; then
   "$tpuemu" workload "$@" --no-data --json timing.json > /dev/null || fail "--no-data exit code $?"
   [ "$(jq .cycles timing.json)" = "$(j .cycles)" ] || fail "--no-data cycles $(jq .cycles timing.json), with data $(j .cycles)"
