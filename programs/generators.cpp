@@ -144,6 +144,7 @@ class MatmulGen {
       w_.raw(fmt::format("// A in HBM as {} column blocks [{}, {}] one after another (MatmulSpec::a_column_blocks).",
                          s_.a_column_blocks, s_.m, s_.k / s_.a_column_blocks));
     }
+    if (s_.accumulate) w_.raw("// Accumulates: C = C + A @ B (MatmulSpec::accumulate).");
     w_.raw("// C (f32) = A @ B, weight-stationary on the MXUs; see programs/generators.hpp for the schedule");
     w_.raw("// and the accumulation order. Operands: 0 = A, 1 = B (inputs), 2 = C (output), tiled layouts in HBM.");
     w_.raw(
@@ -279,6 +280,7 @@ class MatmulGen {
       }
     }
     zero_accumulator(w);
+    if (s_.accumulate) load_accumulator(w);
     kblock(w, kr8(0), /*next_exists=*/kt_ > 1, /*next_partial=*/kt_ == 2 && last_partial(), false);
     const std::uint64_t middle_end = last_partial() ? kt_ - 1 : kt_;  // k-blocks [1, middle_end) are full
     if (middle_end > 1) {
@@ -317,6 +319,26 @@ class MatmulGen {
     w_.op(S::kSalu, "%p10 = por %p8, %p8", {"p8"}, {"p10"});
     w_.op(S::kSalu, "%p8 = por %p9, %p9", {"p9"}, {"p8"});
     w_.op(S::kSalu, "%p9 = por %p10, %p10", {"p10"}, {"p9"});
+    w_.flush();
+  }
+
+  // C's block of this column block into the accumulator in s17 (accumulate),
+  // through the flag in s19, free here (nblock waited for its last output).
+  void load_accumulator(std::uint64_t w) {
+    w_.comment("accumulate: C's block -> the accumulator");
+    const std::uint64_t c_granules = g_ * w * 128;
+    w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s3", wfull_ * 128), {"s3"}, {"s22"});
+    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+    w_.op(S::kSalu, "%s23 = sshll.u32 %s17, 4", {"s17"}, {"s23"});
+    w_.op(S::kDma,
+          fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0] /*hbm=*/%s21, /*size_in_granules=*/{}, /*vmem=*/%s23, "
+                      "/*dst_syncflagno=*/%s19, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                      next_token(), c_granules, w * 128, nt_ * 128),
+          {"s21", "s23", "s19"}, {});
+    w_.flush();  // a wait in the DMA's own bundle would hold back its issue
+    w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s19, {}", next_token(), c_granules), {"s19"}, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd %s19, {}", next_token(), negated(c_granules)), {"s19"}, {});
     w_.flush();
   }
 

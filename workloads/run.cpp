@@ -141,7 +141,7 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
            {"start_skew_cycles", m.start_skew_cycles}};
     // The compute steps send nothing over ICI: one collective carries it all.
     if (p.communication && communication_phases == 1) j["ici_bytes"] = ici_bytes;
-    if (p.communication && static_cast<double>(m.start_skew_cycles) > hop_cycles) {
+    if (p.communication && !p.own_flags && static_cast<double>(m.start_skew_cycles) > hop_cycles) {
       warnings.push_back(fmt::format(
           "the chips entered '{}' up to {} cycles apart, more than one ICI hop ({:.0f} cycles): its first deliveries "
           "may have reached chips still in the step before",

@@ -64,7 +64,10 @@ struct Phase {
   // T_comms for communication; `prediction` says which formula.
   double predicted_seconds = 0;
   std::string prediction;
-  double flops = 0;       // per chip, as generated (2 m k n)
+  double flops = 0;  // per chip, as generated (2 m k n)
+  // Its sync flags are its own (no other step uses them), so deliveries
+  // reaching a chip still in the step before are harmless.
+  bool own_flags = false;
   nlohmann::json detail;  // the workload's fields: op, axes, bytes, m, k, n, ...
 };
 
