@@ -48,3 +48,11 @@ def test_bad_options_are_bad_input():
         tpuemu.workload("sharded-matmul", mm=4)
     with pytest.raises(tpuemu.BadInput, match="unknown workload"):
         tpuemu.workload("no-such-workload")
+
+
+def test_collective_matmul_overlaps_what_blocking_exposes():
+    small = dict(m=512, k=1024, n=2048)
+    blocking = tpuemu.workload("collective-matmul", topology="2x4", variant="blocking", **small)
+    overlapped = tpuemu.workload("collective-matmul", topology="2x4", variant="overlapped", **small)
+    assert blocking["ok"] and overlapped["ok"] and overlapped["variant"] == "overlapped"
+    assert overlapped["exposed_communication_seconds"] < 0.5 * blocking["exposed_communication_seconds"]
