@@ -159,7 +159,7 @@ class CollectiveMatmulWorkload final : public Workload {
       built.steps.push_back({t == 0 ? matmul_first : matmul_accumulate,
                              t == 0 ? "matmul.llo" : "matmul_accumulate.llo",
                              {{0, in}, {1, fmt::format("W {}", t)}, {2, "C"}}});
-      Phase mm = matmul;
+      Phase mm = t == 0 ? matmul : matmul_phase(accumulate, chip);
       mm.name = fmt::format("matmul chunk {}{}", t, t == 0 ? "" : " (accumulating)");
       built.phases.push_back(mm);
       if (t + 1 < ys) {
@@ -169,7 +169,7 @@ class CollectiveMatmulWorkload final : public Workload {
         p.communication = true;
         p.own_flags = true;
         p.book_seconds = 0;
-        p.predicted_seconds = std::max(0.0, t_shift - matmul.predicted_seconds);
+        p.predicted_seconds = std::max(0.0, t_shift - mm.predicted_seconds);
         p.prediction = fmt::format("max(0, T_shift - the chunk's matmul); T_shift = {}", shift_formula);
         p.detail = {{"op", "ring-shift-wait"}, {"axes", "Y"}, {"t_shift_seconds", t_shift}};
         built.phases.push_back(p);

@@ -57,7 +57,7 @@ Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
   Phase p;
   p.name = fmt::format("matmul {}x{}x{}", spec.m, spec.k, spec.n);
   p.flops = 2 * m * k * n;
-  const double hbm_bytes = element * (m * k + k * n) + 4 * m * n;
+  const double hbm_bytes = element * (m * k + k * n) + (spec.accumulate ? 8 : 4) * m * n;  // C read too
   const api::Roofline roof = api::compute_roofline(chip, p.flops, 0, hbm_bytes, 0);
   p.book_seconds = roof.mxu_seconds;
   p.predicted_seconds = roof.predicted_seconds;

@@ -34,7 +34,7 @@ void refuse_other_mxu(const ChipConfig& chip, std::string_view who);
 
 // The phase of a generated matmul of `spec` on every chip: T_math = 2mkn /
 // peak bf16 FLOP/s (the book's), predicted by the roofline over its least
-// HBM traffic (A and B read once, C written once).
+// HBM traffic (A and B read once, C written once, and read once when it accumulates).
 Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip);
 // The phase of a generated collective: T_comms = predict_collective.
 Phase collective_phase(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,
