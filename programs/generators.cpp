@@ -303,10 +303,7 @@ class MatmulGen {
     // Output: the accumulator block to C, then swap accumulator buffers.
     w_.comment("accumulator block -> C");
     const std::uint64_t c_granules = g_ * w * 128;
-    w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
-    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s3", wfull_ * 128), {"s3"}, {"s22"});
-    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
-    w_.op(S::kSalu, "%s23 = sshll.u32 %s17, 4", {"s17"}, {"s23"});
+    c_block_addresses();
     w_.op(S::kDma,
           fmt::format("%{} = dma.vmem_to_hbm.strided [thread:$0] /*vmem=*/%s23, /*size_in_granules=*/{}, /*hbm=*/%s21, "
                       "/*dst_syncflagno=*/%s19, /*block_granules=*/{}, /*hbm_stride=*/{}",
@@ -322,15 +319,21 @@ class MatmulGen {
     w_.flush();
   }
 
+  // s21 = C's block of column block s3 in HBM, s23 = the accumulator in s17
+  // (granule addresses).
+  void c_block_addresses() {
+    w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s3", wfull_ * 128), {"s3"}, {"s22"});
+    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+    w_.op(S::kSalu, "%s23 = sshll.u32 %s17, 4", {"s17"}, {"s23"});
+  }
+
   // C's block of this column block into the accumulator in s17 (accumulate),
   // through the flag in s19, free here (nblock waited for its last output).
   void load_accumulator(std::uint64_t w) {
     w_.comment("accumulate: C's block -> the accumulator");
     const std::uint64_t c_granules = g_ * w * 128;
-    w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
-    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s3", wfull_ * 128), {"s3"}, {"s22"});
-    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
-    w_.op(S::kSalu, "%s23 = sshll.u32 %s17, 4", {"s17"}, {"s23"});
+    c_block_addresses();
     w_.op(S::kDma,
           fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0] /*hbm=*/%s21, /*size_in_granules=*/{}, /*vmem=*/%s23, "
                       "/*dst_syncflagno=*/%s19, /*block_granules=*/{}, /*hbm_stride=*/{}",
