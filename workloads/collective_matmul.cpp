@@ -198,35 +198,20 @@ class CollectiveMatmulWorkload final : public Workload {
       };
     }
     built.check = [=](const api::Result& r) {
-      const auto& got_c = r.outputs.at("C").device;
-      std::uint64_t wrong_chips = 0;
-      std::string first_wrong;
-      for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
-        const auto c = coords(id);
-        std::vector<float> expected;
-        for (std::uint64_t t = 0; t < ys; ++t) {
-          const std::uint64_t d = chunk_of(c[1], t);
-          expected = programs::matmul_reference(matrix_block(*a, k, c[0] * rows, rows, d * chunk, chunk),
-                                                matrix_block(*w, n, d * chunk, chunk, c[1] * cols, cols), rows, chunk,
-                                                cols, 128, expected);
-        }
-        std::string verdict;
-        try {
-          const std::vector<float> got = host_matrix_f32(got_c.at(id), rows, cols);
-          verdict = api::compare_bits(make_npy(NpyDtype::kFloat32, {rows, cols}, got.data()),
-                                      make_npy(NpyDtype::kFloat32, {rows, cols}, expected.data()));
-        } catch (const std::exception& e) {
-          verdict = e.what();
-        }
-        if (!api::is_bit_exact(verdict) && wrong_chips++ == 0) first_wrong = fmt::format("chip {}: {}", id, verdict);
-      }
-      const bool ok = wrong_chips == 0;
-      return nlohmann::json{{"check", ok ? fmt::format("bit-exact ({} elements of out on {} chips)",
-                                                       m * n / xs / ys * xs * ys, topology.chip_count())
-                                         : fmt::format("MISMATCH on {} of {} chips; {}", wrong_chips,
-                                                       topology.chip_count(), first_wrong)},
-                            {"ok", ok},
-                            {"wrong_chips", wrong_chips}};
+      return check_f32_outputs(
+          r.outputs.at("C").device, topology.chip_count(), "out",
+          [&](std::uint32_t) { return std::make_pair(rows, cols); },
+          [&](std::uint32_t id) {
+            const auto c = coords(id);
+            std::vector<float> expected;
+            for (std::uint64_t t = 0; t < ys; ++t) {
+              const std::uint64_t d = chunk_of(c[1], t);
+              expected = programs::matmul_reference(matrix_block(*a, k, c[0] * rows, rows, d * chunk, chunk),
+                                                    matrix_block(*w, n, d * chunk, chunk, c[1] * cols, cols), rows,
+                                                    chunk, cols, 128, expected);
+            }
+            return expected;
+          });
     };
     built.choice = {{"variant", "overlapped"},
                     {"m", m},

@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "api/result.hpp"
 #include "api/roofline.hpp"
 #include "chip/host_io.hpp"
 #include "common/npy.hpp"
@@ -33,6 +34,35 @@ std::vector<float> host_matrix_f32(const std::vector<std::uint8_t>& device, std:
   const NpyArray host = chip::from_device(binding, device, false);
   const auto values = host.as_f32();
   return {values.begin(), values.end()};
+}
+
+nlohmann::json check_f32_outputs(
+    const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips, const std::string& what,
+    const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
+    const std::function<std::vector<float>(std::uint32_t chip)>& expected) {
+  std::uint64_t elements = 0;
+  std::uint64_t wrong_chips = 0;
+  std::string first_wrong;
+  for (std::uint32_t id = 0; id < chips; ++id) {
+    const auto [rows, cols] = shape(id);
+    const std::vector<float> want = expected(id);
+    std::string verdict;
+    try {
+      const std::vector<float> got = host_matrix_f32(device.at(id), rows, cols);
+      verdict = api::compare_bits(make_npy(NpyDtype::kFloat32, {rows, cols}, got.data()),
+                                  make_npy(NpyDtype::kFloat32, {rows, cols}, want.data()));
+    } catch (const std::exception& e) {  // a missing chip or a device buffer of another size
+      verdict = e.what();
+    }
+    elements += rows * cols;
+    if (!api::is_bit_exact(verdict) && wrong_chips++ == 0) first_wrong = fmt::format("chip {}: {}", id, verdict);
+  }
+  const bool ok = wrong_chips == 0;
+  return nlohmann::json{{"check", ok ? fmt::format("bit-exact ({} elements of {} on {} chips)", elements, what, chips)
+                                     : fmt::format("MISMATCH on {} of {} chips; {}", wrong_chips, chips, first_wrong)},
+                        {"ok", ok},
+                        {"elements", elements},
+                        {"wrong_chips", wrong_chips}};
 }
 
 void refuse_other_mxu(const ChipConfig& chip, std::string_view who) {

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/chip_config.hpp"
@@ -27,6 +30,15 @@ std::vector<std::uint8_t> device_matrix(const std::vector<float>& values, std::u
                                         const std::string& dtype, const std::string& origin);
 // Device bytes of an f32 [rows, cols] operand back to host values.
 std::vector<float> host_matrix_f32(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols);
+
+// Every chip's f32 output (device bytes of an operand of `shape(chip)` =
+// {rows, cols}) against `expected(chip)`, bit for bit: the verdict as
+// Built::check returns it, {"check", "ok", "elements", "wrong_chips"};
+// `what` names the output ("C").
+nlohmann::json check_f32_outputs(
+    const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips, const std::string& what,
+    const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
+    const std::function<std::vector<float>(std::uint32_t chip)>& expected);
 
 // Throws std::invalid_argument unless `chip` has 128x128 MXUs (what the
 // bf16 matmul generator targets); `who` names the caller ("the demo", ...).

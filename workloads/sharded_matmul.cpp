@@ -357,34 +357,19 @@ class ShardedMatmulWorkload final : public Workload {
           partials.push_back(device_matrix(product(id), plan.local.m, plan.local.n, "f32", "partial C"));
         reduced = programs::collective_reference(*plan.collective, topology, partials);
       }
-      std::uint64_t elements = 0;
-      std::uint64_t wrong_chips = 0;
-      std::string first_wrong;
-      for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
-        const Block cb = block_of(l.c, mm.m, mm.n, chip_coords(topology, id), lengths);
-        const std::vector<float> expected =
-            reduced.empty() ? product(id) : host_matrix_f32(reduced.at(id), cb.rows, cb.cols);
-        std::string verdict;
-        try {
-          const std::vector<float> got = host_matrix_f32(got_c.at(id), cb.rows, cb.cols);
-          verdict = api::compare_bits(make_npy(NpyDtype::kFloat32, {cb.rows, cb.cols}, got.data()),
-                                      make_npy(NpyDtype::kFloat32, {cb.rows, cb.cols}, expected.data()));
-        } catch (const std::exception& e) {
-          verdict = e.what();
-        }
-        elements += cb.rows * cb.cols;
-        if (!api::is_bit_exact(verdict)) {
-          if (wrong_chips++ == 0) first_wrong = fmt::format("chip {}: {}", id, verdict);
-        }
-      }
-      const bool ok = wrong_chips == 0;
-      return nlohmann::json{
-          {"check",
-           ok ? fmt::format("bit-exact ({} elements of C on {} chips)", elements, topology.chip_count())
-              : fmt::format("MISMATCH on {} of {} chips; {}", wrong_chips, topology.chip_count(), first_wrong)},
-          {"ok", ok},
-          {"elements", elements},
-          {"wrong_chips", wrong_chips}};
+      const auto c_block = [&](std::uint32_t id) {
+        return block_of(l.c, mm.m, mm.n, chip_coords(topology, id), lengths);
+      };
+      return check_f32_outputs(
+          got_c, topology.chip_count(), "C",
+          [&](std::uint32_t id) {
+            const Block cb = c_block(id);
+            return std::make_pair(cb.rows, cb.cols);
+          },
+          [&](std::uint32_t id) {
+            const Block cb = c_block(id);
+            return reduced.empty() ? product(id) : host_matrix_f32(reduced.at(id), cb.rows, cb.cols);
+          });
     };
 
     // 4. What was chosen, and why.
