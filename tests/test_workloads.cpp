@@ -2,11 +2,14 @@
 // book's four cases from shardings (workloads/sharding.hpp), the plans each
 // case allows, the refusals, and the plan picked by the book's costs
 // (workloads/sharded_matmul.hpp). Runs on pods: tests/cli/workload_case.sh.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "programs/generators.hpp"
 #include "tests/test_support.hpp"
 #include "workloads/sharded_matmul.hpp"
 #include "workloads/sharding.hpp"
@@ -194,4 +197,22 @@ TEST_CASE("the workload registry knows sharded-matmul and refuses unknown names 
   const OptionValues values({{"m", "1K"}}, workload("sharded-matmul").options());
   CHECK_THROWS_WITH(values.whole("m", 1, 1 << 20), Contains("--m '1K': expected a whole number"));
   CHECK(OptionValues({{"m", "1e3"}}, workload("sharded-matmul").options()).whole("m", 1, 1 << 20) == 1000);
+}
+
+TEST_CASE("the matmul's column-block and accumulate forms, and the ring shift, are refused where they cannot run") {
+  const ChipConfig chip = test::preset("v5e");
+  programs::MatmulSpec spec{128, 768, 128, "bf16", true};
+  spec.a_column_blocks = 2;  // 3 tiles per block: not a power of two
+  CHECK_THROWS_WITH(programs::generate_matmul(spec, chip), Contains("power-of-two number of 128-column tiles"));
+  spec.a_column_blocks = 3;  // 2 tiles per block
+  CHECK_THAT(programs::generate_matmul(spec, chip), Contains("A in HBM as 3 column blocks [128, 256]"));
+  spec.a_column_blocks = 1;
+  spec.accumulate = true;
+  CHECK_THAT(programs::generate_matmul(spec, chip), Contains("accumulate: C's block -> the accumulator"));
+  const ici::Topology t = topo("2x4");
+  CHECK_THROWS_WITH(programs::generate_ring_shift_send({1, 8, 1}, t, chip), Contains("32-byte granules"));
+  CHECK_THROWS_WITH(programs::generate_ring_shift_send({16, 128, 2}, t, chip), Contains("axis z"));
+  // The shift's flags are the last two of the flag space.
+  CHECK_THAT(programs::generate_ring_shift_wait({16, 128, 1}, chip),
+             Contains(fmt::format("offset = 0x{:x}", (chip.sflag.count - 2) * 4)));
 }
