@@ -7,13 +7,13 @@ set_target_properties(tpuemu PROPERTIES EXPORT_NAME cli)  # tpuemu::cli, the com
 
 install(TARGETS tpuemu libtpuemu tpuemu_warnings tpuemu_common tpuemu_isa tpuemu_vpu tpuemu_memory tpuemu_ici
                 tpuemu_ici_archive tpuemu_dist tpuemu_mxu tpuemu_mxu_rtl tpuemu_chip tpuemu_programs
-                tpuemu_programs_archive tpuemu_api tpuemu_cli_options
+                tpuemu_programs_archive tpuemu_api tpuemu_workloads tpuemu_workloads_archive tpuemu_cli_options
                 tpuemu_tools
   EXPORT tpuemuTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT tpuemuTargets NAMESPACE tpuemu:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tpuemu)
-foreach(dir common isa vpu memory ici dist mxu chip programs api tools)
+foreach(dir common isa vpu memory ici dist mxu chip programs api workloads tools)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tpuemu/${dir}
           FILES_MATCHING PATTERN "*.hpp" PATTERN "*.def")
 endforeach()

@@ -14,6 +14,10 @@
 //       accumulator; the pipeline runs on across k-blocks, so only the column
 //       block's first D iterations pop nothing and only its end drains;
 //     DMA the accumulator block to C (double-buffered).
+// The program leaves every sync flag at 0 (so it can be a step of a chain
+// before a program that expects zeroed flags, such as a collective).
+// With accumulate, each accumulator block is loaded from C first and the
+// k-blocks' partials are added to it in the same order.
 // Accumulation order (what a host reference must reproduce bit for bit):
 //   for every C element, for kb = 0, 1, ...: partial = the MXU's sum over the
 //   128 k of that block in increasing k from +0.0 of bf16(a)*bf16(b) in f32;
@@ -39,6 +43,7 @@
 #include <string>
 
 #include "common/chip_config.hpp"
+#include "ici/topology.hpp"
 
 namespace tpuemu::programs {
 
@@ -46,6 +51,14 @@ struct MatmulSpec {
   std::uint64_t m = 0, k = 0, n = 0;
   std::string dtype = "bf16";  // "bf16" or "f32" (inputs; the output is f32)
   bool double_buffer = true;
+  // A in HBM as this many column blocks [M, K / a_column_blocks], each in
+  // A's tiled layout, one after another (what an all-gather of A's column
+  // shards leaves); 1 = A's own layout. Above 1: K / a_column_blocks is a
+  // multiple of 128 whose number of 128-column tiles is a power of two.
+  std::uint64_t a_column_blocks = 1;
+  // C = C + A @ B: every accumulator block starts from C's block in HBM
+  // (operand 2 is read, then written) instead of +0.0.
+  bool accumulate = false;
 };
 
 struct AddSpec {
@@ -59,5 +72,24 @@ std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip);
 // The mxu.size < 128 schedule above (generate_matmul picks it by itself).
 std::string generate_small_matmul(const MatmulSpec& spec, const ChipConfig& chip);
 std::string generate_add(const AddSpec& spec, const ChipConfig& chip);
+
+// A ring shift (ppermute) of `bytes` along one topology axis, in two
+// programs so that other steps of a chain can run while it travels:
+//   send: core 0 of the chip at coordinate c on `axis` issues one remote DMA
+//         of operand 0 (its HBM bytes) to operand 1 of core 0 of the chip at
+//         (c - 1) mod L and ends without waiting;
+//   wait: core 0 waits until its own send has left and the neighbour's has
+//         arrived, and sets both flags back to 0.
+// Both use the two sync flags at the top of the chip's flag space
+// (sflag.count - 2 and - 1), which no other generated program uses, so the
+// steps between them may use flags freely. Operands of send: 0 and 1, HBM,
+// bf16 [rows, cols] (bytes = rows * cols * 2, whole 32-byte granules); wait
+// has none. Throws std::invalid_argument for a bad axis or size.
+struct RingShiftSpec {
+  std::uint64_t rows = 0, cols = 0;  // bf16
+  std::size_t axis = 0;
+};
+std::string generate_ring_shift_send(const RingShiftSpec& spec, const ici::Topology& topology, const ChipConfig& chip);
+std::string generate_ring_shift_wait(const RingShiftSpec& spec, const ChipConfig& chip);
 
 }  // namespace tpuemu::programs

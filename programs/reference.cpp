@@ -1,5 +1,6 @@
 #include "programs/reference.hpp"
 
+#include <algorithm>
 #include <bit>
 
 #include "common/numerics.hpp"
@@ -7,7 +8,8 @@
 namespace tpuemu::programs {
 
 std::vector<float> matmul_reference(std::span<const float> a, std::span<const float> b, std::uint64_t m,
-                                    std::uint64_t k, std::uint64_t n, std::uint64_t k_block) {
+                                    std::uint64_t k, std::uint64_t n, std::uint64_t k_block,
+                                    std::span<const float> c_in) {
   const std::uint64_t k_padded = (k + 7) / 8 * 8;
   std::vector<float> b16(k * n);
   for (std::uint64_t i = 0; i < k * n; ++i) b16[i] = bf16_round(b[i]);
@@ -27,7 +29,9 @@ std::vector<float> matmul_reference(std::span<const float> a, std::span<const fl
           for (std::uint64_t j = 0; j < n; ++j) partial[j] += av * 0.0F;
         }
       }
-      for (std::uint64_t j = 0; j < n; ++j) acc[j] = kb == 0 ? partial[j] : acc[j] + partial[j];
+      const bool start = kb == 0 && c_in.empty();
+      if (kb == 0 && !c_in.empty()) std::copy_n(&c_in[i * n], n, acc);
+      for (std::uint64_t j = 0; j < n; ++j) acc[j] = start ? partial[j] : acc[j] + partial[j];
     }
   }
   return c;

@@ -15,8 +15,11 @@ namespace tpuemu::programs {
 // block's rows up to K rounded up to a multiple of 8, the padding being
 // zeros); blocks accumulated in f32 in order, the first block's sum being the
 // start.
+// With `c_in` (m x n, MatmulSpec::accumulate), every element's sum starts
+// from c_in and adds each block's partial in order.
 std::vector<float> matmul_reference(std::span<const float> a, std::span<const float> b, std::uint64_t m,
-                                    std::uint64_t k, std::uint64_t n, std::uint64_t k_block = 128);
+                                    std::uint64_t k, std::uint64_t n, std::uint64_t k_block = 128,
+                                    std::span<const float> c_in = {});
 
 // Deterministic pseudo-random bf16-representable values in [-1, 1) (xorshift).
 std::vector<float> random_bf16_values(std::uint64_t count, std::uint32_t seed);

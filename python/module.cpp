@@ -22,6 +22,7 @@
 #include "api/run_case.hpp"
 #include "common/presets.hpp"
 #include "isa/assembler.hpp"
+#include "workloads/run.hpp"
 
 namespace py = pybind11;
 using namespace tpuemu;
@@ -110,6 +111,18 @@ Program assemble_text(const std::string& text, const std::string& name) {
 }
 
 // What Python sees of a result: plain values and dicts of arrays.
+py::dict fault_dict(const api::FaultSite& fault) {
+  py::dict f;
+  f["message"] = fault.message;
+  f["chip"] = fault.chip ? py::cast(*fault.chip) : py::none();
+  f["core"] = fault.core ? py::cast(*fault.core) : py::none();
+  f["bundle"] = fault.bundle ? py::cast(*fault.bundle) : py::none();
+  f["file"] = fault.file;
+  f["line"] = fault.line;
+  f["col"] = fault.col;
+  return f;
+}
+
 py::dict result_dict(const api::Result& r) {
   py::dict d;
   d["cycles"] = r.cycles;
@@ -129,20 +142,13 @@ py::dict result_dict(const api::Result& r) {
   }
   d["outputs"] = outputs;
   d["bits"] = bits;
-  if (r.fault) {
-    py::dict f;
-    f["message"] = r.fault->message;
-    f["chip"] = r.fault->chip ? py::cast(*r.fault->chip) : py::none();
-    f["core"] = r.fault->core ? py::cast(*r.fault->core) : py::none();
-    f["bundle"] = r.fault->bundle ? py::cast(*r.fault->bundle) : py::none();
-    f["file"] = r.fault->file;
-    f["line"] = r.fault->line;
-    f["col"] = r.fault->col;
-    d["fault"] = f;
-  } else {
-    d["fault"] = py::none();
-  }
+  d["fault"] = r.fault ? py::object(fault_dict(*r.fault)) : py::object(py::none());
   return d;
+}
+
+ChipRequest chip_request(const std::string& preset, const std::string& chip_file,
+                         const std::vector<std::string>& overrides) {
+  return ChipRequest{preset, chip_file, overrides};
 }
 
 ici::TopologyRequest topology_request(const std::string& shape, const std::string& wrap, bool force) {
@@ -172,9 +178,7 @@ py::dict run(const std::vector<std::pair<Program, std::map<std::uint32_t, std::s
              std::uint64_t max_cycles, std::uint64_t quantum, const std::string& trace, const std::string& vcd,
              const std::string& memory_profile) {
   api::Job job;
-  job.chip.preset = chip;
-  job.chip.chip_file = chip_file;
-  job.chip.overrides = overrides;
+  job.chip = chip_request(chip, chip_file, overrides);
   if (!topology.empty()) {
     job.topology = topology_request(topology, wrap, force);
     job.routing = routing;
@@ -209,9 +213,7 @@ py::list collective(const std::string& op, const std::string& topology, const st
                     const std::string& algo, const std::string& dtype, const std::string& piece, bool no_data,
                     std::uint64_t max_cycles, bool keep_outputs) {
   api::CollectiveJob job;
-  job.chip.preset = chip;
-  job.chip.chip_file = chip_file;
-  job.chip.overrides = overrides;
+  job.chip = chip_request(chip, chip_file, overrides);
   job.topology = topology_request(topology, wrap, force);
   job.routing = routing;
   job.no_data = no_data;
@@ -255,6 +257,36 @@ py::list collective(const std::string& op, const std::string& topology, const st
   return rows;
 }
 
+// A registered workload (workloads/run.hpp): its report as a dict, with
+// "fault" a fault dict (or None) instead of the message.
+py::dict workload(const std::string& name, const std::string& topology, const std::string& chip,
+                  const std::string& chip_file, const std::vector<std::string>& overrides, const std::string& wrap,
+                  bool force, const std::string& routing, const std::map<std::string, std::string>& options,
+                  bool no_data, std::uint64_t max_cycles, const std::string& trace) {
+  workloads::WorkloadRequest request;
+  request.name = name;
+  request.chip = chip_request(chip, chip_file, overrides);
+  request.topology = topology_request(topology, wrap, force);
+  request.routing = routing;
+  request.options = options;
+  request.no_data = no_data;
+  if (max_cycles != 0) request.max_cycles = max_cycles;
+  request.observers.trace = trace;
+  request.isolation = api::Isolation::kChild;
+  workloads::WorkloadResult r;
+  {
+    py::gil_scoped_release release;
+    r = workloads::run_workload(request);
+  }
+  py::dict d = py::module_::import("json").attr("loads")(r.report.dump());
+  d["fault"] = r.fault ? py::object(fault_dict(*r.fault)) : py::object(py::none());
+  return d;
+}
+
+py::list workload_list() {
+  return py::module_::import("json").attr("loads")(workloads::workload_list().dump());
+}
+
 // A case of the dump corpus (api/run_case.hpp): the run's dict plus the check.
 py::dict run_case(const std::string& dir, const std::string& chip, const std::string& chip_file,
                   const std::vector<std::string>& overrides, bool strict, std::uint64_t max_cycles,
@@ -269,9 +301,7 @@ py::dict run_case(const std::string& dir, const std::string& chip, const std::st
     options.row_max = row_max;
     api::CaseJob c = api::load_case(dir, options);
     if (tlp) api::use_top_level_program(c);
-    c.job.chip.preset = chip;
-    c.job.chip.chip_file = chip_file;
-    c.job.chip.overrides = overrides;
+    c.job.chip = chip_request(chip, chip_file, overrides);
     c.job.options.strict = strict;
     if (max_cycles != 0) c.job.options.max_cycles = max_cycles;
     c.job.options.quantum_cycles = quantum;
@@ -348,6 +378,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("chip_file"), py::arg("overrides"), py::arg("wrap"), py::arg("force"), py::arg("routing"),
         py::arg("axes"), py::arg("algo"), py::arg("dtype"), py::arg("piece"), py::arg("no_data"), py::arg("max_cycles"),
         py::arg("keep_outputs"));
+  m.def("workload", &workload, py::arg("name"), py::arg("topology"), py::arg("chip"), py::arg("chip_file"),
+        py::arg("overrides"), py::arg("wrap"), py::arg("force"), py::arg("routing"), py::arg("options"),
+        py::arg("no_data"), py::arg("max_cycles"), py::arg("trace"));
+  m.def("workloads", &workload_list);
   m.def("run_case", &run_case, py::arg("dir"), py::arg("chip"), py::arg("chip_file"), py::arg("overrides"),
         py::arg("strict"), py::arg("max_cycles"), py::arg("quantum"), py::arg("rtol"), py::arg("atol"),
         py::arg("row_max"), py::arg("trace"), py::arg("vcd"), py::arg("memory_profile"), py::arg("tlp"));

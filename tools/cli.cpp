@@ -18,6 +18,7 @@
 #include "tools/run_command.hpp"
 #include "tools/systolic_command.hpp"
 #include "tools/topology_command.hpp"
+#include "tools/workload_command.hpp"
 
 namespace tpuemu::cli {
 namespace {
@@ -31,6 +32,9 @@ constexpr std::array kCommands{
     Command{"collective",
             "benchmark a collective (all-gather, reduce-scatter, all-reduce, all-to-all) on a pod, nccl-tests style",
             collective_command},
+    Command{"workload",
+            "run a sharded workload (sharded-matmul, ...) on a pod: its phases against the book, checked bit for bit",
+            workload_command},
     Command{"run", "run a program on an emulated chip or pod (--topology): cycles, stalls, roofline, .npy operands", run_command},
     Command{"run-case", "run a case of the real-dump corpus and compare with its expected output", run_case_command},
     Command{"systolic", "one tile through the RTL systolic array (Verilator), checked against the C++ MXU; --vcd waveform",

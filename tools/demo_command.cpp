@@ -21,6 +21,7 @@
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
 #include "tools/trace_options.hpp"
+#include "workloads/pieces.hpp"
 
 namespace tpuemu::cli {
 
@@ -28,23 +29,11 @@ using api::check_writable;
 using api::compute_roofline;
 using api::Roofline;
 using api::write_text_file;
+using workloads::device_matrix;
+using workloads::matrix_block;
+using workloads::refuse_other_mxu;
 
 namespace {
-
-// The demos multiply bf16 tiles on 128x128 MXUs (`tpuemu gen matmul`'s default).
-void refuse_other_mxu(const ChipConfig& chip) {
-  if (chip.mxu.size == 128) return;
-  if (chip.mxu.size > chip.vpu.lanes) {
-    throw std::invalid_argument(fmt::format(
-        "the demo multiplies bf16 tiles on 128x128 MXUs; {}'s {}x{} MXU is not modelled (the model's vreg interface "
-        "to an MXU is {} lanes wide): programs without MXU ops run on {}, e.g. `tpuemu collective --chip {}`",
-        chip.name, chip.mxu.size, chip.mxu.size, chip.vpu.lanes, chip.name, chip.name));
-  }
-  throw std::invalid_argument(fmt::format(
-      "the demo multiplies bf16 tiles on 128x128 MXUs; {} has {}x{} MXUs: try `tpuemu gen matmul --chip {} --m 8 --k 8 "
-      "--n 8` (f32) and `tpuemu run`, or `tpuemu systolic`",
-      chip.name, chip.mxu.size, chip.mxu.size, chip.name));
-}
 
 int chip_demo(const std::vector<std::string>& args) {
   po::options_description options("options");
@@ -76,7 +65,7 @@ int chip_demo(const std::vector<std::string>& args) {
     spec.m = m;
     spec.k = k;
     spec.n = n;
-    refuse_other_mxu(chip);
+    refuse_other_mxu(chip, "the demo");
     job.steps.push_back({api::assemble(programs::generate_matmul(spec, chip), "demo_matmul.llo"), "demo matmul", {}});
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
@@ -134,12 +123,6 @@ int chip_demo(const std::vector<std::string>& args) {
   }
   fmt::print("check     PASS: C equals the host reference bit for bit ({} elements)\n", expected.size());
   return kExitOk;
-}
-
-// Rows [first, first + rows) of a row-major host matrix of `cols` columns.
-std::vector<float> row_block(const std::vector<float>& m, std::uint64_t cols, std::uint64_t first, std::uint64_t rows) {
-  return {m.begin() + static_cast<std::ptrdiff_t>(first * cols),
-          m.begin() + static_cast<std::ptrdiff_t>((first + rows) * cols)};
 }
 
 // The pod demo: Y = X @ W with X sharded by rows (batch) and W by rows
@@ -209,7 +192,7 @@ int pod_demo(const std::vector<std::string>& args) {
     spec.m = b / n;
     spec.k = d;
     spec.n = f;
-    refuse_other_mxu(chip);
+    refuse_other_mxu(chip, "the demo");
     matmul_program = isa::assemble(programs::generate_matmul(spec, chip), "demo_matmul.llo");
   } catch (const ConfigError& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
@@ -227,8 +210,6 @@ int pod_demo(const std::vector<std::string>& args) {
   const std::uint64_t rows_x = b / n;
   const std::uint64_t rows_w = d / n;
   const programs::CollectivePlan plan = programs::plan_collective(gather, topology);
-  chip::OperandBinding x_layout{0, "hbm", "bf16", {rows_x, d}, false};
-  chip::OperandBinding w_layout{0, "hbm", "bf16", {rows_w, f}, false};
   api::Job job;
   job.chip = chip_request(*vm);
   job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
@@ -248,13 +229,11 @@ int pod_demo(const std::vector<std::string>& args) {
                 {{0, "x"}, {1, "w"}, {2, "y"}}}};
   job.inputs["x"].device_provider = [&](std::uint32_t id, const chip::OperandBinding&) {
     const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
-    const auto rows = row_block(x, d, rank * rows_x, rows_x);
-    return chip::to_device(x_layout, make_npy(NpyDtype::kFloat32, {rows_x, d}, rows.data()), "x");
+    return device_matrix(matrix_block(x, d, rank * rows_x, rows_x, 0, d), rows_x, d, "bf16", "x");
   };
   job.inputs["w shard"].device_provider = [&](std::uint32_t id, const chip::OperandBinding&) {
     const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
-    const auto rows = row_block(w, f, rank * rows_w, rows_w);
-    return chip::to_device(w_layout, make_npy(NpyDtype::kFloat32, {rows_w, f}, rows.data()), "w");
+    return device_matrix(matrix_block(w, f, rank * rows_w, rows_w, 0, f), rows_w, f, "bf16", "w");
   };
 
   fmt::print("tpuemu demo: Y[{},{}] = X[{},{}] @ W[{},{}] (bf16 in, f32 out) on a {} pod of {}\n", b, f, b, d, d, f,
@@ -320,7 +299,7 @@ int pod_demo(const std::vector<std::string>& args) {
   std::uint64_t mismatches = 0;
   for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
     const std::uint64_t rank = plan.rank(topology.coords(ChipId(id)));
-    const auto rows = row_block(x, d, rank * rows_x, rows_x);
+    const auto rows = matrix_block(x, d, rank * rows_x, rows_x, 0, d);
     const auto expected = programs::matmul_reference(rows, w, rows_x, d, f);
     const NpyArray got = r.output("y", id);
     const auto values = got.as_f32();

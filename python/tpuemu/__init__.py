@@ -28,7 +28,7 @@ from . import _core
 
 __all__ = [
     "Error", "BadInput", "AssemblyError", "ProgramFault", "InternalError",
-    "Program", "Result", "CaseResult", "assemble", "load", "run", "run_case", "collective", "chips",
+    "Program", "Result", "CaseResult", "assemble", "load", "run", "run_case", "collective", "workload", "workloads", "chips",
     "report_schema_version",
 ]
 
@@ -317,6 +317,52 @@ def collective(op: str = "all-gather",
         del row["bits"]
         out.append(row)
     return out
+
+
+def workloads() -> List[Dict[str, Any]]:
+    """Every registered workload, as ``tpuemu workload --list`` prints them:
+    dicts with ``name``, ``summary`` and ``options`` (each ``name``,
+    ``default``, ``help``)."""
+    return list(_core.workloads())
+
+
+def workload(name: str,
+             chip: Optional[str] = None,
+             topology: str = "2x2",
+             *,
+             no_data: bool = False,
+             set: Sequence[str] = (),
+             chip_file: Optional[str] = None,
+             wrap: Optional[str] = None,
+             force: bool = False,
+             routing: str = "dimension-order",
+             max_cycles: Optional[int] = None,
+             trace: Optional[str] = None,
+             **options: Any) -> Dict[str, Any]:
+    """Runs a workload on a pod, as ``tpuemu workload NAME`` does, and returns
+    its report (the dict ``--json`` writes; docs/workloads.md): ``case``,
+    ``plan``, ``phases`` (each measured beside the book's prediction),
+    ``compute_seconds``, ``communication_seconds``,
+    ``exposed_communication_seconds``, ``mfu``, ``hbm_bytes``, ``ici_bytes``,
+    ``check``, ``ok``, ``report`` (the run's), ...
+
+    options: the workload's own (``tpuemu.workloads()``), e.g. for
+    "sharded-matmul" ``m=512, k=512, n=512, lhs="I_X,J", rhs="J,K_Y",
+    plan="ag"``; values are passed as text (``str(value)``).
+
+    A mismatch against the host reference is ``ok`` False, not an exception.
+    Raises BadInput (unknown workload or option, a bad sharding or size,
+    named as its option), ProgramFault, InternalError.
+    """
+    texts = {key: str(value) for key, value in options.items()}
+    raw = _core.workload(name, topology, chip or "", chip_file or "", list(set), wrap or "", force, routing, texts,
+                         no_data, max_cycles or 0, "" if trace is None else _os.fspath(trace))
+    if raw["fault"] is not None:
+        fault = raw["fault"]
+        run = raw["report"]
+        raise ProgramFault(fault, Result({"cycles": run["cycles"], "seconds": run["seconds"], "report": run,
+                                          "fault": fault, "outputs": {}, "bits": {}}, pod=True))
+    return raw
 
 
 def run_case(case_dir: Union[str, "_os.PathLike[str]"],

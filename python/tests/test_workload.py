@@ -1,0 +1,58 @@
+"""tpuemu.workload against `tpuemu workload` and the book's cases."""
+
+import json
+import subprocess
+
+import pytest
+
+import tpuemu
+
+SMALL = dict(m=512, k=512, n=512)
+
+
+def test_workloads_lists_sharded_matmul_with_its_options():
+    names = {w["name"]: w for w in tpuemu.workloads()}
+    assert "sharded-matmul" in names
+    options = {o["name"]: o["default"] for o in names["sharded-matmul"]["options"]}
+    assert options["plan"] == "auto" and "lhs" in options and "rhs" in options
+
+
+def test_case_3_all_reduce_is_bit_exact_and_equals_the_cli(tpuemu_bin, tmp_path):
+    r = tpuemu.workload("sharded-matmul", topology="2x2", lhs="I_Y,J_X", rhs="J_X,K", **SMALL)
+    assert r["case"] == 3 and r["plan"] == "ar" and r["ok"]
+    assert r["check"].startswith("bit-exact")
+    assert [p["op"] for p in r["phases"] if p["kind"] == "communication"] == ["all-reduce"]
+    assert r["seconds"] == r["report"]["seconds"] and r["report"]["chips"] == 4
+    assert 0 < r["mfu"] < 1
+    assert r["exposed_communication_seconds"] == pytest.approx(r["seconds"] - r["compute_seconds"])
+    subprocess.run([tpuemu_bin, "workload", "sharded-matmul", "--topology", "2x2", "--lhs", "I_Y,J_X", "--rhs", "J_X,K",
+                    "--m", "512", "--k", "512", "--n", "512", "--json", str(tmp_path / "w.json")],
+                   check=True, stdout=subprocess.DEVNULL)
+    cli = json.loads((tmp_path / "w.json").read_text())
+    assert cli["cycles"] == r["cycles"] and cli["phases"] == r["phases"] and cli["check"] == r["check"]
+
+
+def test_timing_only_has_the_same_cycles():
+    data = tpuemu.workload("sharded-matmul", topology="2x2", lhs="I_X,J", rhs="J,K_X", **SMALL)
+    timing = tpuemu.workload("sharded-matmul", topology="2x2", lhs="I_X,J", rhs="J,K_X", no_data=True, **SMALL)
+    assert data["case"] == 4 and data["plan"] == "ag" and data["ok"]
+    assert timing["cycles"] == data["cycles"] and timing["check"] == "skipped (--no-data)"
+
+
+def test_bad_options_are_bad_input():
+    with pytest.raises(tpuemu.BadInput, match="unknown mesh axis 'Z'"):
+        tpuemu.workload("sharded-matmul", lhs="I_Z,J")
+    with pytest.raises(tpuemu.BadInput, match="--plan rs: J is not split"):
+        tpuemu.workload("sharded-matmul", plan="rs")
+    with pytest.raises(tpuemu.BadInput, match="unknown option --mm"):
+        tpuemu.workload("sharded-matmul", mm=4)
+    with pytest.raises(tpuemu.BadInput, match="unknown workload"):
+        tpuemu.workload("no-such-workload")
+
+
+def test_collective_matmul_overlaps_what_blocking_exposes():
+    small = dict(m=512, k=1024, n=2048)
+    blocking = tpuemu.workload("collective-matmul", topology="2x4", variant="blocking", **small)
+    overlapped = tpuemu.workload("collective-matmul", topology="2x4", variant="overlapped", **small)
+    assert blocking["ok"] and overlapped["ok"] and overlapped["variant"] == "overlapped"
+    assert overlapped["exposed_communication_seconds"] < 0.5 * blocking["exposed_communication_seconds"]

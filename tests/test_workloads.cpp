@@ -1,0 +1,218 @@
+// The sharded-matmul workload's planning, plain C++ (no simulation): the
+// book's four cases from shardings (workloads/sharding.hpp), the plans each
+// case allows, the refusals, and the plan picked by the book's costs
+// (workloads/sharded_matmul.hpp). Runs on pods: tests/cli/workload_case.sh.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "programs/generators.hpp"
+#include "tests/test_support.hpp"
+#include "workloads/sharded_matmul.hpp"
+#include "workloads/sharding.hpp"
+#include "workloads/workload.hpp"
+
+using namespace tpuemu;
+using namespace tpuemu::workloads;
+using Catch::Contains;
+
+namespace {
+
+ici::Topology topo(const std::string& shape) {
+  return ici::make_topology(ici::TopologyRequest{shape, std::nullopt, false}, test::preset("v5e"));
+}
+
+CaseAnalysis analyze(const std::string& lhs, const std::string& rhs, std::size_t axes = 2) {
+  return analyze_case(parse_sharding(lhs, "--lhs", axes), parse_sharding(rhs, "--rhs", axes));
+}
+
+std::string allowed(const CaseAnalysis& a) {
+  std::string out;
+  for (const PlanOption& p : a.plans) {
+    if (p.layout) out += (out.empty() ? "" : ",") + std::string(plan_name(p.plan));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sharding notation parses dimension names and mesh axes, major first") {
+  const OperandSharding s = parse_sharding("I_YX,J", "--lhs", 2);
+  CHECK(s.rows.name == "I");
+  CHECK(s.rows.axes == std::vector<std::size_t>{1, 0});
+  CHECK(s.cols.name == "J");
+  CHECK(s.cols.axes.empty());
+  CHECK(format_sharding(s) == "I_YX,J");
+  CHECK(format_sharding(parse_sharding("batch_x,d", "--lhs", 3)) == "batch_X,d");
+}
+
+TEST_CASE("bad shardings are refused naming the option") {
+  struct Row {
+    const char* text;
+    std::size_t axes;
+    const char* message;
+  };
+  const Row rows[] = {
+      {"I_W,J", 2, "--lhs 'I_W': unknown mesh axis 'W': the topology's axes are XY"},
+      {"I_Z,J", 2, "unknown mesh axis 'Z'"},
+      {"I_X,J_X", 2, "mesh axis X is used twice"},
+      {"I_XX,J", 2, "mesh axis X is used twice"},
+      {"IJ", 2, "give two dimensions separated by a comma"},
+      {"I,J,K", 2, "give two dimensions separated by a comma"},
+      {"I_,J", 2, "no mesh axes after '_'"},
+      {",J", 2, "a dimension is a name"},
+      {"I,I", 2, "both dimensions are named I"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.text);
+    CHECK_THROWS_WITH(parse_sharding(row.text, "--lhs", row.axes), Contains(row.message));
+  }
+}
+
+TEST_CASE("the book's four cases and the plans each allows") {
+  struct Row {
+    const char* lhs;
+    const char* rhs;
+    int book_case;
+    const char* plans;
+  };
+  const Row rows[] = {
+      {"I_X,J", "J,K_Y", 1, "local"},
+      {"I_XY,J", "J,K", 1, "local"},
+      {"I,J", "J_X,K", 2, "ag,rs,ar"},
+      {"I_Y,J", "J_X,K", 2, "ag,rs,ar"},
+      {"I,J_X", "J,K", 2, "ag,rs,ar"},
+      {"I_X,J_Y", "J,K_Y", 2, "ag"},     // the book's collective matmul: gather A's column blocks
+      {"I_X,J", "J_X,K", 2, "ag"},       // partial sums over X would be of different rows
+      {"I,J", "J_X,K_X", 2, "ag"},       // impossible: an axis twice in B; see below
+      {"I_Y,J_X", "J_X,K", 3, "rs,ar"},  // the book: C[I_Y,K]{U_X}
+      {"I,J_XY", "J_XY,K", 3, "rs,ar"},
+      {"I_X,J", "J,K_X", 4, "ag"},
+      {"I_YX,J", "J,K_X", 4, "ag"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.lhs << " @ " << row.rhs);
+    if (std::string(row.rhs) == "J_X,K_X") {
+      CHECK_THROWS_WITH(analyze(row.lhs, row.rhs), Contains("used twice"));
+      continue;
+    }
+    const CaseAnalysis a = analyze(row.lhs, row.rhs);
+    CHECK(a.book_case == row.book_case);
+    CHECK(allowed(a) == row.plans);
+    for (const PlanOption& p : a.plans) CHECK(p.layout.has_value() == p.refusal.empty());
+  }
+}
+
+TEST_CASE("plan layouts: what is gathered or reduced, and the result's sharding") {
+  const CaseAnalysis c2 = analyze("I_Y,J", "J_X,K");
+  const PlanLayout& ag = *c2.option(Plan::kAllGather).layout;
+  CHECK(ag.gathered == 'B');
+  CHECK(ag.axes == std::vector<std::size_t>{0});
+  CHECK(ag.b_in == Blocks{{0}, {}});
+  CHECK(ag.b == Blocks{{}, {}});
+  CHECK(ag.c == Blocks{{1}, {}});
+  const PlanLayout& rs = *c2.option(Plan::kReduceScatter).layout;
+  CHECK(rs.a == Blocks{{1}, {0}});    // A's block of J taken locally
+  CHECK(rs.c == Blocks{{1, 0}, {}});  // I over Y, then X (minor)
+  CHECK(c2.option(Plan::kAllReduce).layout->c == Blocks{{1}, {}});
+  const CaseAnalysis collective_matmul = analyze("I_X,J_Y", "J,K_Y");
+  const PlanLayout& ga = *collective_matmul.option(Plan::kAllGather).layout;
+  CHECK(ga.gathered == 'A');
+  CHECK(ga.a_in == Blocks{{0}, {1}});
+  CHECK(ga.a == Blocks{{0}, {}});
+  CHECK(ga.c == Blocks{{0}, {1}});
+  const CaseAnalysis c4 = analyze("I_YX,J", "J,K_X");
+  const PlanLayout& g = *c4.option(Plan::kAllGather).layout;
+  CHECK(g.gathered == 'A');
+  CHECK(g.a_in == Blocks{{1, 0}, {}});
+  CHECK(g.a == Blocks{{1}, {}});
+  CHECK(g.c == Blocks{{1}, {0}});
+}
+
+TEST_CASE("shardings outside the four cases are refused naming --lhs / --rhs") {
+  CHECK_THROWS_WITH(analyze("I,J_X", "J_Y,K"), Contains("split over X in A and over Y in B"));
+  CHECK_THROWS_WITH(analyze("I_X,J_Y", "J,K_X"), Contains("not one of the book's four cases"));
+  CHECK_THROWS_WITH(analyze("I_XY,J", "J,K_X"), Contains("must be the last (minor) axes"));
+  CHECK_THROWS_WITH(analyze("I,J", "K,L"), Contains("--rhs 'K,L': its first dimension (K) must be the contracting"));
+}
+
+TEST_CASE("shard index: mixed radix over the listed axes, major first") {
+  const std::vector<std::uint32_t> lengths{2, 4};
+  CHECK(shard_index({1, 3}, lengths, {0, 1}) == 1 * 4 + 3);
+  CHECK(shard_index({1, 3}, lengths, {1, 0}) == 3 * 2 + 1);
+  CHECK(shard_index({1, 3}, lengths, {}) == 0);
+  CHECK(shard_count(lengths, {0, 1}) == 8);
+}
+
+TEST_CASE("case 2 picks the cheaper of gathering B and reducing C by the book's costs") {
+  const ChipConfig chip = test::preset("v5e");
+  const ici::Topology t = topo("2x2");
+  struct Row {
+    std::uint64_t m, k, n;
+    Plan expected;
+  };
+  // B big, C small: the all-reduce of C moves less. B small, C big: the gather.
+  const Row rows[] = {{256, 4096, 4096, Plan::kAllReduce}, {4096, 512, 256, Plan::kAllGather}};
+  for (const Row& row : rows) {
+    INFO(row.m << "x" << row.k << "x" << row.n);
+    ShardedMatmul mm{row.m, row.k, row.n, parse_sharding("I,J", "--lhs", 2), parse_sharding("J_X,K", "--rhs", 2)};
+    const auto plans = size_plans(mm, analyze_case(mm.lhs, mm.rhs), chip, t);
+    const SizedPlan& best = pick_plan(plans, std::nullopt);
+    CHECK(best.plan == row.expected);
+    for (const SizedPlan& p : plans) {
+      if (!p.refusal.empty() || p.plan == Plan::kReduceScatter) continue;
+      CHECK(best.predicted_seconds <= p.predicted_seconds);
+    }
+    // The prediction is the phases' sum: T_math of the matmul + T_comms of the collective.
+    CHECK(best.phases.size() == 2);
+    CHECK(best.predicted_seconds == Approx(best.phases[0].predicted_seconds + best.phases[1].predicted_seconds));
+    CHECK(best.comms_seconds > 0);
+    // rs only when forced; local refused in case 2.
+    CHECK(pick_plan(plans, Plan::kReduceScatter).plan == Plan::kReduceScatter);
+    CHECK_THROWS_WITH(pick_plan(plans, Plan::kLocal), Contains("--plan local: J is split over X"));
+  }
+}
+
+TEST_CASE("sizes that do not split or tile are refused naming the option") {
+  const ChipConfig chip = test::preset("v5e");
+  const ici::Topology t = topo("2x2");
+  ShardedMatmul mm{101, 512, 512, parse_sharding("I_X,J", "--lhs", 2), parse_sharding("J,K", "--rhs", 2)};
+  CHECK_THROWS_WITH(size_plans(mm, analyze_case(mm.lhs, mm.rhs), chip, t),
+                    Contains("--m 101: I is split over X (2 blocks)"));
+  // 64 columns of B per chip: neither whole bf16 tiles to gather nor whole f32 tiles to reduce.
+  ShardedMatmul narrow{256, 512, 64, parse_sharding("I,J", "--lhs", 2), parse_sharding("J_X,K", "--rhs", 2)};
+  const auto plans = size_plans(narrow, analyze_case(narrow.lhs, narrow.rhs), chip, t);
+  CHECK_THAT(plans[static_cast<std::size_t>(Plan::kAllGather)].refusal, Contains("whole bf16 tiles"));
+  CHECK_THAT(plans[static_cast<std::size_t>(Plan::kAllReduce)].refusal, Contains("whole f32 tiles"));
+  CHECK_THROWS_WITH(pick_plan(plans, std::nullopt), Contains("no plan can run this matmul"));
+}
+
+TEST_CASE("the workload registry knows sharded-matmul and refuses unknown names and options") {
+  CHECK(workload("sharded-matmul").name() == "sharded-matmul");
+  CHECK_THROWS_WITH(workload("sharded-matmull"), Contains("unknown workload 'sharded-matmull' (workloads: "));
+  CHECK_THROWS_WITH(OptionValues({{"mm", "1"}}, workload("sharded-matmul").options()), Contains("unknown option --mm"));
+  const OptionValues values({{"m", "1K"}}, workload("sharded-matmul").options());
+  CHECK_THROWS_WITH(values.whole("m", 1, 1 << 20), Contains("--m '1K': expected a whole number"));
+  CHECK(OptionValues({{"m", "1e3"}}, workload("sharded-matmul").options()).whole("m", 1, 1 << 20) == 1000);
+}
+
+TEST_CASE("the matmul's column-block and accumulate forms, and the ring shift, are refused where they cannot run") {
+  const ChipConfig chip = test::preset("v5e");
+  programs::MatmulSpec spec{128, 768, 128, "bf16", true};
+  spec.a_column_blocks = 2;  // 3 tiles per block: not a power of two
+  CHECK_THROWS_WITH(programs::generate_matmul(spec, chip), Contains("power-of-two number of 128-column tiles"));
+  spec.a_column_blocks = 3;  // 2 tiles per block
+  CHECK_THAT(programs::generate_matmul(spec, chip), Contains("A in HBM as 3 column blocks [128, 256]"));
+  spec.a_column_blocks = 1;
+  spec.accumulate = true;
+  CHECK_THAT(programs::generate_matmul(spec, chip), Contains("accumulate: C's block -> the accumulator"));
+  const ici::Topology t = topo("2x4");
+  CHECK_THROWS_WITH(programs::generate_ring_shift_send({1, 8, 1}, t, chip), Contains("32-byte granules"));
+  CHECK_THROWS_WITH(programs::generate_ring_shift_send({16, 128, 2}, t, chip), Contains("axis z"));
+  // The shift's flags are the last two of the flag space.
+  CHECK_THAT(programs::generate_ring_shift_wait({16, 128, 1}, chip),
+             Contains(fmt::format("offset = 0x{:x}", (chip.sflag.count - 2) * 4)));
+}

@@ -1,0 +1,243 @@
+// The collective-matmul workload (the book's jax-stuff.md example;
+// ../shared/WORKLOADS.md section 1): out[B_X, F_Y] = A[B_X, D_Y] @ W[D, F_Y]
+// on a mesh (X, Y) = the topology's axes x and y, in three variants:
+//   blocking    all-gather A over Y, then one matmul (sharded-matmul's ag plan);
+//   overlapped  N = Y chunk matmuls out += A_c @ W[D_c, F_Y], the A chunk in
+//               hand shifted one step down the Y ring while the chunk is
+//               multiplied (programs::generate_ring_shift_send / _wait around
+//               an accumulating matmul, MatmulSpec::accumulate);
+//   baseline    A not sharded on D: one local matmul, no communication
+//               (sharded-matmul's case 1).
+// Overlapped steps, for t = 0 .. N-1 (chip at y holds chunk c_t = (y + t) mod N):
+//   send "A t" -> the chip at y-1's "A t+1" (t < N-1; issued, not awaited)
+//   matmul "A t" @ "W t" -> "C" (accumulating from t = 1)
+//   wait for the send and the arrival (t < N-1)
+// "W t" on the chip at y is W's row block c_t of its columns F_y (the chip
+// holds all of W's rows; the split into blocks is its layout).
+// Host reference (overlapped): for every chip, C = the chunks' matmuls
+// accumulated in its order c_0, c_1, ... (programs::matmul_reference with
+// c_in), bit for bit.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+#include "api/errors.hpp"
+#include "api/run.hpp"
+#include "common/npy.hpp"
+#include "programs/generators.hpp"
+#include "programs/reference.hpp"
+#include "workloads/pieces.hpp"
+#include "workloads/workload.hpp"
+
+namespace tpuemu::workloads {
+namespace {
+
+constexpr std::uint64_t kBf16TileRows = 16;
+constexpr std::uint64_t kTileCols = 128;
+
+class CollectiveMatmulWorkload final : public Workload {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "collective-matmul"; }
+  [[nodiscard]] std::string_view summary() const override {
+    return "the book's collective matmul: out[B_X,F_Y] = A[B_X,D_Y] @ W[D,F_Y], --variant blocking (all-gather "
+           "then matmul), overlapped (chunk matmuls while A's chunks shift round the Y ring) or baseline (A whole "
+           "in D)";
+  }
+  [[nodiscard]] std::vector<OptionSpec> options() const override {
+    return {{"m", "1024", "B: rows of A and out, split over X"},
+            {"k", "2048", "D: the contracting dimension, A's split over Y"},
+            {"n", "8192", "F: columns of W and out, split over Y"},
+            {"variant", "overlapped", "blocking, overlapped or baseline"},
+            {"algo", "multi-axis", "the blocking variant's all-gather algorithm"},
+            {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
+  }
+
+  [[nodiscard]] Built build(const Setup& setup, const OptionValues& options) const override {
+    const std::string variant = options.text("variant");
+    const ici::Topology& topology = setup.topology;
+    if (topology.axis_count() < 2 || (topology.axis_count() == 3 && topology.length(2) != 1)) {
+      throw api::BadInput(fmt::format("--topology {}: collective-matmul runs on a 2-D mesh (X, Y), like the book's 2x4",
+                                      topology.shape()));
+    }
+    if (variant == "blocking" || variant == "baseline") return delegate(setup, options, variant);
+    if (variant != "overlapped") {
+      throw api::BadInput(fmt::format("--variant '{}': expected blocking, overlapped or baseline", variant));
+    }
+    return overlapped(setup, options);
+  }
+
+ private:
+  // The blocking and baseline variants are sharded-matmul runs.
+  static Built delegate(const Setup& setup, const OptionValues& options, const std::string& variant) {
+    const bool blocking = variant == "blocking";
+    const OptionValues sharded({{"m", options.text("m")},
+                                {"k", options.text("k")},
+                                {"n", options.text("n")},
+                                {"lhs", blocking ? "I_X,J_Y" : "I_X,J"},
+                                {"rhs", "J,K_Y"},
+                                {"plan", blocking ? "ag" : "local"},
+                                {"algo", options.text("algo")},
+                                {"seed", options.text("seed")}},
+                               workload("sharded-matmul").options());
+    Built built = workload("sharded-matmul").build(setup, sharded);
+    built.choice["variant"] = variant;
+    built.intro.insert(built.intro.begin(),
+                       fmt::format("collective-matmul, variant {}: {}", variant,
+                                   blocking ? "all-gather A over Y, then the matmul (exposed communication)"
+                                            : "A not sharded on D: the matmul alone (no communication)"));
+    return built;
+  }
+
+  static Built overlapped(const Setup& setup, const OptionValues& options) {
+    const ChipConfig& chip = setup.chip;
+    const ici::Topology& topology = setup.topology;
+    constexpr std::uint64_t kMaxDim = 1ULL << 20;
+    const std::uint64_t m = options.whole("m", 1, kMaxDim);
+    const std::uint64_t k = options.whole("k", 1, kMaxDim);
+    const std::uint64_t n = options.whole("n", 1, kMaxDim);
+    const auto seed = static_cast<std::uint32_t>(options.whole("seed", 0, std::numeric_limits<std::uint32_t>::max()));
+    const std::uint64_t xs = topology.length(0);
+    const std::uint64_t ys = topology.length(1);
+    if (m % xs != 0 || k % ys != 0 || n % ys != 0) {
+      throw api::BadInput(
+          fmt::format("--m {}, --k {}, --n {}: B must split over X ({}), D and F over Y ({})", m, k, n, xs, ys));
+    }
+    const std::uint64_t rows = m / xs;   // A's and out's rows per chip
+    const std::uint64_t chunk = k / ys;  // A's columns per chip: one chunk of D
+    const std::uint64_t cols = n / ys;   // W's and out's columns per chip
+    if (rows % kBf16TileRows != 0 || chunk % kTileCols != 0) {
+      throw api::BadInput(fmt::format(
+          "--m {} / --k {}: each chip's A chunk ({} x {}) must be whole bf16 tiles (rows a multiple of {}, columns "
+          "of {}) to shift",
+          m, k, rows, chunk, kBf16TileRows, kTileCols));
+    }
+    programs::MatmulSpec first{rows, chunk, cols, "bf16", true};
+    programs::MatmulSpec accumulate = first;
+    accumulate.accumulate = true;
+    const programs::RingShiftSpec shift{rows, chunk, 1};
+    Built built;
+    std::shared_ptr<const isa::Program> send, wait, matmul_first, matmul_accumulate;
+    try {
+      refuse_other_mxu(chip, "collective-matmul");
+      matmul_first = api::assemble(programs::generate_matmul(first, chip), "matmul.llo");
+      matmul_accumulate = api::assemble(programs::generate_matmul(accumulate, chip), "matmul_accumulate.llo");
+      send = api::assemble(programs::generate_ring_shift_send(shift, topology, chip), "ring_shift_send.llo");
+      wait = api::assemble(programs::generate_ring_shift_wait(shift, chip), "ring_shift_wait.llo");
+    } catch (const std::invalid_argument& e) {
+      throw api::BadInput(e.what());
+    }
+
+    // The book's costs: a chunk's matmul (roofline), a shift of one chunk
+    // over one link (the worst chip's: without wraparound, chip 0's goes
+    // over the whole axis), overlapped: max of the two per step.
+    const Phase matmul = matmul_phase(first, chip);
+    const double shift_bytes = static_cast<double>(rows * chunk * 2);
+    const bool wraps = topology.wraps(1);
+    const double hops = wraps || ys <= 2 ? 1.0 : static_cast<double>(ys - 1);
+    const double t_shift = shift_bytes / chip.ici.link_bandwidth + hops * chip.ici.hop_latency_s;
+    const std::string shift_formula =
+        fmt::format("V/B + hops x T_min, V = {} B over one link of {:.3g} B/s, {:.0f} hop(s)", rows * chunk * 2,
+                    chip.ici.link_bandwidth, hops);
+    for (std::uint64_t t = 0; t < ys; ++t) {
+      const std::string in = fmt::format("A {}", t);
+      const std::string next = fmt::format("A {}", t + 1);
+      if (t + 1 < ys) {
+        built.steps.push_back({send, "ring_shift_send.llo", {{0, in}, {1, next}}});
+        Phase p;
+        p.name = fmt::format("ring shift {}: send", t);
+        p.communication = true;
+        p.own_flags = true;
+        p.book_seconds = t_shift;
+        p.predicted_seconds = 0;
+        p.prediction = "issue only: the shift travels during the next matmul";
+        p.detail = {{"op", "ring-shift"}, {"axes", "Y"}, {"bytes", rows * chunk * 2}};
+        built.phases.push_back(p);
+      }
+      built.steps.push_back({t == 0 ? matmul_first : matmul_accumulate,
+                             t == 0 ? "matmul.llo" : "matmul_accumulate.llo",
+                             {{0, in}, {1, fmt::format("W {}", t)}, {2, "C"}}});
+      Phase mm = t == 0 ? matmul : matmul_phase(accumulate, chip);
+      mm.name = fmt::format("matmul chunk {}{}", t, t == 0 ? "" : " (accumulating)");
+      built.phases.push_back(mm);
+      if (t + 1 < ys) {
+        built.steps.push_back({wait, "ring_shift_wait.llo", {}});
+        Phase p;
+        p.name = fmt::format("ring shift {}: wait", t);
+        p.communication = true;
+        p.own_flags = true;
+        p.book_seconds = 0;
+        p.predicted_seconds = std::max(0.0, t_shift - mm.predicted_seconds);
+        p.prediction = fmt::format("max(0, T_shift - the chunk's matmul); T_shift = {}", shift_formula);
+        p.detail = {{"op", "ring-shift-wait"}, {"axes", "Y"}, {"t_shift_seconds", t_shift}};
+        built.phases.push_back(p);
+      }
+    }
+    built.model_flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+
+    // Host data and every chip's blocks.
+    const auto a = std::make_shared<const std::vector<float>>(programs::random_bf16_values(m * k, seed));
+    const auto w = std::make_shared<const std::vector<float>>(programs::random_bf16_values(k * n, seed + 1));
+    const auto coords = [topology](std::uint32_t id) { return topology.coords(ChipId(id)); };
+    // Chunk of D the chip at y multiplies at step t.
+    const auto chunk_of = [ys](std::uint64_t y, std::uint64_t t) { return (y + t) % ys; };
+    built.inputs["A 0"].origin = "A";
+    built.inputs["A 0"].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
+      const auto c = coords(id);
+      return device_matrix(matrix_block(*a, k, c[0] * rows, rows, c[1] * chunk, chunk), rows, chunk, "bf16", "A");
+    };
+    for (std::uint64_t t = 0; t < ys; ++t) {
+      const std::string name = fmt::format("W {}", t);
+      built.inputs[name].origin = "W";
+      built.inputs[name].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
+        const auto c = coords(id);
+        return device_matrix(matrix_block(*w, n, chunk_of(c[1], t) * chunk, chunk, c[1] * cols, cols), chunk, cols,
+                             "bf16", "W");
+      };
+    }
+    built.check = [=](const api::Result& r) {
+      return check_f32_outputs(
+          r.outputs.at("C").device, topology.chip_count(), "out",
+          [&](std::uint32_t) { return std::make_pair(rows, cols); },
+          [&](std::uint32_t id) {
+            const auto c = coords(id);
+            std::vector<float> expected;
+            for (std::uint64_t t = 0; t < ys; ++t) {
+              const std::uint64_t d = chunk_of(c[1], t);
+              expected = programs::matmul_reference(matrix_block(*a, k, c[0] * rows, rows, d * chunk, chunk),
+                                                    matrix_block(*w, n, d * chunk, chunk, c[1] * cols, cols), rows,
+                                                    chunk, cols, 128, expected);
+            }
+            return expected;
+          });
+    };
+    built.choice = {{"variant", "overlapped"},
+                    {"m", m},
+                    {"k", k},
+                    {"n", n},
+                    {"lhs", "I_X,J_Y"},
+                    {"rhs", "J,K_Y"},
+                    {"output", "I_X,K_Y"},
+                    {"per_chip", {{"m", rows}, {"k", chunk}, {"n", cols}, {"chunks", ys}}},
+                    {"t_shift_seconds", t_shift},
+                    {"reference",
+                     "every chip's chunk matmuls accumulated in its chunk order (programs::matmul_reference "
+                     "with c_in)"}};
+    built.intro = {
+        fmt::format("collective-matmul, variant overlapped: out[{},{}] = A[{},{}] @ W[{},{}] on a {} pod of {}", m, n,
+                    m, k, k, n, ici::describe(topology), chip.name),
+        fmt::format("  A[B_X,D_Y] @ W[D,F_Y] -> out[B_X,F_Y]: {} chunk matmuls {}x{}x{} per chip, A's chunk ({} B) "
+                    "shifted round the Y ring during each",
+                    ys, rows, chunk, cols, rows * chunk * 2),
+        fmt::format("  the book: per step max(T_matmul = {:.3g} us, T_shift = {:.3g} us)",
+                    matmul.predicted_seconds * 1e6, t_shift * 1e6)};
+    return built;
+  }
+};
+
+const WorkloadRegistrar registrar(std::make_unique<CollectiveMatmulWorkload>());
+
+}  // namespace
+}  // namespace tpuemu::workloads

@@ -1,0 +1,124 @@
+#include "workloads/pieces.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "api/result.hpp"
+#include "api/roofline.hpp"
+#include "chip/host_io.hpp"
+#include "common/npy.hpp"
+#include "common/units.hpp"
+
+namespace tpuemu::workloads {
+
+std::vector<float> matrix_block(const std::vector<float>& m, std::uint64_t width, std::uint64_t row0,
+                                std::uint64_t rows, std::uint64_t col0, std::uint64_t cols) {
+  std::vector<float> out;
+  out.reserve(rows * cols);
+  for (std::uint64_t r = row0; r < row0 + rows; ++r) {
+    const auto start = m.begin() + static_cast<std::ptrdiff_t>(r * width + col0);
+    out.insert(out.end(), start, start + static_cast<std::ptrdiff_t>(cols));
+  }
+  return out;
+}
+
+std::vector<std::uint8_t> device_matrix(const std::vector<float>& values, std::uint64_t rows, std::uint64_t cols,
+                                        const std::string& dtype, const std::string& origin) {
+  const chip::OperandBinding binding{0, "hbm", dtype, {rows, cols}, false};
+  return chip::to_device(binding, make_npy(NpyDtype::kFloat32, {rows, cols}, values.data()), origin);
+}
+
+std::vector<float> host_matrix_f32(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols) {
+  const chip::OperandBinding binding{0, "hbm", "f32", {rows, cols}, true};
+  const NpyArray host = chip::from_device(binding, device, false);
+  const auto values = host.as_f32();
+  return {values.begin(), values.end()};
+}
+
+nlohmann::json check_f32_outputs(
+    const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips, const std::string& what,
+    const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
+    const std::function<std::vector<float>(std::uint32_t chip)>& expected) {
+  std::uint64_t elements = 0;
+  std::uint64_t wrong_chips = 0;
+  std::string first_wrong;
+  for (std::uint32_t id = 0; id < chips; ++id) {
+    const auto [rows, cols] = shape(id);
+    const std::vector<float> want = expected(id);
+    std::string verdict;
+    try {
+      const std::vector<float> got = host_matrix_f32(device.at(id), rows, cols);
+      verdict = api::compare_bits(make_npy(NpyDtype::kFloat32, {rows, cols}, got.data()),
+                                  make_npy(NpyDtype::kFloat32, {rows, cols}, want.data()));
+    } catch (const std::exception& e) {  // a missing chip or a device buffer of another size
+      verdict = e.what();
+    }
+    elements += rows * cols;
+    if (!api::is_bit_exact(verdict) && wrong_chips++ == 0) first_wrong = fmt::format("chip {}: {}", id, verdict);
+  }
+  const bool ok = wrong_chips == 0;
+  return nlohmann::json{{"check", ok ? fmt::format("bit-exact ({} elements of {} on {} chips)", elements, what, chips)
+                                     : fmt::format("MISMATCH on {} of {} chips; {}", wrong_chips, chips, first_wrong)},
+                        {"ok", ok},
+                        {"elements", elements},
+                        {"wrong_chips", wrong_chips}};
+}
+
+void refuse_other_mxu(const ChipConfig& chip, std::string_view who) {
+  if (chip.mxu.size == 128) return;
+  if (chip.mxu.size > chip.vpu.lanes) {
+    throw std::invalid_argument(fmt::format(
+        "{} multiplies bf16 tiles on 128x128 MXUs; {}'s {}x{} MXU is not modelled (the model's vreg interface "
+        "to an MXU is {} lanes wide): programs without MXU ops run on {}, e.g. `tpuemu collective --chip {}`",
+        who, chip.name, chip.mxu.size, chip.mxu.size, chip.vpu.lanes, chip.name, chip.name));
+  }
+  throw std::invalid_argument(fmt::format(
+      "{} multiplies bf16 tiles on 128x128 MXUs; {} has {}x{} MXUs: try `tpuemu gen matmul --chip {} --m 8 --k 8 "
+      "--n 8` (f32) and `tpuemu run`, or `tpuemu systolic`",
+      who, chip.name, chip.mxu.size, chip.mxu.size, chip.name));
+}
+
+Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
+  const double element = spec.dtype == "bf16" ? 2.0 : 4.0;
+  const double m = static_cast<double>(spec.m);
+  const double k = static_cast<double>(spec.k);
+  const double n = static_cast<double>(spec.n);
+  Phase p;
+  p.name = fmt::format("matmul {}x{}x{}", spec.m, spec.k, spec.n);
+  p.flops = 2 * m * k * n;
+  const double hbm_bytes = element * (m * k + k * n) + (spec.accumulate ? 8 : 4) * m * n;  // C read too
+  const api::Roofline roof = api::compute_roofline(chip, p.flops, 0, hbm_bytes, 0);
+  p.book_seconds = roof.mxu_seconds;
+  p.predicted_seconds = roof.predicted_seconds;
+  p.prediction =
+      fmt::format("roofline: max(T_math = 2mkn/C = {}, T_HBM = {} / HBM bandwidth = {}): {}-bound",
+                  format_quantity(roof.mxu_seconds, Quantity::kTime), format_quantity(hbm_bytes, Quantity::kBytes),
+                  format_quantity(roof.hbm_seconds, Quantity::kTime), roof.bound);
+  p.detail = {{"m", spec.m}, {"k", spec.k}, {"n", spec.n}, {"dtype", spec.dtype}, {"least_hbm_bytes", hbm_bytes}};
+  return p;
+}
+
+Phase collective_phase(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,
+                       const std::string& what) {
+  const programs::CollectivePrediction predicted = programs::predict_collective(spec, topology, chip);
+  std::string axes;
+  for (std::size_t a : spec.axes) axes += static_cast<char>(ici::axis_name(a) - 'a' + 'A');
+  Phase p;
+  p.name = fmt::format("{} {} over {}", spec.op, what, axes);
+  p.communication = true;
+  p.book_seconds = predicted.seconds;
+  p.predicted_seconds = predicted.seconds;
+  p.prediction = predicted.formula;
+  p.detail = {{"op", spec.op},
+              {"operand", what},
+              {"axes", axes},
+              {"algorithm", spec.algorithm},
+              {"dtype", spec.dtype},
+              {"bytes", spec.bytes},
+              {"predicted_bandwidth_seconds", predicted.bandwidth_seconds},
+              {"predicted_latency_seconds", predicted.latency_seconds}};
+  return p;
+}
+
+}  // namespace tpuemu::workloads

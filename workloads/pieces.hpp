@@ -1,0 +1,55 @@
+// Pieces every matmul workload (and the pod demo) builds from: blocks of host
+// matrices in device layout, the bf16 MXU refusal, and the phases of a
+// generated matmul or collective with the book's predictions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/chip_config.hpp"
+#include "ici/topology.hpp"
+#include "programs/collectives.hpp"
+#include "programs/generators.hpp"
+#include "workloads/workload.hpp"
+
+namespace tpuemu::workloads {
+
+// Rows [row0, row0 + rows) and columns [col0, col0 + cols) of a row-major
+// host matrix of `width` columns, row-major.
+std::vector<float> matrix_block(const std::vector<float>& m, std::uint64_t width, std::uint64_t row0,
+                                std::uint64_t rows, std::uint64_t col0, std::uint64_t cols);
+
+// A host matrix [rows, cols] (float32 values) in the device layout of a
+// `dtype` ("bf16", "f32") HBM operand of that shape (chip/host_io.hpp).
+std::vector<std::uint8_t> device_matrix(const std::vector<float>& values, std::uint64_t rows, std::uint64_t cols,
+                                        const std::string& dtype, const std::string& origin);
+// Device bytes of an f32 [rows, cols] operand back to host values.
+std::vector<float> host_matrix_f32(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols);
+
+// Every chip's f32 output (device bytes of an operand of `shape(chip)` =
+// {rows, cols}) against `expected(chip)`, bit for bit: the verdict as
+// Built::check returns it, {"check", "ok", "elements", "wrong_chips"};
+// `what` names the output ("C").
+nlohmann::json check_f32_outputs(
+    const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips, const std::string& what,
+    const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
+    const std::function<std::vector<float>(std::uint32_t chip)>& expected);
+
+// Throws std::invalid_argument unless `chip` has 128x128 MXUs (what the
+// bf16 matmul generator targets); `who` names the caller ("the demo", ...).
+void refuse_other_mxu(const ChipConfig& chip, std::string_view who);
+
+// The phase of a generated matmul of `spec` on every chip: T_math = 2mkn /
+// peak bf16 FLOP/s (the book's), predicted by the roofline over its least
+// HBM traffic (A and B read once, C written once, and read once when it accumulates).
+Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip);
+// The phase of a generated collective: T_comms = predict_collective.
+Phase collective_phase(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,
+                       const std::string& what);
+
+}  // namespace tpuemu::workloads
