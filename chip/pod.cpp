@@ -119,6 +119,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
       wake_network_.notify(sc_core::SC_ZERO_TIME);
       return;
     }
+    const std::uint64_t message_start = message.start_cycle;
     const auto key = network_.send(ChipId(message.src_chip), ChipId(message.dst_chip), message.bytes,
                                    static_cast<double>(message.start_cycle), message.src_core);
     // The trace's flow id: the same in every process (transfer keys are).
@@ -132,7 +133,10 @@ class PodModule : public sc_core::sc_module, public Fabric {
       outgoing_[request_.rank_of[message.dst_chip]].emplace_back(key, std::move(copy));
     }
     in_flight_.emplace(key, std::move(message));
-    wake_network_.notify(sc_core::SC_ZERO_TIME);
+    // The network thread wakes by itself at its next event's time; only a
+    // send that starts before that needs it sooner (its events would be the
+    // same either way: it processes the times in order).
+    if (static_cast<double>(message_start) < network_wait_until_) wake_network_.notify(sc_core::SC_ZERO_TIME);
   }
 
   [[nodiscard]] bool owns(std::uint32_t chip) const { return ranks_ == 1 || request_.rank_of[chip] == rank_; }
@@ -217,12 +221,16 @@ class PodModule : public sc_core::sc_module, public Fabric {
     for (;;) {
       const auto next = network_.next_event_time();
       if (!next) {
+        network_wait_until_ = std::numeric_limits<double>::infinity();
         sc_core::wait(wake_network_);
+        network_wait_until_ = -std::numeric_limits<double>::infinity();
         continue;
       }
       const sc_core::sc_time at = time_of_cycle(*next, request_.chip.clock_hz);
       if (at > sc_core::sc_time_stamp()) {
+        network_wait_until_ = *next;
         sc_core::wait(at - sc_core::sc_time_stamp(), wake_network_);
+        network_wait_until_ = -std::numeric_limits<double>::infinity();
         continue;
       }
       // The events of this time go as one batch in key order, so it must
@@ -421,6 +429,9 @@ class PodModule : public sc_core::sc_module, public Fabric {
   // Per destination rank: remote DMAs sent there in this window.
   std::vector<std::vector<std::pair<ici::Network::TransferKey, RemoteSend>>> outgoing_;
   sc_core::sc_event wake_network_;
+  // The cycle the network thread waits for (its next event's), +inf when it
+  // waits for a send, -inf while it runs: a send starting earlier wakes it.
+  double network_wait_until_ = -std::numeric_limits<double>::infinity();
   sc_core::sc_event stopped_;  // never notified (network_thread)
 };
 
