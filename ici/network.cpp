@@ -316,16 +316,21 @@ void Network::serve_train_packet(std::uint32_t link_id, std::size_t index) {
   if (!owned_.empty() && --transfer(id).pending == 0) retire(id);  // the train's hold on the record
 }
 
+std::size_t Network::first_train(const std::vector<Train>& trains) {
+  std::size_t first = 0;
+  for (std::size_t i = 1; i < trains.size(); ++i) {
+    if (trains[i].arrival < trains[first].arrival ||
+        (trains[i].arrival == trains[first].arrival && trains[i].next_key() < trains[first].next_key())) {
+      first = i;
+    }
+  }
+  return first;
+}
+
 void Network::serve_trains(std::uint32_t link_id, double time, const OrderKey& key, bool inclusive) {
   std::vector<Train>& trains = links_[link_id].trains;
   while (!trains.empty()) {
-    std::size_t first = 0;
-    for (std::size_t i = 1; i < trains.size(); ++i) {
-      if (trains[i].arrival < trains[first].arrival ||
-          (trains[i].arrival == trains[first].arrival && trains[i].next_key() < trains[first].next_key())) {
-        first = i;
-      }
-    }
+    const std::size_t first = first_train(trains);
     const Train& t = trains[first];
     if (t.arrival > time) break;
     if (t.arrival == time) {
@@ -348,13 +353,7 @@ void Network::queue_wake(std::uint32_t link_id) {
   trains.assign(link.trains.begin(), link.trains.end());
   double busy_until = link.busy_until;
   for (;;) {
-    std::size_t first = 0;
-    for (std::size_t i = 1; i < trains.size(); ++i) {
-      if (trains[i].arrival < trains[first].arrival ||
-          (trains[i].arrival == trains[first].arrival && trains[i].next_key() < trains[first].next_key())) {
-        first = i;
-      }
-    }
+    const std::size_t first = first_train(trains);
     Train& t = trains[first];
     if (t.next + 1 == t.packets) {
       if (link.wake_queued && link.wake_time == t.arrival && link.wake_transfer == t.transfer &&
@@ -394,8 +393,7 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
     // were delayed, or a later plan replaced it). Only the wake queued last
     // plans the next one.
     serve_trains(link_id, at, order_key(t, e.packet, 0, EventType::kPacket), true);
-    if (link.wake_queued && link.wake_time == at && link.wake_transfer == e.transfer &&
-        link.wake_packet == e.packet) {
+    if (link.wake_queued && link.wake_time == at && link.wake_transfer == e.transfer && link.wake_packet == e.packet) {
       link.wake_queued = false;
       queue_wake(link_id);
     }
@@ -424,13 +422,12 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   if (e.hop == 0) {  // the source paces its packets onto the first link
     if (e.packet + 1 < t.packets) {
       if (t.route_length == 1 && !on_packet) {
-        link.trains.push_back({e.transfer, left, e.packet + 1, t.packets, t.bytes,
-                               order_key(t, 0, 0, EventType::kPacket)});
+        link.trains.push_back(
+            {e.transfer, left, e.packet + 1, t.packets, t.bytes, order_key(t, 0, 0, EventType::kPacket)});
         if (partitioned) ++t.pending;  // the train holds the record until its last packet
         // Its last packet reaches the link no earlier than its full packets
         // back to back (less a cycle: the sum is rounded, the product not).
-        const double earliest_last =
-            left + static_cast<double>(t.packets - e.packet - 2) * link.packet_cycles - 1.0;
+        const double earliest_last = left + static_cast<double>(t.packets - e.packet - 2) * link.packet_cycles - 1.0;
         plan_wake = !link.wake_queued || earliest_last < link.wake_time;
       } else {
         push(left, e.transfer, e.packet + 1, 0, EventType::kPacket);

@@ -256,12 +256,14 @@ class Network {
   // on_packet is set (a trace sees every packet).
   struct Train {
     TransferId transfer;
-    double arrival;       // of packet `next` at the link
-    std::uint32_t next;   // packet index
+    double arrival;      // of packet `next` at the link
+    std::uint32_t next;  // packet index
     std::uint32_t packets;
     std::uint64_t bytes;  // of the part
     OrderKey key;         // of packet 0; `within` grows by next << 17
-    [[nodiscard]] OrderKey next_key() const { return {key.source, key.sequence, key.within | std::uint64_t{next} << 17}; }
+    [[nodiscard]] OrderKey next_key() const {
+      return {key.source, key.sequence, key.within | std::uint64_t{next} << 17};
+    }
   };
   struct LinkState {
     double busy_until = 0;
@@ -292,6 +294,8 @@ class Network {
   // what is left (if it changed).
   void serve_trains(std::uint32_t link_id, double time, const OrderKey& key, bool inclusive);
   void serve_train_packet(std::uint32_t link_id, std::size_t train);
+  // The train whose next packet comes first in the contract's order (trains not empty).
+  static std::size_t first_train(const std::vector<Train>& trains);
   void queue_wake(std::uint32_t link_id);
   // Serves one packet on a link that has no train packet before it.
   double serve_packet(std::uint32_t link_id, double at, std::uint64_t size);

@@ -121,15 +121,20 @@ struct Traffic {
   int reply_depth = 2;
 };
 
-Traffic make_traffic(const Topology& t, std::uint32_t seed) {
-  Traffic traffic;
-  std::uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
-  const auto next = [&state] {
+// xorshift64: the traffic generators' deterministic numbers.
+struct Xorshift {
+  std::uint64_t state;
+  std::uint64_t operator()() {
     state ^= state << 13;
     state ^= state >> 7;
     state ^= state << 17;
     return state;
-  };
+  }
+};
+
+Traffic make_traffic(const Topology& t, std::uint32_t seed) {
+  Traffic traffic;
+  Xorshift next{seed * 0x9E3779B97F4A7C15ULL + 1};
   for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
     for (int k = 0; k < 3; ++k) {
       const auto to = static_cast<std::uint32_t>(next() % t.chip_count());
@@ -249,17 +254,12 @@ TEST_CASE("network: split over partitions in lookahead windows, timing is identi
 // at any point).
 Traffic make_train_traffic(const Topology& t, std::uint32_t seed) {
   Traffic traffic = make_traffic(t, seed);
-  std::uint64_t state = seed * 0x2545F4914F6CDD1DULL + 7;
-  const auto next = [&state] {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  };
+  Xorshift next{seed * 0x2545F4914F6CDD1DULL + 7};
   for (std::uint32_t c = 0; c < t.chip_count(); ++c) {
     for (int k = 0; k < 4; ++k) {
       const std::uint32_t to = (c + (k % 2 == 0 ? 1 : t.chip_count() - 1)) % t.chip_count();
-      traffic.initial.push_back({c, to, 1000 * (1 + next() % 12) - next() % 2 * 300, static_cast<double>(next() % 6 * 50)});
+      traffic.initial.push_back(
+          {c, to, 1000 * (1 + next() % 12) - next() % 2 * 300, static_cast<double>(next() % 6 * 50)});
     }
   }
   return traffic;
