@@ -1,5 +1,5 @@
 // Transparent huge pages for large host buffers that are filled soon after
-// they are allocated (an input array, a core's VMEM): where the kernel's THP
+// they are allocated (an input array, an output buffer): where the kernel's THP
 // mode is "madvise", the buffer's whole 2 MiB-aligned part is then faulted
 // in 2 MiB at a time instead of 4 KiB (on a virtual machine a page fault
 // costs microseconds: 4096 of them per 16 MiB). The price: memory is

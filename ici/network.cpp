@@ -171,9 +171,9 @@ TPUEMU_HOT_INLINE void Network::forward(double time, TransferId id, std::uint32_
   push(time, id, packet, hop, EventType::kPacket);
 }
 
-std::uint64_t Network::packet_size(const Transfer& t, std::uint32_t packet) const {
+std::uint64_t Network::packet_size(std::uint64_t part_bytes, std::uint32_t packet) const {
   const std::uint64_t offset = std::uint64_t{packet} * packet_bytes_;
-  return std::min<std::uint64_t>(packet_bytes_, t.bytes - offset);
+  return std::min<std::uint64_t>(packet_bytes_, part_bytes - offset);
 }
 
 Network::TransferId Network::add_transfer(const Transfer& t) {
@@ -285,9 +285,7 @@ void Network::inject(const Crossing& c) {
 TPUEMU_HOT_INLINE double Network::serve_packet(std::uint32_t link_id, double at, std::uint64_t size) {
   LinkState& link = links_[link_id];
   const double start = std::max(at, link.busy_until);
-  // The same quotient as size / bytes_per_cycle for a full packet.
-  const double left =
-      start + (size == packet_bytes_ ? link.packet_cycles : static_cast<double>(size) / link.bytes_per_cycle);
+  const double left = start + packet_time(link, size);
   link.busy_until = left;
   link.busy += left - start;
   link.bytes += size;
@@ -299,9 +297,7 @@ TPUEMU_HOT_INLINE double Network::serve_packet(std::uint32_t link_id, double at,
 void Network::serve_train_packet(std::uint32_t link_id, std::size_t index) {
   LinkState& link = links_[link_id];
   Train& train = link.trains[index];
-  const std::uint64_t offset = std::uint64_t{train.next} * packet_bytes_;
-  const std::uint64_t size = std::min<std::uint64_t>(packet_bytes_, train.bytes - offset);
-  const double left = serve_packet(link_id, train.arrival, size);
+  const double left = serve_packet(link_id, train.arrival, packet_size(train.bytes, train.next));
   if (train.next + 1 < train.packets) {
     train.next += 1;
     train.arrival = left;
@@ -367,11 +363,7 @@ void Network::queue_wake(std::uint32_t link_id) {
       push(t.arrival, t.transfer, t.next, 0, EventType::kWake);
       return;
     }
-    const std::uint64_t offset = std::uint64_t{t.next} * packet_bytes_;
-    const std::uint64_t size = std::min<std::uint64_t>(packet_bytes_, t.bytes - offset);
-    const double start = std::max(t.arrival, busy_until);
-    busy_until =
-        start + (size == packet_bytes_ ? link.packet_cycles : static_cast<double>(size) / link.bytes_per_cycle);
+    busy_until = std::max(t.arrival, busy_until) + packet_time(link, packet_size(t.bytes, t.next));
     t.next += 1;
     t.arrival = busy_until;
   }
@@ -415,7 +407,7 @@ TPUEMU_HOT_INLINE void Network::process(double at, const Event& e, std::vector<C
   const std::uint32_t link_id = link_at(t, e.hop);
   LinkState& link = links_[link_id];
   if (!link.trains.empty()) serve_trains(link_id, at, order_key(t, e.packet, e.hop, EventType::kPacket), false);
-  const double left = serve_packet(link_id, at, packet_size(t, e.packet));
+  const double left = serve_packet(link_id, at, packet_size(t.bytes, e.packet));
   // Serving this packet only delays the trains: a queued wake comes early
   // at worst. A new train needs a plan only if its last packet may come first.
   bool plan_wake = false;

@@ -311,7 +311,12 @@ class Network {
   }
   static std::uint32_t link_at(const Transfer& t, std::uint32_t hop) { return hop == 0 ? t.first_link : t.route[hop]; }
   void retire(TransferId id);
-  [[nodiscard]] std::uint64_t packet_size(const Transfer& t, std::uint32_t packet) const;
+  // Bytes of packet `packet` of a part of `part_bytes` (the last one may be short).
+  [[nodiscard]] std::uint64_t packet_size(std::uint64_t part_bytes, std::uint32_t packet) const;
+  // How long a packet of `size` holds `link` (a full packet's time computed once: the same quotient).
+  [[nodiscard]] double packet_time(const LinkState& link, std::uint64_t size) const {
+    return size == packet_bytes_ ? link.packet_cycles : static_cast<double>(size) / link.bytes_per_cycle;
+  }
 
   std::unique_ptr<const Fabric> fabric_;
   std::uint64_t packet_bytes_ = 0;

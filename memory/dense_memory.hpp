@@ -10,8 +10,6 @@
 #include <memory>
 #include <new>
 
-#include "common/huge_pages.hpp"
-
 namespace tpuemu::memory {
 
 class DenseMemory {
@@ -37,8 +35,6 @@ class DenseMemory {
     if (data_ == nullptr) {
       data_.reset(static_cast<std::uint8_t*>(std::calloc(size_ == 0 ? 1 : size_, 1)));
       if (data_ == nullptr) throw std::bad_alloc();
-      // A program's buffers are dense in VMEM: 2 MiB pages where it touches them.
-      advise_huge_pages(data_.get(), size_);
     }
     return data_.get();
   }
