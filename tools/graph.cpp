@@ -23,7 +23,7 @@ namespace tpuemu::cli {
 namespace {
 
 // DOT's double-quoted string body.
-std::string quoted(const std::string& text) {
+std::string dot_string(const std::string& text) {
   std::string out;
   for (char c : text) {
     if (c == '"' || c == '\\') out += '\\';
@@ -80,7 +80,6 @@ namespace {
 // Returns the note about what was left out ("" if nothing).
 std::string append_program(std::string& out, const std::string& prefix, const std::string& name,
                            const isa::Program& program, const ChipConfig& chip, std::size_t& budget) {
-  const std::size_t max_nodes = budget;
   std::string note;
   // 1. The ops drawn: whole bundles while they fit the budget.
   struct Node {
@@ -94,7 +93,7 @@ std::string append_program(std::string& out, const std::string& prefix, const st
   std::size_t bundles_drawn = 0;
   for (std::size_t bi = 0; bi < program.bundles.size(); ++bi) {
     const auto& ops = program.bundles[bi].ops;
-    if (nodes.size() + ops.size() > max_nodes) break;
+    if (nodes.size() + ops.size() > budget) break;
     for (const auto& op : ops) {
       const auto lat = static_cast<std::uint64_t>(chip.latency(isa::op_info(op.opcode).latency).value());
       nodes.push_back({bi, &op, std::max<std::uint64_t>(lat, 1)});
@@ -103,8 +102,8 @@ std::string append_program(std::string& out, const std::string& prefix, const st
   }
   budget -= nodes.size();
   if (nodes.size() < total_ops) {
-    note = fmt::format("{}: drawing the first {} of {} bundles ({} of {} ops; {} nodes were left)", name, bundles_drawn,
-                       program.bundles.size(), nodes.size(), total_ops, max_nodes);
+    note = fmt::format("{}: drawing the first {} of {} bundles ({} of {} ops)", name, bundles_drawn,
+                       program.bundles.size(), nodes.size(), total_ops);
   }
 
   // 2. Dependencies, in program order; a bundle's ops read before any writes.
@@ -193,7 +192,7 @@ std::string append_program(std::string& out, const std::string& prefix, const st
   out += fmt::format(
       "  subgraph cluster_{0} {{\n  label=\"{1}: {2} ops in {3} bundles{4}; critical path (red): {5} cycles by "
       "latency\";\n",
-      prefix, quoted(name), total_ops, program.bundles.size(),
+      prefix, dot_string(name), total_ops, program.bundles.size(),
       note.empty() ? "" : fmt::format(" (drawn: the first {} bundles)", bundles_drawn),
       end == SIZE_MAX ? 0 : finish[end]);
   first = 0;
@@ -204,7 +203,7 @@ std::string append_program(std::string& out, const std::string& prefix, const st
     for (; first < nodes.size() && nodes[first].bundle == b; ++first) {
       std::string text = isa::format_op(*nodes[first].op);
       if (text.size() > 60) text = text.substr(0, 57) + "...";
-      out += fmt::format("    {}n{} [label=\"{}\"{}];\n", prefix, first, quoted(text),
+      out += fmt::format("    {}n{} [label=\"{}\"{}];\n", prefix, first, dot_string(text),
                          critical.count(first) != 0U ? ", color=red, penwidth=2" : "");
     }
     out += "  }\n";
@@ -216,7 +215,7 @@ std::string append_program(std::string& out, const std::string& prefix, const st
                         : e.kind == EdgeKind::kFlag   ? "color=blue, style=dashed"
                                                       : "color=darkgreen, style=bold";
     out += fmt::format("  {0}n{1} -> {0}n{2} [label=\"{3}\", fontsize=8, {4}{5}];\n", prefix, e.from, e.to,
-                       quoted(e.label), style, on_path ? ", color=red, penwidth=2" : "");
+                       dot_string(e.label), style, on_path ? ", color=red, penwidth=2" : "");
   }
   return note;
 }
@@ -248,7 +247,7 @@ std::string program_graph_dot(const std::vector<GraphProgram>& programs, const C
   out += fmt::format(
       "  label=\"{} program(s); edges: register (black), sync flag (blue, dashed), DMA to its wait (green, bold); "
       "critical path red{}\";\n  labelloc=t;\n",
-      programs.size(), note.empty() ? "" : "\\n" + quoted(note));
+      programs.size(), note.empty() ? "" : "\\n" + dot_string(note));
   out += body;
   out += "}\n";
   return out;
@@ -259,8 +258,8 @@ std::string workload_graph_dot(const nlohmann::json& report) {
   out += fmt::format(
       "  label=\"workload {} on {} ({}): {} steps run one after another (the chain is the critical path, red); "
       "compute boxes, communication hexagons\";\n  labelloc=t;\n",
-      quoted(report.value("workload", std::string())), quoted(report.value("topology", std::string())),
-      quoted(report.value("chip", std::string())), report.at("phases").size());
+      dot_string(report.value("workload", std::string())), dot_string(report.value("topology", std::string())),
+      dot_string(report.value("chip", std::string())), report.at("phases").size());
   std::map<std::string, std::size_t> last_user;
   std::size_t index = 0;
   for (const auto& p : report.at("phases")) {
@@ -268,8 +267,8 @@ std::string workload_graph_dot(const nlohmann::json& report) {
     out += fmt::format(
         "  s{} [shape={}, style=filled, fillcolor=\"{}\", color=red, penwidth=2, label=\"step {}: {}\\nmeasured {}, "
         "predicted {}\"];\n",
-        index, comm ? "hexagon" : "box", comm ? "#fde2c8" : "#d6e6f5", index, quoted(p.value("name", std::string())),
-        format_quantity(p.value("seconds", 0.0), Quantity::kTime),
+        index, comm ? "hexagon" : "box", comm ? "#fde2c8" : "#d6e6f5", index,
+        dot_string(p.value("name", std::string())), format_quantity(p.value("seconds", 0.0), Quantity::kTime),
         format_quantity(p.value("predicted_seconds", 0.0), Quantity::kTime));
     if (index > 0) out += fmt::format("  s{} -> s{} [color=red, penwidth=2];\n", index - 1, index);
     if (p.contains("buffers")) {
@@ -277,10 +276,11 @@ std::string workload_graph_dot(const nlohmann::json& report) {
         const std::string name = b.get<std::string>();
         const auto it = last_user.find(name);
         if (it != last_user.end() && it->second + 1 != index) {
-          out +=
-              fmt::format("  s{} -> s{} [label=\"{}\", style=dashed, fontsize=8];\n", it->second, index, quoted(name));
+          out += fmt::format("  s{} -> s{} [label=\"{}\", style=dashed, fontsize=8];\n", it->second, index,
+                             dot_string(name));
         } else if (it != last_user.end()) {
-          out += fmt::format("  s{} -> s{} [label=\"{}\", fontsize=8, color=gray];\n", it->second, index, quoted(name));
+          out += fmt::format("  s{} -> s{} [label=\"{}\", fontsize=8, color=gray];\n", it->second, index,
+                             dot_string(name));
         }
         last_user[name] = index;
       }
