@@ -95,7 +95,14 @@ std::string append_program(std::string& out, const std::string& prefix, const st
     const auto& ops = program.bundles[bi].ops;
     if (nodes.size() + ops.size() > budget) break;
     for (const auto& op : ops) {
-      const auto lat = static_cast<std::uint64_t>(chip.latency(isa::op_info(op.opcode).latency).value());
+      auto lat = static_cast<std::uint64_t>(chip.latency(isa::op_info(op.opcode).latency).value());
+      // A DMA's transfer as well: HBM latency + its bytes at HBM bandwidth.
+      for (const auto& o : op.operands) {
+        if (o.kind == isa::Operand::Kind::kInt && o.name == "size_in_granules" && chip.hbm.bandwidth > 0) {
+          const double bytes = 32.0 * static_cast<double>(o.integer);
+          lat += static_cast<std::uint64_t>((chip.hbm.latency_s + bytes / chip.hbm.bandwidth) * chip.clock_hz);
+        }
+      }
       nodes.push_back({bi, &op, std::max<std::uint64_t>(lat, 1)});
     }
     bundles_drawn = bi + 1;
@@ -270,20 +277,24 @@ std::string workload_graph_dot(const nlohmann::json& report) {
         index, comm ? "hexagon" : "box", comm ? "#fde2c8" : "#d6e6f5", index,
         dot_string(p.value("name", std::string())), format_quantity(p.value("seconds", 0.0), Quantity::kTime),
         format_quantity(p.value("predicted_seconds", 0.0), Quantity::kTime));
-    if (index > 0) out += fmt::format("  s{} -> s{} [color=red, penwidth=2];\n", index - 1, index);
+    // Buffers from the step just before label the chain's edge; from earlier steps, dashed edges.
+    std::string from_previous;
     if (p.contains("buffers")) {
       for (const auto& b : p.at("buffers")) {
         const std::string name = b.get<std::string>();
         const auto it = last_user.find(name);
-        if (it != last_user.end() && it->second + 1 != index) {
-          out += fmt::format("  s{} -> s{} [label=\"{}\", style=dashed, fontsize=8];\n", it->second, index,
-                             dot_string(name));
+        if (it != last_user.end() && it->second + 1 == index) {
+          from_previous += (from_previous.empty() ? "" : ", ") + name;
         } else if (it != last_user.end()) {
-          out += fmt::format("  s{} -> s{} [label=\"{}\", fontsize=8, color=gray];\n", it->second, index,
+          out += fmt::format("  s{} -> s{} [label=\"{}\", style=dashed, fontsize=8];\n", it->second, index,
                              dot_string(name));
         }
         last_user[name] = index;
       }
+    }
+    if (index > 0) {
+      out += fmt::format("  s{} -> s{} [color=red, penwidth=2, fontsize=8, label=\"{}\"];\n", index - 1, index,
+                         dot_string(from_previous));
     }
     ++index;
   }

@@ -335,9 +335,11 @@ class InferenceLayerWorkload final : public Workload {
     built.intro = {
         fmt::format("inference-layer: out[{},{}] = bf16(x[{},{}] @ W_in[{},{}]) @ W_out[{},{}] on a {} pod of {}", b, d,
                     b, d, d, f, f, d, ici::describe(topology), chip.name),
-        fmt::format("  d_ff split {} way(s) over {}: every chip holds W_in[{},{}] and W_out[{},{}] ({} of weights){}",
-                    ways, options.text("model-axis"), d, fl, fl, d, format_quantity(weight_bytes, Quantity::kBytes),
-                    reduces ? ", then an all-reduce of out (f32)" : ""),
+        fmt::format("  {}: every chip holds W_in[{},{}] and W_out[{},{}] ({} of weights){}",
+                    axis ? fmt::format("d_ff split {} ways over {}", ways, options.text("model-axis"))
+                         : std::string("d_ff not split"),
+                    d, fl, fl, d, format_quantity(weight_bytes, Quantity::kBytes),
+                    reduces ? ", then an all-reduce of out (f32) over the model axis" : ""),
         fmt::format("  the book: T_math {} vs T_HBM (weights) {}: {}-bound (critical batch C / HBM bandwidth = {:.0f})",
                     format_quantity(t_math, Quantity::kTime), format_quantity(t_hbm, Quantity::kTime),
                     t_math >= t_hbm ? "MXU" : "HBM", critical_batch)};

@@ -35,8 +35,8 @@ grep -q '^graph: at most 2000 nodes: big.llo: drawing the first' big.err || fail
 grep -q '^digraph workload {' wl.dot || fail "no workload digraph"
 for s in 0 1 2 3; do grep -q "^  s$s \[shape=" wl.dot || fail "no node for step $s"; done
 grep -q '^  s3 \[shape=hexagon' wl.dot || fail "the all-reduce is not drawn as communication"
-grep -q '^  s2 -> s3 \[color=red, penwidth=2\];' wl.dot || fail "no chain edge 2 -> 3"
-grep -q '^  s0 -> s1 \[label="h"' wl.dot || fail "no buffer edge h from step 0 to 1"
+grep -q '^  s2 -> s3 \[color=red, penwidth=2, fontsize=8, label="partial out"\];' wl.dot || fail "no chain edge 2 -> 3"
+grep -q '^  s0 -> s1 \[color=red, penwidth=2, fontsize=8, label="h"\];' wl.dot || fail "no chain edge h from step 0 to 1"
 
 "$tpuemu" run add.llo --no-data --graph add.png > /dev/null 2> png.err && fail "--graph add.png accepted"
 grep -q -- '--graph add.png: expected a file ending in .dot or .svg' png.err || fail "png: $(cat png.err)"
