@@ -210,7 +210,9 @@ class InferenceLayerWorkload final : public Workload {
     programs::CollectiveSpec reduce;
     reduce.op = "all-reduce";
     reduce.dtype = "f32";
-    reduce.bytes = b * d * 4;
+    // The whole device buffer: f32 (8,128) tiles, padding included, so every
+    // element of out is reduced whatever B and D are.
+    reduce.bytes = ceil_div(b, 8) * 8 * ceil_div(d, 128) * 128 * 4;
     reduce.algorithm = options.text("algo");
     if (axis) reduce.axes = {*axis};
     const bool reduces = ways > 1;
@@ -225,12 +227,12 @@ class InferenceLayerWorkload final : public Workload {
     } catch (const std::invalid_argument& e) {
       throw api::BadInput(fmt::format("--batch {} --d-model {} --d-ff {}: {}", b, d, f, e.what()));
     }
+    try {
+      (void)programs::collective_algorithm(reduce.algorithm);
+    } catch (const std::invalid_argument& e) {
+      throw api::BadInput(fmt::format("--algo: {}", e.what()));
+    }
     if (reduces) {
-      try {
-        (void)programs::collective_algorithm(reduce.algorithm);
-      } catch (const std::invalid_argument& e) {
-        throw api::BadInput(fmt::format("--algo: {}", e.what()));
-      }
       try {
         reduce_program = api::assemble(programs::generate_collective(reduce, topology, chip), "all-reduce.llo");
       } catch (const std::invalid_argument& e) {

@@ -2,8 +2,8 @@
 # The inference-layer workload with data on small v5e pods: every chip's out
 # bit-exact against the host reference, unsharded (one chip; an odd number of
 # f32 tiles for the cast) and with d_ff split over one mesh axis (an
-# all-reduce of out over that axis only, replicas on the other), and the
-# timing-only run the same cycles.
+# all-reduce of out over that axis only, replicas on the other; sizes that are
+# not whole tiles), and the timing-only run the same cycles.
 # Usage: inference_layer.sh TPUEMU WORKDIR
 set -euo pipefail
 tpuemu=$1 work=$2
@@ -34,6 +34,10 @@ run model_x --topology 4 --batch 32 --d-model 256 --d-ff 1024 --model-axis X
 run model_y --topology 2x2 --batch 16 --d-model 256 --d-ff 512 --model-axis Y
 [ "$(j model_y '.phases[3].axes')" = Y ] || fail "model_y: all-reduce over $(j model_y '.phases[3].axes')"
 [ "$(j model_y .model_ways)" = 2 ] || fail "model_y: $(j model_y .model_ways) ways"
+
+# Sizes off the tiles: the all-reduce covers the padded f32 tiles, so every element of out is reduced.
+run padded --topology 4 --batch 7 --d-model 250 --d-ff 520 --model-axis X
+[ "$(j padded .check)" = "bit-exact (7000 elements of out on 4 chips)" ] || fail "padded: $(j padded .check)"
 
 "$tpuemu" workload inference-layer --topology 4 --batch 32 --d-model 256 --d-ff 1024 --model-axis X --no-data \
   --json timing.json > /dev/null || fail "--no-data: exit code $?"
