@@ -5,9 +5,9 @@
 # program with a message; a workload's graph holds its steps in a red chain
 # with the buffers between them; .svg is rendered by Graphviz's dot (skipped,
 # and said so, when dot is absent) and refused with exit 2 without it.
-# Usage: graph.sh TPUEMU WORKDIR
+# Usage: graph.sh TPUEMU WORKDIR TESTDATA
 set -euo pipefail
-tpuemu=$1 work=$2
+tpuemu=$1 work=$2 data=$3
 mkdir -p "$work" && cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 "$tpuemu" gen add --n 2048 --chunk 4096 > add.llo
@@ -29,6 +29,12 @@ ops=$(grep '^{' add.llo | sed -E 's/\}( *\/\/.*)?$//' | awk -F';;' '/[^{ ]/ { n 
 "$tpuemu" run big.llo --no-data --graph big.dot > /dev/null 2> big.err || fail "run --graph big.dot: exit code $?"
 grep -q '^graph: at most 2000 nodes: big.llo: drawing the first' big.err || fail "no cap message: $(cat big.err)"
 [ "$(grep -Ec '^    p0n[0-9]+ \[label=' big.dot)" -le 2000 ] || fail "more than 2000 nodes"
+
+# run-case: the kernel's cluster, named after it; its critical path (by latency, DMAs by their
+# transfer) is drawn and its length reported.
+"$tpuemu" run-case "$data/case_scalar_input" --graph case.dot > /dev/null || fail "run-case --graph: exit code $?"
+grep -Eq '^  label="scale_add: 21 ops in 10 bundles; critical path \(red\): [0-9]+ cycles by latency";' case.dot ||
+  fail "run-case: no cluster for scale_add"
 
 "$tpuemu" workload inference-layer --topology 2 --batch 16 --d-model 256 --d-ff 512 --no-data --graph wl.dot \
   > /dev/null || fail "workload --graph: exit code $?"
