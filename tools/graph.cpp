@@ -16,6 +16,7 @@
 
 #include "api/output_files.hpp"
 #include "common/units.hpp"
+#include "dist/ranks.hpp"
 #include "isa/assembler.hpp"
 #include "isa/op_table.hpp"
 
@@ -316,6 +317,7 @@ void check_graph_path(const std::string& path) {
 }
 
 std::string write_graph(const std::string& path, const std::string& dot_text) {
+  if (dist::world().rank() != 0) return "";  // under mpirun, rank 0 writes (as for every output file)
   if (ends_with(path, ".dot")) {
     const auto error = api::write_text_file("--graph", path, dot_text);
     return error ? *error : "";

@@ -50,8 +50,9 @@ std::string workload_graph_dot(const nlohmann::json& report);
 // naming --graph otherwise.
 void check_graph_path(const std::string& path);
 
-// Writes `dot_text` to `path` (.dot as is; .svg through `dot -Tsvg`). Returns
-// an error message naming --graph, or "" on success.
+// Writes `dot_text` to `path` (.dot as is; .svg through `dot -Tsvg`); under
+// mpirun only rank 0 writes. Returns an error message naming --graph, or ""
+// on success.
 std::string write_graph(const std::string& path, const std::string& dot_text);
 
 // `--graph F.dot|F.svg` for a command's options.
