@@ -221,6 +221,11 @@ class InferenceLayerWorkload final : public Workload {
     std::shared_ptr<const isa::Program> up_program, cast_program, down_program, reduce_program;
     try {
       refuse_other_mxu(chip, "inference-layer");
+      if (chip.mxu.count == 0) throw std::invalid_argument(fmt::format("{} has no MXU (mxu.count 0)", chip.name));
+    } catch (const std::invalid_argument& e) {
+      throw api::BadInput(fmt::format("--chip {}: {}", chip.name, e.what()));
+    }
+    try {
       up_program = api::assemble(programs::generate_matmul(up, chip), "matmul_up.llo");
       cast_program = api::assemble(generate_cast_bf16(b, fl, chip), "cast_bf16.llo");
       down_program = api::assemble(programs::generate_matmul(down, chip), "matmul_down.llo");
