@@ -612,6 +612,10 @@ class MatmulGen {
 }  // namespace
 
 std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip) {
+  if (chip.mxu.count == 0) {  // a GPU endpoint: the schedule would divide by the MXU count
+    throw std::invalid_argument(fmt::format(
+        "matmul: {} has no MXU (mxu.count 0); the generator targets TPU MXUs (e.g. --chip v5e)", chip.name));
+  }
   if (chip.mxu.size > chip.vpu.lanes) {
     throw std::invalid_argument(fmt::format(
         "matmul: {}'s {}x{} MXU is not modelled (the model's vreg interface to an MXU is {} lanes wide); the generator "

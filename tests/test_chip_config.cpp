@@ -72,13 +72,18 @@ std::string value_text(const ParamSpec& spec, double value) {
 
 TEST_CASE("presets: the four TPU chips and the teaching chip are built in", "[config]") {
   CHECK(preset_names() ==
-        std::vector<std::string>{"a100", "b200", "edu", "gb200", "h100", "h200", "v4p", "v5e", "v5p", "v6e"});
+        std::vector<std::string>{"a100", "b200", "edu", "gb200", "h100", "h200", "v2", "v4p", "v5e", "v5p", "v6e"});
 }
 
 TEST_CASE("presets: derived peak bf16 FLOP/s is within 1% of the published per-chip figure", "[config]") {
   // How to Scale Your Model [tpus.md], per chip (shared/facts.md).
   const std::pair<const char*, double> published[] = {
-      {"v5e", 1.97e14}, {"v5p", 4.59e14}, {"v4p", 2.75e14}, {"v6e", 9.2e14}};
+      {"v5e", 1.97e14},
+      {"v5p", 4.59e14},
+      {"v4p", 2.75e14},
+      {"v6e", 9.2e14},
+      // Per core, one core per emulated chip [profiling.md, via shared/WORKLOADS.md section 4].
+      {"v2", 2.3e13}};
   for (const auto& [name, flops] : published) {
     INFO(name);
     const ChipConfig c = preset(name);
@@ -399,15 +404,15 @@ TEST_CASE("config: a rule two parameters break is blamed on the one the later la
 TEST_CASE("config: an unknown base in a chip file names the file and the field", "[config]") {
   ChipRequest r;
   r.chip_file = scratch_file("base_v9.json", R"({"base": "v9", "name": "future"})");
-  CHECK(load_error(r) ==
-        r.chip_file +
-            ": field 'base': unknown chip preset 'v9' (known: a100, b200, edu, gb200, h100, h200, v4p, v5e, v5p, v6e)");
+  CHECK(load_error(r) == r.chip_file +
+                             ": field 'base': unknown chip preset 'v9' (known: a100, b200, edu, gb200, h100, h200, v2, "
+                             "v4p, v5e, v5p, v6e)");
   std::filesystem::remove(r.chip_file);
   // --chip is still named as --chip.
   ChipRequest by_flag;
   by_flag.preset = "v9";
   CHECK(load_error(by_flag) ==
-        "--chip: unknown chip preset 'v9' (known: a100, b200, edu, gb200, h100, h200, v4p, v5e, v5p, v6e)");
+        "--chip: unknown chip preset 'v9' (known: a100, b200, edu, gb200, h100, h200, v2, v4p, v5e, v5p, v6e)");
 }
 
 TEST_CASE("config: a long unknown field is answered without a quadratic suggestion search", "[config]") {

@@ -13,6 +13,7 @@
 #include "chip/host_io.hpp"
 #include "chip/run.hpp"
 #include "tools/cli.hpp"
+#include "tools/graph.hpp"
 #include "tools/options.hpp"
 #include "tools/trace_options.hpp"
 
@@ -22,6 +23,9 @@ int run_case_command(const std::vector<std::string>& args) {
   add_chip_options(options);
   add_max_cycles_option(options);
   add_trace_options(options);
+  add_graph_option(options,
+                   "write the kernels' dependency graph (one cluster per kernel): F.dot (Graphviz text) or F.svg "
+                   "(rendered by Graphviz's dot)");
   options.add_options()("case", po::value<std::string>(), "case directory (with case.json)")(
       "report", po::value<std::string>(), "write the run report (with per-kernel cycles and stalls) as JSON")(
       "strict", "treat stalls on register hazards as errors (reports the compiler-scheduled hazards)")(
@@ -52,6 +56,7 @@ int run_case_command(const std::vector<std::string>& args) {
   TraceOutput trace;
   try {
     if (vm->count("report") != 0U) api::check_writable("--report", (*vm)["report"].as<std::string>());
+    if (vm->count("graph") != 0U) check_graph_path((*vm)["graph"].as<std::string>());
     const ChipRequest chip_choice = chip_request(*vm);
     chip = load_chip(chip_choice);
     trace = trace_output(*vm, chip.clock_hz);
@@ -81,6 +86,14 @@ int run_case_command(const std::vector<std::string>& args) {
   } catch (const std::exception& e) {  // presets, options, case.json, dumps, .npy files
     fmt::print(stderr, "tpuemu run-case: {}\n", e.what());
     return kExitBadInput;
+  }
+
+  if (vm->count("graph") != 0U) {
+    const std::string error = write_program_graph((*vm)["graph"].as<std::string>(), c.job.steps, chip);
+    if (!error.empty()) {
+      fmt::print(stderr, "tpuemu run-case: {}\n", error);
+      return kExitBadInput;
+    }
   }
 
   // 2. Run the chain (api::run_case), or the top-level program that calls it; check the output.

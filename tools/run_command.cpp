@@ -17,6 +17,7 @@
 #include "common/parse_number.hpp"
 #include "dist/ranks.hpp"
 #include "tools/cli.hpp"
+#include "tools/graph.hpp"
 #include "tools/mxu_options.hpp"
 #include "tools/options.hpp"
 #include "tools/trace_options.hpp"
@@ -156,6 +157,8 @@ int run_command(const std::vector<std::string>& args) {
   add_waveform_options(options);
   add_profile_options(options);
   add_mxu_options(options);
+  add_graph_option(options,
+                   "write the program's dependency graph: F.dot (Graphviz text) or F.svg (rendered by Graphviz's dot)");
   options.add_options()("topology", po::value<std::string>(),
                         "run SPMD on a pod of this shape (8x16, 4x4x4, ...); --in/--out paths may contain {chip}")(
       "program", po::value<std::string>(), "LLO program (.llo, a dump's *-final_bundles.txt) or image (.tpub)")(
@@ -207,6 +210,7 @@ int run_command(const std::vector<std::string>& args) {
     }
     job.options.partition = partition_option(*vm);
     check_outputs(*vm, chips);
+    if (vm->count("graph") != 0U) check_graph_path((*vm)["graph"].as<std::string>());
     job.steps.push_back({api::load(program_path), program_path, {}});
     job.options.strict = vm->count("strict") != 0U;
     job.options.no_data = timing_only;
@@ -247,6 +251,13 @@ int run_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   const double clock_hz = load_chip(job.chip).clock_hz;
+  if (vm->count("graph") != 0U) {
+    const std::string error = write_program_graph((*vm)["graph"].as<std::string>(), job.steps, load_chip(job.chip));
+    if (!error.empty()) {
+      fmt::print(stderr, "tpuemu run: {}\n", error);
+      return kExitBadInput;
+    }
+  }
   if (mxu_choice.rtl) {
     job.configure_chip_run = [&mxu_choice, clock_hz](chip::RunRequest& request) {
       mxu_choice.configure(request, clock_hz);

@@ -17,6 +17,7 @@ packages=(
   libbenchmark-dev
   clang libclang-rt-14-dev
   gtkwave
+  graphviz  # --graph F.svg renders with its dot
   python3-numpy  # the docs' steps make and read .npy files with numpy
   python3-dev pybind11-dev python3-pybind11 python3-pytest  # the Python module (python/) and its tests
   libopenmpi-dev openmpi-bin  # one pod over several processes (mpirun)

@@ -6,6 +6,7 @@
 #include "api/output_files.hpp"
 #include "common/presets.hpp"
 #include "tools/cli.hpp"
+#include "tools/graph.hpp"
 #include "tools/options.hpp"
 #include "tools/trace_options.hpp"
 #include "workloads/run.hpp"
@@ -57,6 +58,9 @@ int workload_command(const std::vector<std::string>& args) {
   add_trace_options(options);
   add_waveform_options(options);
   add_profile_options(options);
+  add_graph_option(options,
+                   "write the workload's steps and collectives as a graph with their measured times: F.dot "
+                   "(Graphviz text) or F.svg (rendered by Graphviz's dot)");
   options.add_options()("topology", po::value<std::string>()->default_value("2x2"), "pod shape (mesh axes X, Y, Z)")(
       "no-data", "timing only: no data, no check (identical times)")("json", po::value<std::string>(),
                                                                      "write the workload report as JSON");
@@ -77,6 +81,7 @@ int workload_command(const std::vector<std::string>& args) {
   request.name = name;
   try {
     if (vm->count("json") != 0U) api::check_writable("--json", (*vm)["json"].as<std::string>());
+    if (vm->count("graph") != 0U) check_graph_path((*vm)["graph"].as<std::string>());
     request.chip = chip_request(*vm);
     request.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
     request.routing = (*vm)["routing"].as<std::string>();
@@ -107,6 +112,13 @@ int workload_command(const std::vector<std::string>& args) {
   if (vm->count("json") != 0U) {
     if (auto error = api::write_text_file("--json", (*vm)["json"].as<std::string>(), result.report.dump(2) + "\n")) {
       fmt::print(stderr, "tpuemu workload {}: {}\n", name, *error);
+      return kExitBadInput;
+    }
+  }
+  if (vm->count("graph") != 0U) {
+    const std::string error = write_graph((*vm)["graph"].as<std::string>(), workload_graph_dot(result.report));
+    if (!error.empty()) {
+      fmt::print(stderr, "tpuemu workload {}: {}\n", name, error);
       return kExitBadInput;
     }
   }

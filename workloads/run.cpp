@@ -148,6 +148,9 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
           p.name, m.start_skew_cycles, hop_cycles));
     }
     j.update(p.detail);
+    json buffers = json::array();  // the step's operands, in operand order (tpuemu workload --graph)
+    for (const auto& [index, buffer] : built.steps.at(s).operand_buffers) buffers.push_back(buffer);
+    j["buffers"] = buffers;
     phases.push_back(std::move(j));
   }
   const double chips = static_cast<double>(setup.topology.chip_count());

@@ -56,3 +56,10 @@ def test_collective_matmul_overlaps_what_blocking_exposes():
     overlapped = tpuemu.workload("collective-matmul", topology="2x4", variant="overlapped", **small)
     assert blocking["ok"] and overlapped["ok"] and overlapped["variant"] == "overlapped"
     assert overlapped["exposed_communication_seconds"] < 0.5 * blocking["exposed_communication_seconds"]
+
+
+def test_inference_layer_options_with_underscores():
+    r = tpuemu.workload("inference-layer", topology="2", batch=16, d_model=256, d_ff=512, model_axis="X")
+    assert r["ok"] and r["check"].startswith("bit-exact") and r["d_model"] == 256 and r["model_ways"] == 2
+    assert [p["kind"] for p in r["phases"]] == ["compute", "compute", "compute", "communication"]
+    assert r["book"]["bound"] == "HBM" and 238 < r["book"]["critical_batch"] < 242
