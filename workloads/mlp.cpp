@@ -125,6 +125,8 @@ using nlohmann::json;
 constexpr std::uint64_t kBf16TileRows = 16;
 constexpr std::uint64_t kF32TileRows = 8;
 constexpr std::uint64_t kTileCols = 128;
+// The first sync flag of the collectives' ranges (below: the matmuls' and adds').
+constexpr std::uint64_t kCollectiveFlagBase = 256;
 
 std::vector<std::uint32_t> axis_lengths(const ici::Topology& topology) {
   std::vector<std::uint32_t> lengths;
@@ -169,7 +171,7 @@ struct Reference {
   std::vector<std::vector<float>> in_rows, in_gathered, g_rows, g_gathered, wi, wo, a, d_h;
   // Outputs before reduction (per chip, f32) and after, as device bytes.
   std::vector<std::vector<float>> h, y, d_wo, d_a, d_wi, d_x;
-  std::vector<std::vector<std::uint8_t>> y_reduced, d_wo_reduced, d_wi_reduced, d_x_reduced;
+  std::vector<std::vector<float>> y_reduced, d_wo_reduced, d_wi_reduced, d_x_reduced;
   std::vector<std::vector<float>> out;
 };
 
@@ -319,14 +321,37 @@ class MlpWorkload final : public Workload {
       p.name = fmt::format("{} {}x{}x{}", what, spec.m, spec.k, spec.n);
       built.phases.push_back(std::move(p));
     };
+    // Chips end a step at different times (a ring over an axis without
+    // wraparound ends at different times on different chips, and nothing
+    // waits between steps), so a collective's first deliveries may reach a
+    // chip still in an earlier step. Each collective step therefore gets
+    // its own sync flags (its allocation moved to a range no other step
+    // uses: matmuls and adds use the bottom of the flag space, the ring
+    // shift the top two) and its own HBM scratch, so early deliveries only
+    // wait in its flags and buffers until the chip gets there.
+    std::uint64_t next_flag = kCollectiveFlagBase;
+    std::size_t collectives = 0;
     const auto add_collective = [&](const std::string& what, const programs::CollectiveSpec& spec,
                                     const std::string& in, const std::string& out) {
-      const std::string file = fmt::format("{}_{}_{}_{}.llo", spec.op, spec.dtype, spec.bytes, axes_text(spec.axes));
+      const std::string file = fmt::format("{}_{}_{}_{}_{}.llo", spec.op, spec.dtype, spec.bytes,
+                                           axes_text(spec.axes), collectives++);
       std::map<std::uint32_t, std::string> buffers{{0, in}, {1, out}};
-      if (spec.op != "all-gather") buffers[2] = "scratch";
-      built.steps.push_back(
-          {assemble(file, [&] { return programs::generate_collective(spec, topology, chip); }), file, buffers});
-      built.phases.push_back(collective_phase(spec, topology, chip, what));
+      if (spec.op != "all-gather") buffers[2] = fmt::format("scratch {}", collectives);
+      std::string text = programs::generate_collective(spec, topology, chip);
+      const std::size_t at = text.find("space=sflag, size = 0x");
+      if (at == std::string::npos) throw std::logic_error("mlp: the collective has no sync-flag allocation");
+      const std::size_t size_end = text.find(',', at + 13);
+      const std::uint64_t flag_bytes = std::stoull(text.substr(at + 22, size_end - at - 22), nullptr, 16);
+      if (next_flag + flag_bytes / 4 + 2 > chip.sflag.count) {
+        throw std::invalid_argument(fmt::format("mlp: the collectives need more than the chip's {} sync flags",
+                                                chip.sflag.count));
+      }
+      text.insert(size_end, fmt::format(", offset = 0x{:x}", next_flag * 4));
+      next_flag += flag_bytes / 4;
+      built.steps.push_back({api::assemble(text, file), file, buffers});
+      Phase p = collective_phase(spec, topology, chip, what);
+      p.own_flags = true;
+      built.phases.push_back(std::move(p));
     };
     try {
       refuse_other_mxu(chip, "mlp");
@@ -386,16 +411,6 @@ class MlpWorkload final : public Workload {
     // Every chip's values, references and reduced outputs (once: the run asks chip by chip).
     const auto compute = [=]() {
       Reference& R = *ref;
-      const auto bytes_of = [](const std::vector<float>& v) {
-        std::vector<std::uint8_t> out(v.size() * 4);
-        std::memcpy(out.data(), v.data(), out.size());
-        return out;
-      };
-      const auto floats_of = [](const std::vector<std::uint8_t>& v) {
-        std::vector<float> out(v.size() / 4);
-        std::memcpy(out.data(), v.data(), v.size());
-        return out;
-      };
       std::vector<std::vector<std::uint8_t>> y_bytes, dwo_bytes, dwi_bytes, dx_bytes;
       for (std::uint32_t id = 0; id < chips; ++id) {
         const std::uint64_t xi = data_index(id), yi = model_index(id);
@@ -417,19 +432,28 @@ class MlpWorkload final : public Workload {
         R.d_h.push_back(std::move(dh));
         R.d_wi.push_back(programs::matmul_reference(transpose(R.in_gathered[id], b, D), R.d_h[id], D, b, f));
         R.d_x.push_back(programs::matmul_reference(R.d_h[id], transpose(R.wi[id], D, f), b, f, D));
-        y_bytes.push_back(bytes_of(R.y[id]));
-        dwo_bytes.push_back(bytes_of(R.d_wo[id]));
-        dwi_bytes.push_back(bytes_of(R.d_wi[id]));
-        dx_bytes.push_back(bytes_of(R.d_x[id]));
+        y_bytes.push_back(device_matrix(R.y[id], b, D, "f32", "Y"));
+        dwo_bytes.push_back(device_matrix(R.d_wo[id], f, D, "f32", "dWo"));
+        dwi_bytes.push_back(device_matrix(R.d_wi[id], D, f, "f32", "dWi"));
+        dx_bytes.push_back(device_matrix(R.d_x[id], b, D, "f32", "dX"));
       }
-      // The collectives' order of f32 additions; elementwise, so host row-major
-      // bytes stand for device bytes (whole tiles, row blocks).
-      R.y_reduced = my > 1 ? programs::collective_reference(rs_y, topology, y_bytes) : y_bytes;
-      R.d_x_reduced = my > 1 ? programs::collective_reference(rs_y, topology, dx_bytes) : dx_bytes;
-      R.d_wo_reduced = dx > 1 ? programs::collective_reference(red_dwo, topology, dwo_bytes) : dwo_bytes;
-      R.d_wi_reduced = dx > 1 ? programs::collective_reference(red_dwi, topology, dwi_bytes) : dwi_bytes;
+      // The collectives' order of f32 additions, on device bytes (which part
+      // of a multi-axis collective sums an element depends on its place in
+      // the device layout); a reduce-scatter leaves rank r the r-th row block.
+      const auto reduce = [&](const programs::CollectiveSpec& spec, bool over,
+                              const std::vector<std::vector<std::uint8_t>>& in, std::uint64_t cols) {
+        std::vector<std::vector<float>> out;
+        for (const auto& bytes : over ? programs::collective_reference(spec, topology, in) : in) {
+          out.push_back(host_matrix_f32(bytes, bytes.size() / (cols * 4), cols));
+        }
+        return out;
+      };
+      R.y_reduced = reduce(rs_y, my > 1, y_bytes, D);
+      R.d_x_reduced = reduce(rs_y, my > 1, dx_bytes, D);
+      R.d_wo_reduced = reduce(red_dwo, dx > 1, dwo_bytes, D);
+      R.d_wi_reduced = reduce(red_dwi, dx > 1, dwi_bytes, f);
       for (std::uint32_t id = 0; id < chips; ++id) {
-        std::vector<float> out = floats_of(R.y_reduced[id]);
+        std::vector<float> out = R.y_reduced[id];
         for (std::size_t e = 0; e < out.size(); ++e) out[e] += R.in_rows[id][e];
         R.out.push_back(std::move(out));
       }
@@ -480,11 +504,6 @@ class MlpWorkload final : public Workload {
     const std::uint64_t grad_d = axes.fsdp && dx > 1 ? D / dx : D;
     built.check = [=](const api::Result& result) {
       const Reference& R = reference();
-      const auto host_rows = [](const std::vector<std::uint8_t>& bytes) {
-        std::vector<float> v(bytes.size() / 4);
-        std::memcpy(v.data(), bytes.data(), bytes.size());
-        return v;
-      };
       struct Output {
         std::string buffer;
         std::uint64_t rows, cols;
@@ -493,10 +512,10 @@ class MlpWorkload final : public Workload {
       const std::vector<Output> outputs = {
           {"H", b, f, [&](std::uint32_t id) { return R.h[id]; }},
           {"Out", r, D, [&](std::uint32_t id) { return R.out[id]; }},
-          {"dWo", grad_f, D, [&](std::uint32_t id) { return host_rows(R.d_wo_reduced[id]); }},
+          {"dWo", grad_f, D, [&](std::uint32_t id) { return R.d_wo_reduced[id]; }},
           {"dA", b, f, [&](std::uint32_t id) { return R.d_a[id]; }},
-          {"dWi", grad_d, f, [&](std::uint32_t id) { return host_rows(R.d_wi_reduced[id]); }},
-          {"dX", r, D, [&](std::uint32_t id) { return host_rows(R.d_x_reduced[id]); }}};
+          {"dWi", grad_d, f, [&](std::uint32_t id) { return R.d_wi_reduced[id]; }},
+          {"dX", r, D, [&](std::uint32_t id) { return R.d_x_reduced[id]; }}};
       json verdict{{"ok", true}, {"elements", 0}};
       std::vector<std::string> lines;
       for (const Output& o : outputs) {
