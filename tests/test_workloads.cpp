@@ -241,18 +241,18 @@ TEST_CASE("mlp: the book's thresholds on v5p") {
   const ChipConfig v5p = test::preset("v5p");
   const double c_over_w = v5p.peak_bf16_flops() / (2 * v5p.ici.link_bandwidth);
   // The book's C/W for v5p is about 2550 tokens.
-  CHECK(c_over_w == Catch::Approx(2550).epsilon(0.01));
+  CHECK(c_over_w == Approx(2550).epsilon(0.01));
   // FSDP over 3 axes: 2550 / 3 = 850 tokens per chip; at that batch T_math = 12BDF/(XC) equals
   // the backward pass's 8DF/(W M_X) x 1.5 (the table's 12DF for all of forward and backward).
   const MlpBook fsdp = mlp_book(MlpStrategy::kFsdp, 850 * 8, 1024, 4096, 8, 1, 3, 1, v5p);
-  CHECK(fsdp.threshold == Catch::Approx(c_over_w / 3));
-  CHECK(fsdp.t_math == Catch::Approx(fsdp.t_comms).epsilon(0.02));
+  CHECK(fsdp.threshold == Approx(c_over_w / 3));
+  CHECK(fsdp.t_math == Approx(fsdp.t_comms).epsilon(0.02));
   // TP over one axis: comms-bound above Y = M_Y F / (C/W).
   const MlpBook tp = mlp_book(MlpStrategy::kTp, 4096, 8192, 28672, 1, 8, 1, 1, v5p);
-  CHECK(tp.threshold == Catch::Approx(28672 / c_over_w));
+  CHECK(tp.threshold == Approx(28672 / c_over_w));
   // FSDP + TP: B/N > (C/W)^2 / (2F): F = 32768 -> about 99.
   const MlpBook both = mlp_book(MlpStrategy::kFsdpTp, 48000, 8192, 32768, 16, 4, 2, 1, v5p);
-  CHECK(both.threshold == Catch::Approx(99).epsilon(0.02));
+  CHECK(both.threshold == Approx(99).epsilon(0.02));
 }
 
 TEST_CASE("sweep ranges: doubling, steps, factors; refusals name --sweep") {

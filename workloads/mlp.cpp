@@ -246,6 +246,11 @@ class MlpWorkload final : public Workload {
     const auto need = [](bool ok, const std::string& message) {
       if (!ok) throw api::BadInput(message);
     };
+    // The weight gradients contract over the chip's tokens: the generated
+    // matmul needs whole 128-row k-blocks (a shorter K faults on the MXU).
+    need(b % kTileCols == 0, fmt::format("--batch {}: each chip multiplies {} tokens (the weight gradients' "
+                                         "contracting dimension); they must be a multiple of {}",
+                                         B, b, kTileCols));
     need(D % kTileCols == 0, fmt::format("--d-model {}: D must be a multiple of {} (whole tiles)", D, kTileCols));
     need(f % kTileCols == 0, fmt::format("--d-ff {}: each chip's F block ({}) must be a multiple of {} (whole tiles)",
                                          F, f, kTileCols));
