@@ -26,7 +26,7 @@ inline constexpr std::size_t kMaxSweepValues = 256;
 
 // Parses "VAR=a:b" (a, 2a, 4a, ... up to b), "VAR=a:b:s" (a, a+s, ... up to
 // b) or "VAR=a:b:xF" (a, aF, aF^2, ... up to b; F a whole number >= 2); a, b
-// whole numbers (common/parse_number.hpp). Throws api::BadInput naming
+// whole numbers (common/parse_number.hpp: 4096, 1e3). Throws api::BadInput naming
 // --sweep: malformed text, an option `options` does not list, b < a, a zero
 // start with a factor, more than kMaxSweepValues values.
 SweepSpec parse_sweep(std::string_view text, const std::vector<OptionSpec>& options);
