@@ -11,9 +11,9 @@
 
 #include "programs/generators.hpp"
 #include "tests/test_support.hpp"
+#include "workloads/mlp.hpp"
 #include "workloads/sharded_matmul.hpp"
 #include "workloads/sharding.hpp"
-#include "workloads/mlp.hpp"
 #include "workloads/sweep.hpp"
 #include "workloads/workload.hpp"
 

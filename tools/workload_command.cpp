@@ -42,12 +42,13 @@ int sweep(const po::variables_map& vm, const workloads::Workload& w, workloads::
     if (vm.count("json") != 0U) throw api::BadInput("--json: a sweep writes --csv and --plot, not one report");
     spec = workloads::parse_sweep(vm["sweep"].as<std::string>(), w.options());
     for (const auto& o : w.options()) {
-      const bool is_series = std::find(std::begin(workloads::kSweepSeriesOptions),
-                                       std::end(workloads::kSweepSeriesOptions), o.name) !=
-                             std::end(workloads::kSweepSeriesOptions);
+      const bool is_series =
+          std::find(std::begin(workloads::kSweepSeriesOptions), std::end(workloads::kSweepSeriesOptions), o.name) !=
+          std::end(workloads::kSweepSeriesOptions);
       const std::string value = request.options.count(o.name) != 0U ? request.options.at(o.name) : o.default_value;
       if (!is_series || value.find(',') == std::string::npos) continue;
-      if (o.name == spec.option) throw api::BadInput(fmt::format("--sweep {}: --{} is not a whole number", o.name, o.name));
+      if (o.name == spec.option)
+        throw api::BadInput(fmt::format("--sweep {}: --{} is not a whole number", o.name, o.name));
       series_option = o.name;
       series.clear();
       for (std::size_t start = 0;;) {

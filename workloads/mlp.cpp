@@ -37,15 +37,17 @@
 // Host reference, bit for bit: every matmul by programs::matmul_reference
 // (the MXU's order), every reduction by programs::collective_reference (the
 // collective's order), the residual as one f32 add per element.
+#include "workloads/mlp.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <mutex>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 
 #include "api/errors.hpp"
@@ -55,7 +57,6 @@
 #include "programs/collective_reference.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
-#include "workloads/mlp.hpp"
 #include "workloads/pieces.hpp"
 #include "workloads/sharding.hpp"
 #include "workloads/workload.hpp"
@@ -73,8 +74,8 @@ std::optional<MlpStrategy> parse_mlp_strategy(std::string_view text) {
 MlpAxes mlp_axes(MlpStrategy strategy, std::size_t axis_count) {
   MlpAxes axes;
   for (std::size_t a = 0; a < axis_count; ++a) {
-    const bool data = strategy == MlpStrategy::kDp || strategy == MlpStrategy::kFsdp ||
-                      (strategy == MlpStrategy::kFsdpTp && a == 0);
+    const bool data =
+        strategy == MlpStrategy::kDp || strategy == MlpStrategy::kFsdp || (strategy == MlpStrategy::kFsdpTp && a == 0);
     (data ? axes.data : axes.model).push_back(a);
   }
   axes.fsdp = strategy == MlpStrategy::kFsdp || strategy == MlpStrategy::kFsdpTp;
@@ -96,15 +97,17 @@ MlpBook mlp_book(MlpStrategy strategy, double b, double d, double f, double x, d
       break;
     case MlpStrategy::kFsdp:
       book.t_comms = 12 * d * f / (w * m_x);
-      book.formula = "T_math = 12BDF/(XC); T_comms = (4DF + 8DF)/(W M_X) (all-gather the weights, reduce-scatter "
-                     "the gradients)";
+      book.formula =
+          "T_math = 12BDF/(XC); T_comms = (4DF + 8DF)/(W M_X) (all-gather the weights, reduce-scatter "
+          "the gradients)";
       book.threshold_name = "tokens per chip B/X = C/(W M_X)";
       book.threshold = c / (w * m_x);
       break;
     case MlpStrategy::kTp:
       book.t_comms = 8 * b * d / (w * m_y);
-      book.formula = "T_math = 12BDF/(YC); T_comms = (4BD + 4BD)/(W M_Y) (all-gather the activations, "
-                     "reduce-scatter the outputs)";
+      book.formula =
+          "T_math = 12BDF/(YC); T_comms = (4BD + 4BD)/(W M_Y) (all-gather the activations, "
+          "reduce-scatter the outputs)";
       book.threshold_name = "Y = M_Y F W / C (comms-bound above)";
       book.threshold = m_y * f * w / c;
       break;
@@ -199,8 +202,8 @@ class MlpWorkload final : public Workload {
     const ici::Topology& topology = setup.topology;
     const std::string strategy_text = options.text("strategy");
     if (strategy_text == "pp" || strategy_text == "sp") {
-      throw api::BadInput(fmt::format("--strategy {}: not implemented yet (dp, fsdp, tp and fsdp+tp are)",
-                                      strategy_text));
+      throw api::BadInput(
+          fmt::format("--strategy {}: not implemented yet (dp, fsdp, tp and fsdp+tp are)", strategy_text));
     }
     const auto strategy = parse_mlp_strategy(strategy_text);
     if (!strategy) {
@@ -231,18 +234,20 @@ class MlpWorkload final : public Workload {
 
     // 1. Sizes every chip works on, and what the generators need of them.
     if (B % (dx * my) != 0) {
-      throw api::BadInput(fmt::format("--batch {}: the tokens are split over {} ({} x {} = {} blocks), but {} does "
-                                      "not split into {} equal blocks",
-                                      B, axes_text(concat(axes.data, axes.model)), dx, my, dx * my, B, dx * my));
+      throw api::BadInput(
+          fmt::format("--batch {}: the tokens are split over {} ({} x {} = {} blocks), but {} does "
+                      "not split into {} equal blocks",
+                      B, axes_text(concat(axes.data, axes.model)), dx, my, dx * my, B, dx * my));
     }
     if (F % my != 0) {
-      throw api::BadInput(fmt::format("--d-ff {}: F is split over the model axes {} ({} blocks), but {} does not "
-                                      "split into {} equal blocks",
-                                      F, y_name, my, F, my));
+      throw api::BadInput(
+          fmt::format("--d-ff {}: F is split over the model axes {} ({} blocks), but {} does not "
+                      "split into {} equal blocks",
+                      F, y_name, my, F, my));
     }
-    const std::uint64_t b = B / dx;   // tokens per chip inside the block
-    const std::uint64_t r = b / my;   // tokens per chip between blocks
-    const std::uint64_t f = F / my;   // F per chip
+    const std::uint64_t b = B / dx;  // tokens per chip inside the block
+    const std::uint64_t r = b / my;  // tokens per chip between blocks
+    const std::uint64_t f = F / my;  // F per chip
     const auto need = [](bool ok, const std::string& message) {
       if (!ok) throw api::BadInput(message);
     };
@@ -252,8 +257,8 @@ class MlpWorkload final : public Workload {
                                          "contracting dimension); they must be a multiple of {}",
                                          B, b, kTileCols));
     need(D % kTileCols == 0, fmt::format("--d-model {}: D must be a multiple of {} (whole tiles)", D, kTileCols));
-    need(f % kTileCols == 0, fmt::format("--d-ff {}: each chip's F block ({}) must be a multiple of {} (whole tiles)",
-                                         F, f, kTileCols));
+    need(f % kTileCols == 0,
+         fmt::format("--d-ff {}: each chip's F block ({}) must be a multiple of {} (whole tiles)", F, f, kTileCols));
     if (my > 1) {
       need(r % kBf16TileRows == 0,
            fmt::format("--batch {}: the all-gather over {} moves {} token rows per chip; they must be whole bf16 "
@@ -320,8 +325,8 @@ class MlpWorkload final : public Workload {
     const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& spec, const std::string& a,
                                 const std::string& bb, const std::string& c) {
       const std::string file = fmt::format("matmul_{}x{}x{}.llo", spec.m, spec.k, spec.n);
-      built.steps.push_back({assemble(file, [&] { return programs::generate_matmul(spec, chip); }), file,
-                             {{0, a}, {1, bb}, {2, c}}});
+      built.steps.push_back(
+          {assemble(file, [&] { return programs::generate_matmul(spec, chip); }), file, {{0, a}, {1, bb}, {2, c}}});
       Phase p = matmul_phase(spec, chip);
       p.name = fmt::format("{} {}x{}x{}", what, spec.m, spec.k, spec.n);
       built.phases.push_back(std::move(p));
@@ -338,8 +343,8 @@ class MlpWorkload final : public Workload {
     std::size_t collectives = 0;
     const auto add_collective = [&](const std::string& what, const programs::CollectiveSpec& spec,
                                     const std::string& in, const std::string& out) {
-      const std::string file = fmt::format("{}_{}_{}_{}_{}.llo", spec.op, spec.dtype, spec.bytes,
-                                           axes_text(spec.axes), collectives++);
+      const std::string file =
+          fmt::format("{}_{}_{}_{}_{}.llo", spec.op, spec.dtype, spec.bytes, axes_text(spec.axes), collectives++);
       std::map<std::uint32_t, std::string> buffers{{0, in}, {1, out}};
       if (spec.op != "all-gather") buffers[2] = fmt::format("scratch {}", collectives);
       std::string text = programs::generate_collective(spec, topology, chip);
@@ -348,8 +353,8 @@ class MlpWorkload final : public Workload {
       const std::size_t size_end = text.find(',', at + 13);
       const std::uint64_t flag_bytes = std::stoull(text.substr(at + 22, size_end - at - 22), nullptr, 16);
       if (next_flag + flag_bytes / 4 + 2 > chip.sflag.count) {
-        throw std::invalid_argument(fmt::format("mlp: the collectives need more than the chip's {} sync flags",
-                                                chip.sflag.count));
+        throw std::invalid_argument(
+            fmt::format("mlp: the collectives need more than the chip's {} sync flags", chip.sflag.count));
       }
       text.insert(size_end, fmt::format(", offset = 0x{:x}", next_flag * 4));
       next_flag += flag_bytes / 4;
@@ -370,7 +375,8 @@ class MlpWorkload final : public Workload {
       {
         const programs::AddSpec add{r * D, std::min<std::uint64_t>(1 << 20, r * D * 4)};
         const std::string file = fmt::format("add_{}.llo", add.n);
-        built.steps.push_back({assemble(file, [&] { return programs::generate_add(add, chip); }), file,
+        built.steps.push_back({assemble(file, [&] { return programs::generate_add(add, chip); }),
+                               file,
                                {{0, "Y"}, {1, "In f32"}, {2, "Out"}}});
         Phase p;
         p.name = fmt::format("fwd Out = Y + In ({} f32)", add.n);
@@ -408,7 +414,9 @@ class MlpWorkload final : public Workload {
     const auto wo_all = std::make_shared<const std::vector<float>>(programs::random_bf16_values(F * D, seed + 2));
     const auto g_all = std::make_shared<const std::vector<float>>(programs::random_bf16_values(B * D, seed + 3));
     const std::uint32_t chips = topology.chip_count();
-    const auto data_index = [=](std::uint32_t id) { return shard_index(chip_coords(topology, id), lengths, axes.data); };
+    const auto data_index = [=](std::uint32_t id) {
+      return shard_index(chip_coords(topology, id), lengths, axes.data);
+    };
     const auto model_index = [=](std::uint32_t id) {
       return shard_index(chip_coords(topology, id), lengths, axes.model);
     };
@@ -477,20 +485,17 @@ class MlpWorkload final : public Workload {
       built.inputs[buffer] = std::move(in);
     };
     // Weight shards: rows of the chip's model block, split over the data axes (fsdp).
-    const auto shard_rows = [=](const std::vector<float>& m, std::uint64_t rows, std::uint64_t cols,
-                                std::uint32_t id) {
+    const auto shard_rows = [=](const std::vector<float>& m, std::uint64_t rows, std::uint64_t cols, std::uint32_t id) {
       if (!axes.fsdp || dx == 1) return m;
       const std::uint64_t per = rows / dx;
       return matrix_block(m, cols, data_index(id) * per, per, 0, cols);
     };
     const bool gather_weights = axes.fsdp && dx > 1;
-    give(my > 1 ? "In shard" : "In", "bf16", my > 1 ? r : b, D, [=](std::uint32_t id) {
-      return my > 1 ? reference().in_rows[id] : reference().in_gathered[id];
-    });
+    give(my > 1 ? "In shard" : "In", "bf16", my > 1 ? r : b, D,
+         [=](std::uint32_t id) { return my > 1 ? reference().in_rows[id] : reference().in_gathered[id]; });
     give("In f32", "f32", r, D, [=](std::uint32_t id) { return reference().in_rows[id]; });
-    give(my > 1 ? "G shard" : "G", "bf16", my > 1 ? r : b, D, [=](std::uint32_t id) {
-      return my > 1 ? reference().g_rows[id] : reference().g_gathered[id];
-    });
+    give(my > 1 ? "G shard" : "G", "bf16", my > 1 ? r : b, D,
+         [=](std::uint32_t id) { return my > 1 ? reference().g_rows[id] : reference().g_gathered[id]; });
     give(gather_weights ? "Wi shard" : "Wi", "bf16", gather_weights ? D / dx : D, f,
          [=](std::uint32_t id) { return shard_rows(reference().wi[id], D, f, id); });
     give(gather_weights ? "Wo shard" : "Wo", "bf16", gather_weights ? f / dx : f, D,
@@ -514,13 +519,12 @@ class MlpWorkload final : public Workload {
         std::uint64_t rows, cols;
         std::function<std::vector<float>(std::uint32_t)> expected;
       };
-      const std::vector<Output> outputs = {
-          {"H", b, f, [&](std::uint32_t id) { return R.h[id]; }},
-          {"Out", r, D, [&](std::uint32_t id) { return R.out[id]; }},
-          {"dWo", grad_f, D, [&](std::uint32_t id) { return R.d_wo_reduced[id]; }},
-          {"dA", b, f, [&](std::uint32_t id) { return R.d_a[id]; }},
-          {"dWi", grad_d, f, [&](std::uint32_t id) { return R.d_wi_reduced[id]; }},
-          {"dX", r, D, [&](std::uint32_t id) { return R.d_x_reduced[id]; }}};
+      const std::vector<Output> outputs = {{"H", b, f, [&](std::uint32_t id) { return R.h[id]; }},
+                                           {"Out", r, D, [&](std::uint32_t id) { return R.out[id]; }},
+                                           {"dWo", grad_f, D, [&](std::uint32_t id) { return R.d_wo_reduced[id]; }},
+                                           {"dA", b, f, [&](std::uint32_t id) { return R.d_a[id]; }},
+                                           {"dWi", grad_d, f, [&](std::uint32_t id) { return R.d_wi_reduced[id]; }},
+                                           {"dX", r, D, [&](std::uint32_t id) { return R.d_x_reduced[id]; }}};
       json verdict{{"ok", true}, {"elements", 0}};
       std::vector<std::string> lines;
       for (const Output& o : outputs) {
@@ -572,8 +576,8 @@ class MlpWorkload final : public Workload {
                      "matmuls by programs::matmul_reference (the MXU's order), reductions by "
                      "programs::collective_reference (the collective's order), Out = Y + In in f32"}};
     built.intro = {
-        fmt::format("mlp: In[{},{}] @ Wi[{},{}] -> relu -> @ Wo[{},{}] + In, forward and backward, on a {} pod of {}", B,
-                    D, D, F, F, D, ici::describe(topology), chip.name),
+        fmt::format("mlp: In[{},{}] @ Wi[{},{}] -> relu -> @ Wo[{},{}] + In, forward and backward, on a {} pod of {}",
+                    B, D, D, F, F, D, ici::describe(topology), chip.name),
         fmt::format("  strategy {}: data axes X = {} ({} way{}), model axes Y = {} ({} way); per chip {} tokens, "
                     "F block {}",
                     strategy_text, x_name, dx, axes.fsdp ? ", weights sharded" : "", y_name, my, b, f),

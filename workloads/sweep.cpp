@@ -24,8 +24,8 @@ std::uint64_t sweep_number(std::string_view text, std::string_view whole) {
 SweepSpec parse_sweep(std::string_view text, const std::vector<OptionSpec>& options) {
   const auto eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    throw api::BadInput(fmt::format("--sweep '{}': expected VAR=a:b, VAR=a:b:step or VAR=a:b:xF (e.g. batch=256:4096)",
-                                    text));
+    throw api::BadInput(
+        fmt::format("--sweep '{}': expected VAR=a:b, VAR=a:b:step or VAR=a:b:xF (e.g. batch=256:4096)", text));
   }
   SweepSpec spec;
   spec.option = std::string(text.substr(0, eq));
