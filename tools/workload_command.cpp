@@ -77,14 +77,15 @@ int sweep(const po::variables_map& vm, const workloads::Workload& w, workloads::
       } catch (const api::BadInput& e) {
         fmt::print(stderr, "tpuemu workload {}: --sweep at --{} {}{}: {}\n", name, spec.option, v,
                    s.empty() ? "" : fmt::format(" --{} {}", series_option, s), e.what());
-        return kExitBadInput;
+        exit_code = kExitBadInput;  // the other points still run; the CSV and plot leave this one out
+        continue;
       }
       if (result.fault) {
         fmt::print(stderr, "tpuemu workload {}: --{} {}: program fault: {}\n", name, spec.option, v,
                    result.fault->message);
         return kExitProgramFault;
       }
-      if (!result.ok) exit_code = kExitFailure;
+      if (!result.ok && exit_code == kExitOk) exit_code = kExitFailure;
       const auto& rep = result.report;
       const auto us = [&](const char* key) { return fmt::format("{:.3f} us", rep.at(key).get<double>() * 1e6); };
       fmt::print("{:<10} {:>10} {:>12} {:>12} {:>12} {:>12} {:>6.1f}%  {}\n", s.empty() ? "-" : s, v, us("seconds"),
