@@ -191,8 +191,8 @@ class MlpWorkload final : public Workload {
             {"d-ff", "512", "F: d_ff"},
             {"strategy", "fsdp",
              "dp (data over all axes), fsdp (data and weights over all axes), tp (model over all axes), fsdp+tp "
-             "(fsdp over x, tp over the other axes)"},
-            {"microbatches", "", "pipeline microbatches (only with --strategy pp, which is not implemented yet)"},
+             "(fsdp over x, tp over the other axes), pp (a pipeline of one block per chip along x)"},
+            {"microbatches", "", "pipeline microbatches (only with --strategy pp; default 1)"},
             {"algo", "multi-axis", "the collectives' algorithm (tpuemu collective --algo list)"},
             {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
   }
@@ -201,13 +201,13 @@ class MlpWorkload final : public Workload {
     const ChipConfig& chip = setup.chip;
     const ici::Topology& topology = setup.topology;
     const std::string strategy_text = options.text("strategy");
-    if (strategy_text == "pp" || strategy_text == "sp") {
-      throw api::BadInput(
-          fmt::format("--strategy {}: not implemented yet (dp, fsdp, tp and fsdp+tp are)", strategy_text));
+    if (strategy_text == "pp") return build_mlp_pipeline(setup, options);
+    if (strategy_text == "sp") {
+      throw api::BadInput("--strategy sp: not implemented yet (dp, fsdp, tp, fsdp+tp and pp are)");
     }
     const auto strategy = parse_mlp_strategy(strategy_text);
     if (!strategy) {
-      throw api::BadInput(fmt::format("--strategy '{}': expected dp, fsdp, tp or fsdp+tp", strategy_text));
+      throw api::BadInput(fmt::format("--strategy '{}': expected dp, fsdp, tp, fsdp+tp or pp", strategy_text));
     }
     if (!options.text("microbatches").empty()) {
       throw api::BadInput(fmt::format("--microbatches {}: only a pipeline (--strategy pp) has microbatches",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/chip_config.hpp"
+#include "workloads/workload.hpp"
 
 namespace tpuemu::workloads {
 
@@ -45,5 +46,9 @@ struct MlpBook {
 // m_x, m_y: the hardware axes each spans (at least 1).
 MlpBook mlp_book(MlpStrategy strategy, double b, double d, double f, double x, double y, double m_x, double m_y,
                  const ChipConfig& chip);
+
+// --strategy pp (workloads/mlp_pipeline.cpp): a GPipe pipeline of one MLP
+// block per chip along x, --microbatches microbatches; throws api::BadInput.
+Built build_mlp_pipeline(const Setup& setup, const OptionValues& options);
 
 }  // namespace tpuemu::workloads
