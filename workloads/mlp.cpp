@@ -154,6 +154,19 @@ double spanned(const std::vector<std::uint32_t>& lengths, const std::vector<std:
   return std::max(1.0, n);
 }
 
+// The generated matmul of `spec`; a refusal (VMEM, shapes) names the size options.
+std::string sized_matmul(const programs::MatmulSpec& spec, const ChipConfig& chip, const std::string& what,
+                         std::uint64_t batch, std::uint64_t d_model, std::uint64_t d_ff) {
+  try {
+    return programs::generate_matmul(spec, chip);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(
+        fmt::format("--batch {} --d-model {} --d-ff {}: the {}x{}x{} matmul of '{}' on every "
+                    "chip: {}",
+                    batch, d_model, d_ff, spec.m, spec.k, spec.n, what, e.what()));
+  }
+}
+
 std::vector<float> transpose(const std::vector<float>& m, std::uint64_t rows, std::uint64_t cols) {
   std::vector<float> t(m.size());
   for (std::uint64_t r = 0; r < rows; ++r) {
@@ -326,7 +339,7 @@ class MlpWorkload final : public Workload {
                                 const std::string& bb, const std::string& c) {
       const std::string file = fmt::format("matmul_{}x{}x{}.llo", spec.m, spec.k, spec.n);
       built.steps.push_back(
-          {assemble(file, [&] { return programs::generate_matmul(spec, chip); }), file, {{0, a}, {1, bb}, {2, c}}});
+          {assemble(file, [&] { return sized_matmul(spec, chip, what, B, D, F); }), file, {{0, a}, {1, bb}, {2, c}}});
       Phase p = matmul_phase(spec, chip);
       p.name = fmt::format("{} {}x{}x{}", what, spec.m, spec.k, spec.n);
       built.phases.push_back(std::move(p));

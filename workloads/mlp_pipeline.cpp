@@ -117,6 +117,19 @@ std::string pipeline_wait(std::uint64_t bytes, std::int64_t lo, std::int64_t hi,
   return t;
 }
 
+// The generated matmul of `spec`; a refusal (VMEM, shapes) names the size options.
+std::string sized_matmul(const programs::MatmulSpec& spec, const ChipConfig& chip, const std::string& what,
+                         std::uint64_t batch, std::uint64_t d_model, std::uint64_t d_ff) {
+  try {
+    return programs::generate_matmul(spec, chip);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(
+        fmt::format("--batch {} --d-model {} --d-ff {}: the {}x{}x{} matmul of '{}' on every "
+                    "chip: {}",
+                    batch, d_model, d_ff, spec.m, spec.k, spec.n, what, e.what()));
+  }
+}
+
 std::vector<float> transpose(const std::vector<float>& m, std::uint64_t rows, std::uint64_t cols) {
   std::vector<float> t(m.size());
   for (std::uint64_t r = 0; r < rows; ++r) {
@@ -193,7 +206,7 @@ Built build_mlp_pipeline(const Setup& setup, const OptionValues& options) {
                                 std::int64_t hi, const std::string& a, const std::string& b, const std::string& c) {
       const std::string file = fmt::format("matmul_{}x{}x{}{}_stages{}-{}.llo", spec.m, spec.k, spec.n,
                                            spec.accumulate ? "_acc" : "", lo, hi);
-      built.steps.push_back({api::assemble(only_on_stages(programs::generate_matmul(spec, chip), lo, hi), file),
+      built.steps.push_back({api::assemble(only_on_stages(sized_matmul(spec, chip, what, B, D, F), lo, hi), file),
                              file,
                              {{0, a}, {1, b}, {2, c}}});
       Phase p = matmul_phase(spec, chip);
