@@ -235,6 +235,12 @@ TEST_CASE("mlp strategies name their data and model axes") {
   CHECK(both.data == std::vector<std::size_t>{0});
   CHECK(both.model == std::vector<std::size_t>{1, 2});
   CHECK(both.fsdp);
+  const MlpAxes sp = mlp_axes(MlpStrategy::kSp, 3);
+  CHECK(sp.data == std::vector<std::size_t>{0});
+  CHECK(sp.sequence == std::vector<std::size_t>{1});
+  CHECK(sp.model == std::vector<std::size_t>{2});
+  CHECK(sp.fsdp);
+  CHECK(parse_mlp_strategy("sp") == MlpStrategy::kSp);
 }
 
 TEST_CASE("mlp: the book's thresholds on v5p") {

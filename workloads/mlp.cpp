@@ -68,26 +68,30 @@ std::optional<MlpStrategy> parse_mlp_strategy(std::string_view text) {
   if (text == "fsdp") return MlpStrategy::kFsdp;
   if (text == "tp") return MlpStrategy::kTp;
   if (text == "fsdp+tp") return MlpStrategy::kFsdpTp;
+  if (text == "sp") return MlpStrategy::kSp;
   return std::nullopt;
 }
 
 MlpAxes mlp_axes(MlpStrategy strategy, std::size_t axis_count) {
   MlpAxes axes;
   for (std::size_t a = 0; a < axis_count; ++a) {
-    const bool data =
-        strategy == MlpStrategy::kDp || strategy == MlpStrategy::kFsdp || (strategy == MlpStrategy::kFsdpTp && a == 0);
-    (data ? axes.data : axes.model).push_back(a);
+    const bool data = strategy == MlpStrategy::kDp || strategy == MlpStrategy::kFsdp || a == 0;
+    if (strategy == MlpStrategy::kSp && a == 1) {
+      axes.sequence.push_back(a);
+    } else {
+      (data && strategy != MlpStrategy::kTp ? axes.data : axes.model).push_back(a);
+    }
   }
-  axes.fsdp = strategy == MlpStrategy::kFsdp || strategy == MlpStrategy::kFsdpTp;
+  axes.fsdp = strategy != MlpStrategy::kDp && strategy != MlpStrategy::kTp;
   return axes;
 }
 
 MlpBook mlp_book(MlpStrategy strategy, double b, double d, double f, double x, double y, double m_x, double m_y,
-                 const ChipConfig& chip) {
+                 const ChipConfig& chip, double s, double m_s) {
   const double c = chip.peak_bf16_flops();
   const double w = 2 * chip.ici.link_bandwidth;
   MlpBook book;
-  book.t_math = 12 * b * d * f / (x * y * c);
+  book.t_math = 12 * b * d * f / (x * s * y * c);
   switch (strategy) {
     case MlpStrategy::kDp:
       book.t_comms = 8 * d * f / (w * m_x);
@@ -116,6 +120,15 @@ MlpBook mlp_book(MlpStrategy strategy, double b, double d, double f, double x, d
       book.formula = "T_math = 12BDF/(NC); T_comms = (4BD/X + 8BD/X)/(W M_Y) + (4DF/Y + 8DF/Y)/(W M_X)";
       book.threshold_name = "tokens per chip B/N = (C/W)^2 / (2F)";
       book.threshold = (c / w) * (c / w) / (2 * f);
+      break;
+    case MlpStrategy::kSp:
+      book.t_comms = (y > 1 ? (4 * b * d / (x * s) + 8 * b * d / (x * s)) / (w * m_y) : 0.0) +
+                     (4 * d * f / y + 8 * d * f / y) / (w * m_x) + 8 * d * f / (x * y) / (w * m_s);
+      book.formula =
+          "T_math = 12BDF/(NC); T_comms = (4BD/(XS) + 8BD/(XS))/(W M_Y) (TP, when Y > 1) + (4DF/Y + 8DF/Y)/(W M_X) "
+          "(FSDP) + 8DF/(XY)/(W M_S) (all-reduce of the gradient shards over the sequence axis S)";
+      book.threshold_name = "none (the book gives no threshold for sequence parallelism)";
+      book.threshold = 0;
       break;
   }
   return book;
@@ -199,15 +212,17 @@ class MlpWorkload final : public Workload {
            "reduction, --strategy dp|fsdp|tp|fsdp+tp (the book's training.md)";
   }
   [[nodiscard]] std::vector<OptionSpec> options() const override {
-    return {{"batch", "512", "B: tokens (batch x sequence)"},
-            {"d-model", "256", "D: d_model"},
-            {"d-ff", "512", "F: d_ff"},
-            {"strategy", "fsdp",
-             "dp (data over all axes), fsdp (data and weights over all axes), tp (model over all axes), fsdp+tp "
-             "(fsdp over x, tp over the other axes), pp (a pipeline of one block per chip along x)"},
-            {"microbatches", "", "pipeline microbatches (only with --strategy pp; default 1)"},
-            {"algo", "multi-axis", "the collectives' algorithm (tpuemu collective --algo list)"},
-            {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
+    return {
+        {"batch", "512", "B: tokens (batch x sequence)"},
+        {"d-model", "256", "D: d_model"},
+        {"d-ff", "512", "F: d_ff"},
+        {"strategy", "fsdp",
+         "dp (data over all axes), fsdp (data and weights over all axes), tp (model over all axes), fsdp+tp "
+         "(fsdp over x, tp over the other axes), sp (fsdp over x, sequence over y, tp over z), pp (a pipeline of one "
+         "block per chip along x)"},
+        {"microbatches", "", "pipeline microbatches (only with --strategy pp; default 1)"},
+        {"algo", "multi-axis", "the collectives' algorithm (tpuemu collective --algo list)"},
+        {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
   }
 
   [[nodiscard]] Built build(const Setup& setup, const OptionValues& options) const override {
@@ -215,12 +230,9 @@ class MlpWorkload final : public Workload {
     const ici::Topology& topology = setup.topology;
     const std::string strategy_text = options.text("strategy");
     if (strategy_text == "pp") return build_mlp_pipeline(setup, options);
-    if (strategy_text == "sp") {
-      throw api::BadInput("--strategy sp: not implemented yet (dp, fsdp, tp, fsdp+tp and pp are)");
-    }
     const auto strategy = parse_mlp_strategy(strategy_text);
     if (!strategy) {
-      throw api::BadInput(fmt::format("--strategy '{}': expected dp, fsdp, tp, fsdp+tp or pp", strategy_text));
+      throw api::BadInput(fmt::format("--strategy '{}': expected dp, fsdp, tp, fsdp+tp, sp or pp", strategy_text));
     }
     if (!options.text("microbatches").empty()) {
       throw api::BadInput(fmt::format("--microbatches {}: only a pipeline (--strategy pp) has microbatches",
@@ -234,23 +246,26 @@ class MlpWorkload final : public Workload {
     const std::string algorithm = options.text("algo");
     const auto lengths = axis_lengths(topology);
     const MlpAxes axes = mlp_axes(*strategy, topology.axis_count());
-    if (*strategy == MlpStrategy::kFsdpTp && topology.axis_count() < 2) {
-      throw api::BadInput(
-          fmt::format("--strategy fsdp+tp: needs a mesh of 2 or 3 axes (fsdp over x, tp over the others); "
-                      "--topology {} has one",
-                      topology.shape()));
+    if ((*strategy == MlpStrategy::kFsdpTp || *strategy == MlpStrategy::kSp) && topology.axis_count() < 2) {
+      throw api::BadInput(fmt::format(
+          "--strategy {}: needs a mesh of 2 or 3 axes ({}); --topology {} has one", strategy_text,
+          *strategy == MlpStrategy::kSp ? "fsdp over x, sequence over y, tp over z" : "fsdp over x, tp over the others",
+          topology.shape()));
     }
     const std::uint64_t dx = shard_count(lengths, axes.data);
+    const std::uint64_t sq = shard_count(lengths, axes.sequence);  // sequence split (sp), else 1
+    const std::vector<std::size_t> token_axes = concat(axes.data, axes.sequence);
+    const std::uint64_t tx = dx * sq;  // the tokens' split inside the block
     const std::uint64_t my = shard_count(lengths, axes.model);
     const std::string x_name = axes_name(axes.data);
     const std::string y_name = axes_name(axes.model);
 
     // 1. Sizes every chip works on, and what the generators need of them.
-    if (B % (dx * my) != 0) {
+    if (B % (tx * my) != 0) {
       throw api::BadInput(
           fmt::format("--batch {}: the tokens are split over {} ({} x {} = {} blocks), but {} does "
                       "not split into {} equal blocks",
-                      B, axes_text(concat(axes.data, axes.model)), dx, my, dx * my, B, dx * my));
+                      B, axes_text(concat(token_axes, axes.model)), tx, my, tx * my, B, tx * my));
     }
     if (F % my != 0) {
       throw api::BadInput(
@@ -258,7 +273,7 @@ class MlpWorkload final : public Workload {
                       "split into {} equal blocks",
                       F, y_name, my, F, my));
     }
-    const std::uint64_t b = B / dx;  // tokens per chip inside the block
+    const std::uint64_t b = B / tx;  // tokens per chip inside the block
     const std::uint64_t r = b / my;  // tokens per chip between blocks
     const std::uint64_t f = F / my;  // F per chip
     const auto need = [](bool ok, const std::string& message) {
@@ -316,6 +331,10 @@ class MlpWorkload final : public Workload {
     const auto ag_wo = collective("all-gather", axes.data, "bf16", f * D * 2);
     const auto red_dwo = collective(reduce_op, axes.data, "f32", f * D * 4);
     const auto red_dwi = collective(reduce_op, axes.data, "f32", D * f * 4);
+    const std::uint64_t grad_f = axes.fsdp && dx > 1 ? f / dx : f;  // the gradients' rows after the data reduction
+    const std::uint64_t grad_d = axes.fsdp && dx > 1 ? D / dx : D;
+    const auto seq_dwo = collective("all-reduce", axes.sequence, "f32", grad_f * D * 4);
+    const auto seq_dwi = collective("all-reduce", axes.sequence, "f32", grad_d * f * 4);
     if (dx > 1) {
       need(!axes.fsdp || (f % (dx * kF32TileRows) == 0 && D % (dx * kF32TileRows) == 0),
            fmt::format("--d-ff {} / --d-model {}: the gradients' reduce-scatter over {} leaves each chip {} and {} "
@@ -403,12 +422,16 @@ class MlpWorkload final : public Workload {
       }
       // Backward.
       if (my > 1) add_collective("G", ag_in, "G shard", "G");
-      add_matmul("bwd dWo = A^T @ G", mm_dwo, "AT", "G", dx > 1 ? "dWo partial" : "dWo");
-      if (dx > 1) add_collective("dWo", red_dwo, "dWo partial", "dWo");
+      // Gradients: summed over the data axes (into "dW over X" when the sequence axes follow), then over the sequence
+      // axes.
+      add_matmul("bwd dWo = A^T @ G", mm_dwo, "AT", "G", tx > 1 ? "dWo partial" : "dWo");
+      if (dx > 1) add_collective("dWo", red_dwo, "dWo partial", sq > 1 ? "dWo over X" : "dWo");
+      if (sq > 1) add_collective("dWo", seq_dwo, dx > 1 ? "dWo over X" : "dWo partial", "dWo");
       if (axes.fsdp && dx > 1) add_collective("Wo^T", ag_wi, "WoT shard", "WoT");
       add_matmul("bwd dA = G @ Wo^T", mm_da, "G", "WoT", "dA");
-      add_matmul("bwd dWi = In^T @ dH", mm_dwi, "InT", "dH", dx > 1 ? "dWi partial" : "dWi");
-      if (dx > 1) add_collective("dWi", red_dwi, "dWi partial", "dWi");
+      add_matmul("bwd dWi = In^T @ dH", mm_dwi, "InT", "dH", tx > 1 ? "dWi partial" : "dWi");
+      if (dx > 1) add_collective("dWi", red_dwi, "dWi partial", sq > 1 ? "dWi over X" : "dWi");
+      if (sq > 1) add_collective("dWi", seq_dwi, dx > 1 ? "dWi over X" : "dWi partial", "dWi");
       if (axes.fsdp && dx > 1) add_collective("Wi^T", ag_wo, "WiT shard", "WiT");
       add_matmul("bwd dX = dH @ Wi^T", mm_dx, "dH", "WiT", my > 1 ? "dX partial" : "dX");
       if (my > 1) add_collective("dX", rs_y, "dX partial", "dX");
@@ -427,8 +450,11 @@ class MlpWorkload final : public Workload {
     const auto wo_all = std::make_shared<const std::vector<float>>(programs::random_bf16_values(F * D, seed + 2));
     const auto g_all = std::make_shared<const std::vector<float>>(programs::random_bf16_values(B * D, seed + 3));
     const std::uint32_t chips = topology.chip_count();
-    const auto data_index = [=](std::uint32_t id) {
+    const auto data_index = [=](std::uint32_t id) {  // the chip's weight shard (fsdp)
       return shard_index(chip_coords(topology, id), lengths, axes.data);
+    };
+    const auto token_index = [=](std::uint32_t id) {  // the chip's block of tokens
+      return shard_index(chip_coords(topology, id), lengths, token_axes);
     };
     const auto model_index = [=](std::uint32_t id) {
       return shard_index(chip_coords(topology, id), lengths, axes.model);
@@ -439,7 +465,7 @@ class MlpWorkload final : public Workload {
       Reference& R = *ref;
       std::vector<std::vector<std::uint8_t>> y_bytes, dwo_bytes, dwi_bytes, dx_bytes;
       for (std::uint32_t id = 0; id < chips; ++id) {
-        const std::uint64_t xi = data_index(id), yi = model_index(id);
+        const std::uint64_t xi = token_index(id), yi = model_index(id);
         R.in_rows.push_back(matrix_block(*in_all, D, (xi * my + yi) * r, r, 0, D));
         R.in_gathered.push_back(matrix_block(*in_all, D, xi * b, b, 0, D));
         R.g_rows.push_back(matrix_block(*g_all, D, (xi * my + yi) * r, r, 0, D));
@@ -467,17 +493,20 @@ class MlpWorkload final : public Workload {
       // of a multi-axis collective sums an element depends on its place in
       // the device layout); a reduce-scatter leaves rank r the r-th row block.
       const auto reduce = [&](const programs::CollectiveSpec& spec, bool over,
-                              const std::vector<std::vector<std::uint8_t>>& in, std::uint64_t cols) {
+                              const std::vector<std::vector<std::uint8_t>>& in, std::uint64_t cols,
+                              const programs::CollectiveSpec* then = nullptr) {
+        std::vector<std::vector<std::uint8_t>> bytes = over ? programs::collective_reference(spec, topology, in) : in;
+        if (then != nullptr) bytes = programs::collective_reference(*then, topology, bytes);
         std::vector<std::vector<float>> out;
-        for (const auto& bytes : over ? programs::collective_reference(spec, topology, in) : in) {
-          out.push_back(host_matrix_f32(bytes, bytes.size() / (cols * 4), cols));
+        for (const auto& chip_bytes : bytes) {
+          out.push_back(host_matrix_f32(chip_bytes, chip_bytes.size() / (cols * 4), cols));
         }
         return out;
       };
       R.y_reduced = reduce(rs_y, my > 1, y_bytes, D);
       R.d_x_reduced = reduce(rs_y, my > 1, dx_bytes, D);
-      R.d_wo_reduced = reduce(red_dwo, dx > 1, dwo_bytes, D);
-      R.d_wi_reduced = reduce(red_dwi, dx > 1, dwi_bytes, f);
+      R.d_wo_reduced = reduce(red_dwo, dx > 1, dwo_bytes, D, sq > 1 ? &seq_dwo : nullptr);
+      R.d_wi_reduced = reduce(red_dwi, dx > 1, dwi_bytes, f, sq > 1 ? &seq_dwi : nullptr);
       for (std::uint32_t id = 0; id < chips; ++id) {
         std::vector<float> out = R.y_reduced[id];
         for (std::size_t e = 0; e < out.size(); ++e) out[e] += R.in_rows[id][e];
@@ -523,8 +552,6 @@ class MlpWorkload final : public Workload {
     give("dH", "bf16", b, f, [=](std::uint32_t id) { return reference().d_h[id]; });
 
     // 4. The check: every output of every chip, bit for bit.
-    const std::uint64_t grad_f = axes.fsdp && dx > 1 ? f / dx : f;
-    const std::uint64_t grad_d = axes.fsdp && dx > 1 ? D / dx : D;
     built.check = [=](const api::Result& result) {
       const Reference& R = reference();
       struct Output {
@@ -558,24 +585,26 @@ class MlpWorkload final : public Workload {
     };
 
     // 5. The book's prediction for the strategy, and the report's fields.
-    const MlpBook book = mlp_book(*strategy, bd, dd, fd, static_cast<double>(dx), static_cast<double>(my),
-                                  spanned(lengths, axes.data), spanned(lengths, axes.model), chip);
+    const MlpBook book =
+        mlp_book(*strategy, bd, dd, fd, static_cast<double>(dx), static_cast<double>(my), spanned(lengths, axes.data),
+                 spanned(lengths, axes.model), chip, static_cast<double>(sq), spanned(lengths, axes.sequence));
     // The threshold as a value of an option, the others fixed (the sweep's vertical line).
     json threshold_at = json::object();
     if (*strategy == MlpStrategy::kTp) {
       threshold_at["d-ff"] = static_cast<double>(my) * chip.peak_bf16_flops() /
                              (2 * chip.ici.link_bandwidth * spanned(lengths, axes.model));
     } else {
-      threshold_at["batch"] = book.threshold * static_cast<double>(dx * my);
+      if (book.threshold > 0) threshold_at["batch"] = book.threshold * static_cast<double>(tx * my);
     }
     built.choice = {{"strategy", strategy_text},
                     {"data_axes", axes_text(axes.data)},
                     {"model_axes", axes_text(axes.model)},
+                    {"sequence_axes", axes_text(axes.sequence)},
                     {"batch", B},
                     {"d_model", D},
                     {"d_ff", F},
                     {"per_chip", {{"tokens", b}, {"tokens_between_blocks", r}, {"d_ff", f}}},
-                    {"tokens_per_chip", static_cast<double>(B) / (static_cast<double>(dx) * static_cast<double>(my))},
+                    {"tokens_per_chip", static_cast<double>(B) / (static_cast<double>(tx) * static_cast<double>(my))},
                     {"activation", "relu (applied on the host between the matmuls)"},
                     {"book",
                      {{"t_math_seconds", book.t_math},
@@ -591,9 +620,11 @@ class MlpWorkload final : public Workload {
     built.intro = {
         fmt::format("mlp: In[{},{}] @ Wi[{},{}] -> relu -> @ Wo[{},{}] + In, forward and backward, on a {} pod of {}",
                     B, D, D, F, F, D, ici::describe(topology), chip.name),
-        fmt::format("  strategy {}: data axes X = {} ({} way{}), model axes Y = {} ({} way); per chip {} tokens, "
+        fmt::format("  strategy {}: data axes X = {} ({} way{}), {}model axes Y = {} ({} way); per chip {} tokens, "
                     "F block {}",
-                    strategy_text, x_name, dx, axes.fsdp ? ", weights sharded" : "", y_name, my, b, f),
+                    strategy_text, x_name, dx, axes.fsdp ? ", weights sharded" : "",
+                    sq > 1 ? fmt::format("sequence axes S = {} ({} way), ", axes_text(axes.sequence), sq) : "", y_name,
+                    my, b, f),
         fmt::format("  the book: T_math {}, T_comms {}; {} = {:.4g}", format_quantity(book.t_math, Quantity::kTime),
                     format_quantity(book.t_comms, Quantity::kTime), book.threshold_name, book.threshold)};
     return built;

@@ -15,18 +15,23 @@
 
 namespace tpuemu::workloads {
 
-enum class MlpStrategy { kDp, kFsdp, kTp, kFsdpTp };
+enum class MlpStrategy { kDp, kFsdp, kTp, kFsdpTp, kSp };
 
-// "dp", "fsdp", "tp", "fsdp+tp"; nullopt otherwise.
+// "dp", "fsdp", "tp", "fsdp+tp", "sp"; nullopt otherwise ("pp" is
+// build_mlp_pipeline's).
 std::optional<MlpStrategy> parse_mlp_strategy(std::string_view text);
 
 // Which mesh axes a strategy uses on a mesh of `axis_count` axes, major first:
 // data axes (the book's X: tokens split, gradients reduced) and model axes
 // (Y: d_ff split). dp, fsdp: every axis is data; tp: every axis is model;
-// fsdp+tp: x is data, the others model. fsdp: weights split over the data axes.
+// fsdp+tp: x is data, the others model; sp (sequence parallelism inside
+// FSDP and TP, the book's LLaMA-3 layout): x is data, y sequence (tokens
+// split, weights whole over it, gradients all-reduced over it), z model.
+// fsdp: weights split over the data axes.
 struct MlpAxes {
   std::vector<std::size_t> data;
   std::vector<std::size_t> model;
+  std::vector<std::size_t> sequence;
   bool fsdp = false;
 };
 MlpAxes mlp_axes(MlpStrategy strategy, std::size_t axis_count);
@@ -43,9 +48,10 @@ struct MlpBook {
   std::string threshold_name;
 };
 // b, d, f: the global B, D, F; x, y: the data and model axes' chip counts;
-// m_x, m_y: the hardware axes each spans (at least 1).
+// m_x, m_y: the hardware axes each spans (at least 1); s, m_s: the same for
+// the sequence axes (sp).
 MlpBook mlp_book(MlpStrategy strategy, double b, double d, double f, double x, double y, double m_x, double m_y,
-                 const ChipConfig& chip);
+                 const ChipConfig& chip, double s = 1, double m_s = 1);
 
 // --strategy pp (workloads/mlp_pipeline.cpp): a GPipe pipeline of one MLP
 // block per chip along x, --microbatches microbatches; throws api::BadInput.
