@@ -209,7 +209,7 @@ class MlpWorkload final : public Workload {
   [[nodiscard]] std::string_view name() const override { return "mlp"; }
   [[nodiscard]] std::string_view summary() const override {
     return "a transformer MLP block (In @ Wi, relu, @ Wo, + In) forward and backward with the optimizer's gradient "
-           "reduction, --strategy dp|fsdp|tp|fsdp+tp (the book's training.md)";
+           "reduction, --strategy dp|fsdp|tp|fsdp+tp|sp|pp (the book's training.md)";
   }
   [[nodiscard]] std::vector<OptionSpec> options() const override {
     return {
