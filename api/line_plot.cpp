@@ -144,4 +144,17 @@ std::string line_plot_svg(const LinePlot& plot) {
   return out;
 }
 
+std::string line_plots_svg(const std::vector<LinePlot>& plots) {
+  std::string out =
+      fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\">\n",
+                  kWidth, kHeight * static_cast<double>(plots.size()));
+  for (std::size_t i = 0; i < plots.size(); ++i) {
+    std::string chart = line_plot_svg(plots[i]);
+    chart.replace(0, 4, fmt::format("<svg x=\"0\" y=\"{}\"", kHeight * static_cast<double>(i)));
+    out += chart;
+  }
+  out += "</svg>\n";
+  return out;
+}
+
 }  // namespace tpuemu::api

@@ -27,5 +27,7 @@ struct LinePlot {
 };
 
 std::string line_plot_svg(const LinePlot& plot);
+// Several charts stacked top to bottom in one SVG (each as line_plot_svg draws it).
+std::string line_plots_svg(const std::vector<LinePlot>& plots);
 
 }  // namespace tpuemu::api

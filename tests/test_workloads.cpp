@@ -11,8 +11,10 @@
 
 #include "programs/generators.hpp"
 #include "tests/test_support.hpp"
+#include "workloads/mlp.hpp"
 #include "workloads/sharded_matmul.hpp"
 #include "workloads/sharding.hpp"
+#include "workloads/sweep.hpp"
 #include "workloads/workload.hpp"
 
 using namespace tpuemu;
@@ -215,4 +217,64 @@ TEST_CASE("the matmul's column-block and accumulate forms, and the ring shift, a
   // The shift's flags are the last two of the flag space.
   CHECK_THAT(programs::generate_ring_shift_wait({16, 128, 1}, chip),
              Contains(fmt::format("offset = 0x{:x}", (chip.sflag.count - 2) * 4)));
+}
+
+// The mlp workload's strategies and the book's thresholds (workloads/mlp.hpp).
+TEST_CASE("mlp strategies name their data and model axes") {
+  CHECK(parse_mlp_strategy("fsdp+tp") == MlpStrategy::kFsdpTp);
+  CHECK_FALSE(parse_mlp_strategy("zero3"));
+  const MlpAxes dp = mlp_axes(MlpStrategy::kDp, 3);
+  CHECK(dp.data == std::vector<std::size_t>{0, 1, 2});
+  CHECK(dp.model.empty());
+  CHECK_FALSE(dp.fsdp);
+  CHECK(mlp_axes(MlpStrategy::kFsdp, 2).fsdp);
+  const MlpAxes tp = mlp_axes(MlpStrategy::kTp, 2);
+  CHECK(tp.data.empty());
+  CHECK(tp.model == std::vector<std::size_t>{0, 1});
+  const MlpAxes both = mlp_axes(MlpStrategy::kFsdpTp, 3);
+  CHECK(both.data == std::vector<std::size_t>{0});
+  CHECK(both.model == std::vector<std::size_t>{1, 2});
+  CHECK(both.fsdp);
+  const MlpAxes sp = mlp_axes(MlpStrategy::kSp, 3);
+  CHECK(sp.data == std::vector<std::size_t>{0});
+  CHECK(sp.sequence == std::vector<std::size_t>{1});
+  CHECK(sp.model == std::vector<std::size_t>{2});
+  CHECK(sp.fsdp);
+  CHECK(parse_mlp_strategy("sp") == MlpStrategy::kSp);
+}
+
+TEST_CASE("mlp: the book's thresholds on v5p") {
+  const ChipConfig v5p = test::preset("v5p");
+  const double c_over_w = v5p.peak_bf16_flops() / (2 * v5p.ici.link_bandwidth);
+  // The book's C/W for v5p is about 2550 tokens.
+  CHECK(c_over_w == Approx(2550).epsilon(0.01));
+  // FSDP over 3 axes: 2550 / 3 = 850 tokens per chip; at that batch T_math = 12BDF/(XC) equals
+  // the backward pass's 8DF/(W M_X) x 1.5 (the table's 12DF for all of forward and backward).
+  const MlpBook fsdp = mlp_book(MlpStrategy::kFsdp, 850 * 8, 1024, 4096, 8, 1, 3, 1, v5p);
+  CHECK(fsdp.threshold == Approx(c_over_w / 3));
+  CHECK(fsdp.t_math == Approx(fsdp.t_comms).epsilon(0.02));
+  // TP over one axis: comms-bound above Y = M_Y F / (C/W).
+  const MlpBook tp = mlp_book(MlpStrategy::kTp, 4096, 8192, 28672, 1, 8, 1, 1, v5p);
+  CHECK(tp.threshold == Approx(28672 / c_over_w));
+  // FSDP + TP: B/N > (C/W)^2 / (2F): F = 32768 -> about 99.
+  const MlpBook both = mlp_book(MlpStrategy::kFsdpTp, 48000, 8192, 32768, 16, 4, 2, 1, v5p);
+  CHECK(both.threshold == Approx(99).epsilon(0.02));
+}
+
+TEST_CASE("sweep ranges: doubling, steps, factors; refusals name --sweep") {
+  const std::vector<OptionSpec> options{{"batch", "512", ""}, {"strategy", "fsdp", ""}};
+  CHECK(parse_sweep("batch=256:2048", options).values == std::vector<std::uint64_t>{256, 512, 1024, 2048});
+  CHECK(parse_sweep("batch=256:1000", options).values == std::vector<std::uint64_t>{256, 512});
+  CHECK(parse_sweep("--batch=256:1024:256", options).values == std::vector<std::uint64_t>{256, 512, 768, 1024});
+  CHECK(parse_sweep("batch=1:100:x10", options).values == std::vector<std::uint64_t>{1, 10, 100});
+  CHECK(parse_sweep("batch=1e3:1e3", options).values == std::vector<std::uint64_t>{1000});
+  CHECK(parse_sweep("batch=256:2048", options).option == "batch");
+  CHECK_THROWS_WITH(parse_sweep("batch", options), Contains("--sweep 'batch': expected VAR=a:b"));
+  CHECK_THROWS_WITH(parse_sweep("tokens=1:2", options), Contains("the workload has no option --tokens"));
+  CHECK_THROWS_WITH(parse_sweep("batch=8:4", options), Contains("the range ends below its start"));
+  CHECK_THROWS_WITH(parse_sweep("batch=1:8:x1", options), Contains("the factor must be 2 or more"));
+  CHECK_THROWS_WITH(parse_sweep("batch=1:8:0", options), Contains("the step must be 1 or more"));
+  CHECK_THROWS_WITH(parse_sweep("batch=a:8", options), Contains("'a' is not a whole number"));
+  CHECK_THROWS_WITH(parse_sweep("batch=0:8", options), Contains("a factor needs a start above 0"));
+  CHECK_THROWS_WITH(parse_sweep("batch=1:1000:1", options), Contains("more than 256 values"));
 }

@@ -185,6 +185,7 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
   report["check"] = check.at("check");
   report["ok"] = out.ok;
   report["fault"] = out.fault ? json(out.fault->message) : json(nullptr);
+  if (built.finish && !out.fault) built.finish(report, run.report);
   report["report"] = run.report;
   out.report = std::move(report);
   return out;

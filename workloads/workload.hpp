@@ -83,6 +83,10 @@ struct Built {
   // fault: compares every output of every chip with its host reference and
   // returns {"check": "bit-exact (...)" or what differs, "ok": bool}.
   std::function<nlohmann::json(const api::Result&)> check;
+  // Optional, after every run (with or without data, not after a fault): adds
+  // the workload's own measured fields to `report` (the workload report, its
+  // "phases" filled in) from `run_report` (the run's report, docs/report.md).
+  std::function<void(nlohmann::json& report, const nlohmann::json& run_report)> finish;
 };
 
 class Workload {

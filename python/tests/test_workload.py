@@ -63,3 +63,16 @@ def test_inference_layer_options_with_underscores():
     assert r["ok"] and r["check"].startswith("bit-exact") and r["d_model"] == 256 and r["model_ways"] == 2
     assert [p["kind"] for p in r["phases"]] == ["compute", "compute", "compute", "communication"]
     assert r["book"]["bound"] == "HBM" and 238 < r["book"]["critical_batch"] < 242
+
+
+def test_mlp_strategies_are_bit_exact_and_take_hyphenated_options_with_underscores():
+    options = {o["name"] for w in tpuemu.workloads() if w["name"] == "mlp" for o in w["options"]}
+    assert {"batch", "d-model", "d-ff", "strategy", "microbatches", "seed"} <= options
+    r = tpuemu.workload("mlp", topology="2x4", strategy="fsdp+tp", batch=512, d_model=256, d_ff=512)
+    assert r["ok"] and r["check"].startswith("bit-exact") and r["strategy"] == "fsdp+tp"
+    assert r["data_axes"] == "X" and r["model_axes"] == "Y" and r["d_model"] == 256
+    ops = [(p["op"], p["axes"]) for p in r["phases"] if p["kind"] == "communication"]
+    assert ops[:3] == [("all-gather", "Y"), ("all-gather", "X"), ("all-gather", "X")]
+    assert r["book"]["t_math_seconds"] > 0 and r["book"]["threshold_at"]["batch"] > 0
+    with pytest.raises(tpuemu.BadInput, match="--strategy 'zero3'"):
+        tpuemu.workload("mlp", strategy="zero3")

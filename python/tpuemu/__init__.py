@@ -348,14 +348,16 @@ def workload(name: str,
 
     options: the workload's own (``tpuemu.workloads()``), e.g. for
     "sharded-matmul" ``m=512, k=512, n=512, lhs="I_X,J", rhs="J,K_Y",
-    plan="ag"``; values are passed as text (``str(value)``); an underscore
-    in a name stands for the option's hyphen (``d_model=`` is ``--d-model``).
+    plan="ag"``; for "mlp" ``batch=512, d_model=256, d_ff=512,
+    strategy="fsdp"``; values are passed as text (``str(value)``), and an
+    underscore in a name stands for the option's hyphen (``d_model`` is
+    ``--d-model``).
 
     A mismatch against the host reference is ``ok`` False, not an exception.
     Raises BadInput (unknown workload or option, a bad sharding or size,
     named as its option), ProgramFault, InternalError.
     """
-    texts = {key.replace("_", "-"): str(value) for key, value in options.items()}  # d_model= is --d-model
+    texts = {key.replace("_", "-"): str(value) for key, value in options.items()}
     raw = _core.workload(name, topology, chip or "", chip_file or "", list(set), wrap or "", force, routing, texts,
                          no_data, max_cycles or 0, "" if trace is None else _os.fspath(trace))
     if raw["fault"] is not None:

@@ -1,0 +1,60 @@
+// The mlp workload's strategies and the book's prediction for them
+// (training.md; ../shared/WORKLOADS.md section 2), apart from the programs so
+// that tests and the sweep can use them without a run. The workload itself
+// (workloads/mlp.cpp) registers as "mlp".
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/chip_config.hpp"
+#include "workloads/workload.hpp"
+
+namespace tpuemu::workloads {
+
+enum class MlpStrategy { kDp, kFsdp, kTp, kFsdpTp, kSp };
+
+// "dp", "fsdp", "tp", "fsdp+tp", "sp"; nullopt otherwise ("pp" is
+// build_mlp_pipeline's).
+std::optional<MlpStrategy> parse_mlp_strategy(std::string_view text);
+
+// Which mesh axes a strategy uses on a mesh of `axis_count` axes, major first:
+// data axes (the book's X: tokens split, gradients reduced) and model axes
+// (Y: d_ff split). dp, fsdp: every axis is data; tp: every axis is model;
+// fsdp+tp: x is data, the others model; sp (sequence parallelism inside
+// FSDP and TP, the book's LLaMA-3 layout): x is data, y sequence (tokens
+// split, weights whole over it, gradients all-reduced over it), z model.
+// fsdp: weights split over the data axes.
+struct MlpAxes {
+  std::vector<std::size_t> data;
+  std::vector<std::size_t> model;
+  std::vector<std::size_t> sequence;
+  bool fsdp = false;
+};
+MlpAxes mlp_axes(MlpStrategy strategy, std::size_t axis_count);
+
+// The book's per-layer times for a strategy (WORKLOADS.md's table): T_math =
+// 12BDF / (N C), T_comms by the table's bytes over W = 2 x the one-way link
+// bandwidth times the axes spanned (m_x, m_y), and the threshold the book
+// gives for the strategy (`threshold_name` says in what unit).
+struct MlpBook {
+  double t_math = 0;
+  double t_comms = 0;
+  std::string formula;
+  double threshold = 0;
+  std::string threshold_name;
+};
+// b, d, f: the global B, D, F; x, y: the data and model axes' chip counts;
+// m_x, m_y: the hardware axes each spans (at least 1); s, m_s: the same for
+// the sequence axes (sp).
+MlpBook mlp_book(MlpStrategy strategy, double b, double d, double f, double x, double y, double m_x, double m_y,
+                 const ChipConfig& chip, double s = 1, double m_s = 1);
+
+// --strategy pp (workloads/mlp_pipeline.cpp): a GPipe pipeline of one MLP
+// block per chip along x, --microbatches microbatches; throws api::BadInput.
+Built build_mlp_pipeline(const Setup& setup, const OptionValues& options);
+
+}  // namespace tpuemu::workloads
