@@ -86,7 +86,7 @@ class MatmulGen {
 
  private:
   // Allocation ids.
-  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6;
+  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6, kStage = 7;
 
   void plan() {
     if (s_.m == 0 || s_.k == 0 || s_.n == 0) throw std::invalid_argument("matmul: M, K and N must be positive");
@@ -154,7 +154,7 @@ class MatmulGen {
     std::uint64_t depth = ahead + 1;
     if (chip_.dma.max_in_flight >= 4) depth = std::min<std::uint64_t>(depth, (chip_.dma.max_in_flight - 2) / 2 + 1);
     const std::uint64_t slot = align(a_buf_bytes_) + align(b_buf_bytes_);
-    const std::uint64_t fixed = 2 * align(acc_bytes_);
+    const std::uint64_t fixed = (s_.accumulate ? 3 : 2) * align(acc_bytes_);  // + the staging buffer
     depth = std::min<std::uint64_t>(depth, (chip_.vmem.size_bytes - fixed) / slot);
     // 2P + 2 flags, below the two a ring shift keeps at the top of the flag space.
     if (chip_.sflag.count >= 8) depth = std::min<std::uint64_t>(depth, (chip_.sflag.count - 4) / 2);
@@ -163,6 +163,9 @@ class MatmulGen {
     if (depth > 2) depth_ = depth;
   }
   bool ring() const { return depth_ > 2; }
+  // Accumulating in the ring schedule: C's next column block streams into a
+  // staging buffer while this one computes (see stage_next).
+  bool staged() const { return ring() && s_.accumulate && chip_.branch_delay_slots <= 8; }
 
   static std::uint64_t align(std::uint64_t v) { return ceil_div(v, 4096) * 4096; }
   std::uint64_t kr8(std::uint64_t kb) const { return std::min<std::uint64_t>(16, k8_ - kb * 16); }
@@ -210,8 +213,14 @@ class MatmulGen {
     }
     if (ring()) {
       w_.raw(fmt::format(
-          "#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'flags: A0..A{} B0..B{} C0 C1']", kFlags,
-          flags(), 4 * flags(), depth_ - 1, depth_ - 1));
+          "#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'flags: A0..A{} B0..B{} C0 C1{}']",
+          kFlags, flags(), 4 * flags(), depth_ - 1, depth_ - 1, staged() ? " stage" : ""));
+      if (staged()) {
+        w_.raw(fmt::format(
+            "#allocation{} [shape = 'f32[{},{}]', space=vmem, size = 0x{:x}, tag = 'staging: C of the next column "
+            "block']",
+            kStage, g2_ * 16, wfull_ * 128, acc_bytes_));
+      }
     } else {
       w_.raw(fmt::format("#allocation{} [shape = 's32[6]', space=sflag, size = 0x18, tag = 'flags: A0 A1 B0 B1 C0 C1']",
                          kFlags));
@@ -314,7 +323,7 @@ class MatmulGen {
           reads, {});
   }
 
-  std::uint64_t flags() const { return ring() ? 2 * depth_ + 2 : 6; }
+  std::uint64_t flags() const { return ring() ? 2 * depth_ + (staged() ? 3 : 2) : 6; }
   std::uint64_t a_slot_rows() const { return align(a_buf_bytes_) / 512; }  // VMEM addresses count 512-byte rows
   std::uint64_t b_slot_rows() const { return align(b_buf_bytes_) / 512; }
 
@@ -329,7 +338,43 @@ class MatmulGen {
       w_.op(S::kSalu, fmt::format("%{} = smov 0", r), {}, {r});
     }
     w_.flush();
+    if (staged()) {
+      // The staging buffer's rows past C's (row padding) stay zero: they are copied too.
+      w_.op(S::kSalu, fmt::format("%s46 = smov [#allocation{}]", kStage), {}, {"s46"});
+      w_.op(S::kSalu, fmt::format("%s47 = smov [#allocation{} + $0x{:x}]", kFlags, 2 * depth_ + 2), {}, {"s47"});
+      w_.op(S::kSalu, "%s3 = smov 0", {}, {"s3"});
+      w_.flush();
+      fill_accumulator(wfull_, "s46", /*copy_from=*/"");
+      stage_next(/*first=*/true);
+    }
     for (std::uint64_t i = 0; i + 1 < depth_; ++i) ring_issue();
+    w_.flush();
+  }
+
+  // Staged accumulation: issues the DMA of C's block of column block s3 + 1
+  // (first: of column block 0) into the staging buffer (s46, flag s47), if
+  // that block exists. Its width is the full one or, for the last block, the
+  // tail's.
+  void stage_next(bool first) {
+    const std::uint64_t full_blocks = nt_ / wfull_;
+    const std::uint64_t tail = nt_ % wfull_;
+    w_.op(S::kSalu, first ? "%s30 = smov 0" : "%s30 = sadd.s32 %s3, 1",
+          first ? std::vector<std::string>{} : std::vector<std::string>{"s3"}, {"s30"});
+    w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s30", wfull_ * 128), {"s30"}, {"s22"});
+    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+    w_.op(S::kSalu, "%s23 = sshll.u32 %s46, 4", {"s46"}, {"s23"});
+    w_.op(S::kSalu, fmt::format("%p11 = scmp.lt.s32.totalorder %s30, {}", full_blocks), {"s30"}, {"p11"});
+    w_.op(S::kSalu, fmt::format("%p15 = scmp.eq.s32.totalorder %s30, {}", full_blocks), {"s30"}, {"p15"});
+    auto load = [&](std::uint64_t w, const std::string& pred) {
+      w_.op(S::kDma,
+            fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0] (%{}) /*hbm=*/%s21, /*size_in_granules=*/{}, "
+                        "/*vmem=*/%s23, /*dst_syncflagno=*/%s47, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                        next_token(), pred, g_ * w * 128, w * 128, nt_ * 128),
+            {pred, "s21", "s23", "s47"}, {});
+    };
+    if (full_blocks > 0) load(wfull_, "p11");
+    if (tail > 0) load(tail, "p15");
     w_.flush();
   }
 
@@ -431,8 +476,18 @@ class MatmulGen {
         issue_block_dmas("s4", "s3", std::to_string(w * tile_gr_), "s9", "s11", "s13", "s15", "s28", guard);
       }
     }
-    zero_accumulator(w);
-    if (s_.accumulate) load_accumulator(w);
+    if (staged()) {
+      // C's block arrived in the staging buffer during the previous column block (or the prologue).
+      const std::uint64_t c_granules = g_ * w * 128;
+      w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s47, {}", next_token(), c_granules), {"s47"}, {});
+      w_.op(S::kSync, fmt::format("%{} = vsyncadd %s47, {}", next_token(), negated(c_granules)), {"s47"}, {});
+      w_.flush();
+      fill_accumulator(w, "s17", /*copy_from=*/"s46");
+      stage_next(/*first=*/false);
+    } else {
+      fill_accumulator(w, "s17", "");
+      if (s_.accumulate) load_accumulator(w);
+    }
     kblock(w, kr8(0), /*next_exists=*/kt_ > 1, /*next_partial=*/kt_ == 2 && last_partial(), false);
     const std::uint64_t middle_end = last_partial() ? kt_ - 1 : kt_;  // k-blocks [1, middle_end) are full
     if (middle_end > 1) {
@@ -497,17 +552,23 @@ class MatmulGen {
     w_.flush();
   }
 
-  // Zeroes the accumulator buffer in s17 (8 tiles per 8-bundle iteration, one
-  // store per bundle) and starts the column block's pipeline registers: s8
-  // counts its iterations, s7 points at the rows the pops of iteration s8 - D
-  // accumulate into, s32 is the end of the accumulator (s7 wraps there).
-  void zero_accumulator(std::uint64_t w) {
+  // Zeroes the buffer in `dst` (8 tiles per 8-bundle iteration, one store per
+  // bundle), or with `copy_from` copies that buffer's tiles into it (8 tiles
+  // per 10-bundle iteration: loads in bundles 0..7, each stored 2 bundles
+  // later), and starts the column block's pipeline registers: s8 counts its
+  // iterations, s7 points at the rows the pops of iteration s8 - D accumulate
+  // into, s32 is the end of the accumulator in s17 (s7 wraps there).
+  void fill_accumulator(std::uint64_t w, const std::string& dst, const std::string& copy_from) {
     const std::uint64_t acc_stride = 2 * w * 8;
     const std::uint64_t tiles = g2_ * 2 * w;
     const std::uint64_t iterations = ceil_div(tiles, 8);
+    if (!copy_from.empty()) {
+      copy_accumulator(w, dst, copy_from);
+      return;
+    }
     w_.comment(fmt::format("zero the accumulator ({} tiles)", tiles));
     w_.op(S::kValu, "%v0 = vmov 0", {}, {"v0"});
-    w_.op(S::kSalu, "%s21 = sadd.s32 %s17, 0", {"s17"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s21 = sadd.s32 %{}, 0", dst), {dst}, {"s21"});
     w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
     w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated(d_ * acc_stride)), {"s17"}, {"s7"});
@@ -522,6 +583,40 @@ class MatmulGen {
       if (k == 1) ops.push_back("%s22 = sadd.s32 %s22, 1");
       if (k == 3) ops.push_back(fmt::format("%{} = sbr.rel (%p10) target = {}", next_token(), loop));
       if (k == 7) ops.push_back("%s21 = sadd.s32 %s21, 64");
+      w_.bundle(ops, k == 0 ? "8 tiles" : "");
+    }
+  }
+
+  void copy_accumulator(std::uint64_t w, const std::string& dst, const std::string& src) {
+    const std::uint64_t acc_stride = 2 * w * 8;
+    const std::uint64_t tiles = g2_ * 2 * w;
+    const std::uint64_t iterations = ceil_div(tiles, 8);
+    w_.comment(fmt::format("accumulate: the staged C block -> the accumulator ({} tiles)", tiles));
+    w_.op(S::kSalu, fmt::format("%s21 = sadd.s32 %{}, 0", dst), {dst}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s24 = sadd.s32 %{}, 0", src), {src}, {"s24"});
+    w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
+    w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
+    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated(d_ * acc_stride)), {"s17"}, {"s7"});
+    w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
+    w_.flush();
+    const std::string loop = fmt::format("copy_{}", label_++);
+    w_.label(loop);
+    const std::uint64_t branch_at = 9 - chip_.branch_delay_slots;  // the last delay slot is bundle 9
+    for (std::uint64_t k = 0; k < 10; ++k) {
+      std::vector<std::string> ops;
+      if (k < 8) {
+        ops.push_back(fmt::format("%v{} = vld [vmem:[%s24{}] sm:$0xff]", k,
+                                  k == 0 ? std::string() : fmt::format(" + $0x{:x}", k * 8)));
+      }
+      if (k >= 2) {
+        ops.push_back(fmt::format("%{} = vst [vmem:[%s21{}] sm:$0xff] /*vst_source=*/%v{}", next_token(),
+                                  k == 2 ? std::string() : fmt::format(" + $0x{:x}", (k - 2) * 8), k - 2));
+      }
+      if (k == 0) ops.push_back(fmt::format("%p10 = scmp.lt.s32.totalorder %s22, {}", iterations - 1));
+      if (k == 1) ops.push_back("%s22 = sadd.s32 %s22, 1");
+      if (k == branch_at) ops.push_back(fmt::format("%{} = sbr.rel (%p10) target = {}", next_token(), loop));
+      if (k == 8) ops.push_back("%s24 = sadd.s32 %s24, 64");
+      if (k == 9) ops.push_back("%s21 = sadd.s32 %s21, 64");
       w_.bundle(ops, k == 0 ? "8 tiles" : "");
     }
   }
