@@ -161,6 +161,12 @@ class MatmulGen {
     // No more slots than the program has k-blocks.
     depth = std::min<std::uint64_t>(depth, kt_ * ceil_div(nt_, wfull_));
     if (depth > 2) depth_ = depth;
+    // A resident: with more than one column block, A's KT k-blocks stay in
+    // VMEM from column block 0 on (read from HBM once, not once per column
+    // block) when they fit beside the B ring.
+    const std::uint64_t blocks = ceil_div(nt_, wfull_);
+    resident_ = ring() && blocks > 1 &&
+                kt_ * align(a_buf_bytes_) + depth_ * align(b_buf_bytes_) + fixed <= chip_.vmem.size_bytes;
   }
   bool ring() const { return depth_ > 2; }
   // Accumulating in the ring schedule: C's next column block streams into a
@@ -189,9 +195,12 @@ class MatmulGen {
     if (ring()) {
       w_.raw(fmt::format("// Prefetch ring of {} k-blocks ({} in flight while one computes): see plan_depth().", depth_,
                          depth_ - 1));
-      w_.raw(fmt::format(
-          "#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'A column blocks, ring of {} slots']",
-          kBufA, depth_ * align(a_buf_bytes_), depth_ * align(a_buf_bytes_), depth_));
+      const std::uint64_t a_slots = resident_ ? kt_ : depth_;
+      w_.raw(
+          fmt::format("#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'A column blocks, {} of {} "
+                      "slots']",
+                      kBufA, a_slots * align(a_buf_bytes_), a_slots * align(a_buf_bytes_),
+                      resident_ ? "resident: one per k-block" : "ring", a_slots));
       w_.raw(fmt::format(
           "#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'B weight blocks, ring of {} slots']",
           kBufB, depth_ * align(b_buf_bytes_), depth_ * align(b_buf_bytes_), depth_));
@@ -281,10 +290,15 @@ class MatmulGen {
   // ("" or "%p3") predicates them.
   void issue_block_dmas(const std::string& kb_reg, const std::string& nb_reg, const std::string& b_block,
                         const std::string& a_rows, const std::string& b_rows, const std::string& fa,
-                        const std::string& fb, const std::string& b_granules_reg, const std::string& guard) {
+                        const std::string& fb, const std::string& b_granules_reg, const std::string& guard,
+                        const std::string& a_guard_or_same = "=") {
+    const std::string a_guard = a_guard_or_same == "=" ? guard : a_guard_or_same;  // predicates A's DMA
+    const std::string ga = a_guard.empty() ? "" : " (" + a_guard + ")";
     const std::string g = guard.empty() ? "" : " (" + guard + ")";
     std::vector<std::string> greads;
     if (!guard.empty()) greads.push_back(guard.substr(1));
+    std::vector<std::string> areads;
+    if (!a_guard.empty()) areads.push_back(a_guard.substr(1));
     // A[:, kb]: G tiles, one per row tile, every KT tiles in HBM (every KC
     // tiles of column block kb / KC at its start, with column blocks).
     w_.op(S::kSalu, "%s21 = sshll.u32 %s0, 4", {"s0"}, {"s21"});
@@ -297,13 +311,13 @@ class MatmulGen {
       w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
     }
     w_.op(S::kSalu, fmt::format("%s23 = sshll.u32 %{}, 4", a_rows), {a_rows}, {"s23"});
-    auto reads = greads;
+    auto reads = areads;
     reads.insert(reads.end(), {"s21", "s23", fa});
     w_.op(
         S::kDma,
         fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%s21, /*size_in_granules=*/{}, /*vmem=*/%s23, "
                     "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
-                    next_token(), g, g_ * tile_gr_, fa, tile_gr_, a_block_tiles_ * tile_gr_),
+                    next_token(), ga, g_ * tile_gr_, fa, tile_gr_, a_block_tiles_ * tile_gr_),
         reads, {});
     // B[kb block, column block]: up to 16 row tiles of w tiles, every NT tiles.
     w_.op(S::kSalu, "%s24 = sshll.u32 %s1, 4", {"s1"}, {"s24"});
@@ -386,7 +400,8 @@ class MatmulGen {
     const std::uint64_t tail = nt_ % wfull_;
     const std::uint64_t total = kt_ * (full_blocks + (tail > 0 ? 1 : 0));
     w_.op(S::kSalu, fmt::format("%p3 = scmp.lt.s32.totalorder %s38, {}", total), {"s38"}, {"p3"});
-    w_.op(S::kSalu, fmt::format("%s41 = smul.u32 {}, %s36", a_slot_rows()), {"s36"}, {"s41"});
+    const char* a_index = resident_ ? "s34" : "s36";  // resident A: k-block kb's slot
+    w_.op(S::kSalu, fmt::format("%s41 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s41"});
     w_.op(S::kSalu, fmt::format("%s10 = smov [#allocation{}]", kBufA), {}, {"s10"});
     w_.op(S::kSalu, "%s10 = sadd.s32 %s10, %s41", {"s10", "s41"}, {"s10"});
     w_.op(S::kSalu, fmt::format("%s42 = smul.u32 {}, %s36", b_slot_rows()), {"s36"}, {"s42"});
@@ -416,7 +431,12 @@ class MatmulGen {
     } else {
       w_.op(S::kSalu, fmt::format("%s28 = smul.u32 {}, %s43", wfull_ * tile_gr_), {"s43"}, {"s28"});
     }
-    issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3");
+    if (resident_) {  // A only with column block 0
+      w_.op(S::kSalu, "%p12 = scmp.eq.s32.totalorder %s35, 0", {"s35"}, {"p12"});
+      w_.op(S::kSalu, "%p12 = pnand %p12, %p3", {"p12", "p3"}, {"p12"});
+      w_.op(S::kSalu, "%p12 = pneg %p12", {"p12"}, {"p12"});
+    }
+    issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3", resident_ ? "%p12" : "=");
     // Advance: next k-block (wrapping into the next column block), next slot.
     w_.op(S::kSalu, "%s34 = sadd.s32 %s34, 1", {"s34"}, {"s34"});
     w_.op(S::kSalu, fmt::format("%p11 = scmp.eq.s32.totalorder %s34, {}", kt_), {"s34"}, {"p11"});
@@ -435,7 +455,9 @@ class MatmulGen {
   // Points s9/s11 (A/B rows) and s13/s15 (their flags) at slot s39, the
   // k-block about to compute, and advances s39.
   void ring_consume() {
-    w_.op(S::kSalu, fmt::format("%s44 = smul.u32 {}, %s39", a_slot_rows()), {"s39"}, {"s44"});
+    const char* a_index = resident_ ? "s4" : "s39";
+    w_.op(S::kSalu, fmt::format("%s44 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s44"});
+    if (resident_) w_.op(S::kSalu, "%p0 = scmp.eq.s32.totalorder %s3, 0", {"s3"}, {"p0"});
     w_.op(S::kSalu, fmt::format("%s9 = smov [#allocation{}]", kBufA), {}, {"s9"});
     w_.op(S::kSalu, "%s9 = sadd.s32 %s9, %s44", {"s9", "s44"}, {"s9"});
     w_.op(S::kSalu, fmt::format("%s45 = smul.u32 {}, %s39", b_slot_rows()), {"s39"}, {"s45"});
@@ -694,9 +716,13 @@ class MatmulGen {
       issue_block_dmas("s4", "s3", std::to_string(w * tile_gr_), "s9", "s11", "s13", "s15", "s28", "");
     }
     // 2. Wait for this k-block's operands.
+    // (A resident: only column block 0 fetched A; p0 = s3 == 0, from ring_consume.)
     const std::uint64_t a_granules = g_ * tile_gr_;
-    w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s13, {}", next_token(), a_granules), {"s13"}, {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd %s13, {}", next_token(), negated(a_granules)), {"s13"}, {});
+    const std::string ap = resident_ ? " (%p0)" : "";
+    std::vector<std::string> ar{"s13"};
+    if (resident_) ar.push_back("p0");
+    w_.op(S::kSync, fmt::format("%{} = dma.done.wait{} %s13, {}", next_token(), ap, a_granules), ar, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd{} %s13, {}", next_token(), ap, negated(a_granules)), ar, {});
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s15, {}", next_token(), b_granules), {"s15"}, {});
     w_.op(S::kSync, fmt::format("%{} = vsyncadd %s15, {}", next_token(), negated(b_granules)), {"s15"}, {});
     // 3. Weights: row tile r of the block holds K rows 8r..8r+7; the last push must hold rows 0..7.
@@ -855,6 +881,7 @@ class MatmulGen {
   std::uint64_t a_block_tiles_ = 0, a_block_shift_ = 0;  // KC: 128-column tiles per column block of A, log2(KC)
   std::uint64_t latency_ = 0, d_ = 0;
   std::uint64_t depth_ = 2;  // prefetch depth P (plan_depth)
+  bool resident_ = false;    // A kept in VMEM across column blocks (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
   std::uint32_t token_ = 100;
   int label_ = 0;
