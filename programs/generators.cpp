@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <vector>
 
@@ -84,7 +86,7 @@ class MatmulGen {
 
  private:
   // Allocation ids.
-  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6;
+  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6, kStage = 7;
 
   void plan() {
     if (s_.m == 0 || s_.k == 0 || s_.n == 0) throw std::invalid_argument("matmul: M, K and N must be positive");
@@ -130,7 +132,46 @@ class MatmulGen {
       throw std::invalid_argument(
           fmt::format("matmul: needs {} bytes of VMEM for M = {}, the chip has {}", vmem, s_.m, chip_.vmem.size_bytes));
     }
+    plan_depth();
   }
+
+  // Prefetch depth P (k-blocks whose buffers exist at once; P - 1 are in
+  // flight while one computes). A k-block's DMAs take the HBM latency plus
+  // its bytes over the HBM bandwidth; a k-block is consumed every
+  // T = max(its bytes / bandwidth, its row loop's 16 G2 cycles), so P - 1 =
+  // ceil((latency + bytes / bandwidth) / T) blocks ahead keep HBM streaming.
+  // Bounded by the DMA queue (two DMAs per k-block, two output DMAs), by
+  // VMEM and by the number of k-blocks. P <= 2 keeps the double-buffered schedule (register swaps, no ring
+  // arithmetic); P >= 3 is the ring schedule (ring_issue / ring_consume).
+  void plan_depth() {
+    depth_ = s_.double_buffer ? 2 : 1;
+    if (!s_.double_buffer || chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return;
+    const double block_bytes = static_cast<double>((16 * wfull_ + g_) * tile_bytes_);
+    const double transfer = block_bytes / chip_.hbm.bandwidth;
+    const double compute = static_cast<double>(16 * g2_) / chip_.clock_hz;
+    const double period = std::max(transfer, compute);
+    const auto ahead = static_cast<std::uint64_t>(std::ceil((chip_.hbm.latency_s + transfer) / period - 1e-9));
+    std::uint64_t depth = ahead + 1;
+    if (chip_.dma.max_in_flight >= 4) depth = std::min<std::uint64_t>(depth, (chip_.dma.max_in_flight - 2) / 2 + 1);
+    const std::uint64_t slot = align(a_buf_bytes_) + align(b_buf_bytes_);
+    const std::uint64_t fixed = (s_.accumulate ? 3 : 2) * align(acc_bytes_);  // + the staging buffer
+    depth = std::min<std::uint64_t>(depth, (chip_.vmem.size_bytes - fixed) / slot);
+    // 2P + 2 flags, below the two a ring shift keeps at the top of the flag space.
+    if (chip_.sflag.count >= 8) depth = std::min<std::uint64_t>(depth, (chip_.sflag.count - 4) / 2);
+    // No more slots than the program has k-blocks.
+    depth = std::min<std::uint64_t>(depth, kt_ * ceil_div(nt_, wfull_));
+    if (depth > 2) depth_ = depth;
+    // A resident: with more than one column block, A's KT k-blocks stay in
+    // VMEM from column block 0 on (read from HBM once, not once per column
+    // block) when they fit beside the B ring.
+    const std::uint64_t blocks = ceil_div(nt_, wfull_);
+    resident_ = ring() && blocks > 1 &&
+                kt_ * align(a_buf_bytes_) + depth_ * align(b_buf_bytes_) + fixed <= chip_.vmem.size_bytes;
+  }
+  bool ring() const { return depth_ > 2; }
+  // Accumulating in the ring schedule: C's next column block streams into a
+  // staging buffer while this one computes (see stage_next).
+  bool staged() const { return ring() && s_.accumulate && chip_.branch_delay_slots <= 8; }
 
   static std::uint64_t align(std::uint64_t v) { return ceil_div(v, 4096) * 4096; }
   std::uint64_t kr8(std::uint64_t kb) const { return std::min<std::uint64_t>(16, k8_ - kb * 16); }
@@ -151,22 +192,48 @@ class MatmulGen {
         fmt::format("// {} row tiles of A/C ({} row pairs), {} k-blocks, {} column tiles; pops trail multiplies by {} "
                     "iterations.",
                     g_, g2_, kt_, nt_, d_));
-    for (int p = 0; p < 2; ++p) {
+    if (ring()) {
+      w_.raw(fmt::format("// Prefetch ring of {} k-blocks ({} in flight while one computes): see plan_depth().", depth_,
+                         depth_ - 1));
+      const std::uint64_t a_slots = resident_ ? kt_ : depth_;
       w_.raw(
-          fmt::format("#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'A column block, buffer {}']",
-                      kBufA + p, a_buf_bytes_, a_buf_bytes_, p));
-    }
-    for (int p = 0; p < 2; ++p) {
-      w_.raw(
-          fmt::format("#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'B weight block, buffer {}']",
-                      kBufB + p, b_buf_bytes_, b_buf_bytes_, p));
+          fmt::format("#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'A column blocks, {} of {} "
+                      "slots']",
+                      kBufA, a_slots * align(a_buf_bytes_), a_slots * align(a_buf_bytes_),
+                      resident_ ? "resident: one per k-block" : "ring", a_slots));
+      w_.raw(fmt::format(
+          "#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'B weight blocks, ring of {} slots']",
+          kBufB, depth_ * align(b_buf_bytes_), depth_ * align(b_buf_bytes_), depth_));
+    } else {
+      for (int p = 0; p < 2; ++p) {
+        w_.raw(fmt::format(
+            "#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'A column block, buffer {}']", kBufA + p,
+            a_buf_bytes_, a_buf_bytes_, p));
+      }
+      for (int p = 0; p < 2; ++p) {
+        w_.raw(fmt::format(
+            "#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'B weight block, buffer {}']", kBufB + p,
+            b_buf_bytes_, b_buf_bytes_, p));
+      }
     }
     for (int p = 0; p < 2; ++p) {
       w_.raw(fmt::format("#allocation{} [shape = 'f32[{},{}]', space=vmem, size = 0x{:x}, tag = 'accumulator {}']",
                          kAcc + p, g2_ * 16, wfull_ * 128, acc_bytes_, p));
     }
-    w_.raw(fmt::format("#allocation{} [shape = 's32[6]', space=sflag, size = 0x18, tag = 'flags: A0 A1 B0 B1 C0 C1']",
-                       kFlags));
+    if (ring()) {
+      w_.raw(fmt::format(
+          "#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'flags: A0..A{} B0..B{} C0 C1{}']",
+          kFlags, flags(), 4 * flags(), depth_ - 1, depth_ - 1, staged() ? " stage" : ""));
+      if (staged()) {
+        w_.raw(fmt::format(
+            "#allocation{} [shape = 'f32[{},{}]', space=vmem, size = 0x{:x}, tag = 'staging: C of the next column "
+            "block']",
+            kStage, g2_ * 16, wfull_ * 128, acc_bytes_));
+      }
+    } else {
+      w_.raw(fmt::format("#allocation{} [shape = 's32[6]', space=sflag, size = 0x18, tag = 'flags: A0 A1 B0 B1 C0 C1']",
+                         kFlags));
+    }
     const std::string in_dtype = s_.dtype;
     w_.bundle(
         {fmt::format("%s0 = inlined_call_operand.hbm [shape: {}[{},{}], index: 0, kind: input, shape index: {{}}]",
@@ -176,8 +243,20 @@ class MatmulGen {
          fmt::format("%s2 = inlined_call_operand.hbm [shape: f32[{},{}], index: 2, kind: output, shape index: {{}}]",
                      s_.m, s_.n)},
         "operand bindings");
-    for (int f = 0; f < 6; ++f) {
+    for (std::uint64_t f = 0; f < flags(); ++f) {
       w_.op(S::kSync, fmt::format("%{} = vsyncpa [#allocation{} + $0x{:x}], 0", next_token(), kFlags, f), {}, {});
+    }
+    if (ring()) {
+      // Output flags C0 C1 follow the ring's; the ring's registers are set per k-block.
+      w_.op(S::kSalu, fmt::format("%s17 = smov [#allocation{}]", kAcc), {}, {"s17"});
+      w_.op(S::kSalu, fmt::format("%s18 = smov [#allocation{}]", kAcc + 1), {}, {"s18"});
+      w_.op(S::kSalu, fmt::format("%s19 = smov [#allocation{} + $0x{:x}]", kFlags, 2 * depth_), {}, {"s19"});
+      w_.op(S::kSalu, fmt::format("%s20 = smov [#allocation{} + $0x{:x}]", kFlags, 2 * depth_ + 1), {}, {"s20"});
+      w_.op(S::kSalu, "%p8 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p8"});
+      w_.op(S::kSalu, "%p9 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p9"});
+      w_.flush();
+      ring_prologue();
+      return;
     }
     // Buffer registers: current/next A and B buffers and their flags, accumulator buffers.
     w_.op(S::kSalu, fmt::format("%s9 = smov [#allocation{}]", kBufA), {}, {"s9"});
@@ -211,10 +290,15 @@ class MatmulGen {
   // ("" or "%p3") predicates them.
   void issue_block_dmas(const std::string& kb_reg, const std::string& nb_reg, const std::string& b_block,
                         const std::string& a_rows, const std::string& b_rows, const std::string& fa,
-                        const std::string& fb, const std::string& b_granules_reg, const std::string& guard) {
+                        const std::string& fb, const std::string& b_granules_reg, const std::string& guard,
+                        const std::string& a_guard_or_same = "=") {
+    const std::string a_guard = a_guard_or_same == "=" ? guard : a_guard_or_same;  // predicates A's DMA
+    const std::string ga = a_guard.empty() ? "" : " (" + a_guard + ")";
     const std::string g = guard.empty() ? "" : " (" + guard + ")";
     std::vector<std::string> greads;
     if (!guard.empty()) greads.push_back(guard.substr(1));
+    std::vector<std::string> areads;
+    if (!a_guard.empty()) areads.push_back(a_guard.substr(1));
     // A[:, kb]: G tiles, one per row tile, every KT tiles in HBM (every KC
     // tiles of column block kb / KC at its start, with column blocks).
     w_.op(S::kSalu, "%s21 = sshll.u32 %s0, 4", {"s0"}, {"s21"});
@@ -227,13 +311,13 @@ class MatmulGen {
       w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
     }
     w_.op(S::kSalu, fmt::format("%s23 = sshll.u32 %{}, 4", a_rows), {a_rows}, {"s23"});
-    auto reads = greads;
+    auto reads = areads;
     reads.insert(reads.end(), {"s21", "s23", fa});
     w_.op(
         S::kDma,
         fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%s21, /*size_in_granules=*/{}, /*vmem=*/%s23, "
                     "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
-                    next_token(), g, g_ * tile_gr_, fa, tile_gr_, a_block_tiles_ * tile_gr_),
+                    next_token(), ga, g_ * tile_gr_, fa, tile_gr_, a_block_tiles_ * tile_gr_),
         reads, {});
     // B[kb block, column block]: up to 16 row tiles of w tiles, every NT tiles.
     w_.op(S::kSalu, "%s24 = sshll.u32 %s1, 4", {"s1"}, {"s24"});
@@ -253,6 +337,141 @@ class MatmulGen {
           reads, {});
   }
 
+  std::uint64_t flags() const { return ring() ? 2 * depth_ + (staged() ? 3 : 2) : 6; }
+  std::uint64_t a_slot_rows() const { return align(a_buf_bytes_) / 512; }  // VMEM addresses count 512-byte rows
+  std::uint64_t b_slot_rows() const { return align(b_buf_bytes_) / 512; }
+
+  // Ring schedule registers: s34/s35 = k-block / column block of the next
+  // k-block to issue, s36 = its slot, s38 = k-blocks issued so far (of
+  // KT x column blocks), s39 = the slot of the next k-block to compute.
+  // Slot i holds A at allocation kBufA + i x A slot, B at kBufB + i x B slot,
+  // flags A at kFlags + i and B at kFlags + P + i. Issues k-blocks 0..P-2.
+  void ring_prologue() {
+    w_.comment(fmt::format("prefetch ring: issue the first {} k-blocks", depth_ - 1));
+    for (const char* r : {"s34", "s35", "s36", "s38", "s39"}) {
+      w_.op(S::kSalu, fmt::format("%{} = smov 0", r), {}, {r});
+    }
+    w_.flush();
+    if (staged()) {
+      // The staging buffer's rows past C's (row padding) stay zero: they are copied too.
+      w_.op(S::kSalu, fmt::format("%s46 = smov [#allocation{}]", kStage), {}, {"s46"});
+      w_.op(S::kSalu, fmt::format("%s47 = smov [#allocation{} + $0x{:x}]", kFlags, 2 * depth_ + 2), {}, {"s47"});
+      w_.op(S::kSalu, "%s3 = smov 0", {}, {"s3"});
+      w_.flush();
+      fill_accumulator(wfull_, "s46", /*copy_from=*/"");
+      stage_next(/*first=*/true);
+    }
+    for (std::uint64_t i = 0; i + 1 < depth_; ++i) ring_issue();
+    w_.flush();
+  }
+
+  // Staged accumulation: issues the DMA of C's block of column block s3 + 1
+  // (first: of column block 0) into the staging buffer (s46, flag s47), if
+  // that block exists. Its width is the full one or, for the last block, the
+  // tail's.
+  void stage_next(bool first) {
+    const std::uint64_t full_blocks = nt_ / wfull_;
+    const std::uint64_t tail = nt_ % wfull_;
+    w_.op(S::kSalu, first ? "%s30 = smov 0" : "%s30 = sadd.s32 %s3, 1",
+          first ? std::vector<std::string>{} : std::vector<std::string>{"s3"}, {"s30"});
+    w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s30", wfull_ * 128), {"s30"}, {"s22"});
+    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+    w_.op(S::kSalu, "%s23 = sshll.u32 %s46, 4", {"s46"}, {"s23"});
+    w_.op(S::kSalu, fmt::format("%p11 = scmp.lt.s32.totalorder %s30, {}", full_blocks), {"s30"}, {"p11"});
+    w_.op(S::kSalu, fmt::format("%p15 = scmp.eq.s32.totalorder %s30, {}", full_blocks), {"s30"}, {"p15"});
+    auto load = [&](std::uint64_t w, const std::string& pred) {
+      w_.op(S::kDma,
+            fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0] (%{}) /*hbm=*/%s21, /*size_in_granules=*/{}, "
+                        "/*vmem=*/%s23, /*dst_syncflagno=*/%s47, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                        next_token(), pred, g_ * w * 128, w * 128, nt_ * 128),
+            {pred, "s21", "s23", "s47"}, {});
+    };
+    if (full_blocks > 0) load(wfull_, "p11");
+    if (tail > 0) load(tail, "p15");
+    w_.flush();
+  }
+
+  // Issues the DMAs of the next k-block in issue order (k-blocks ascending
+  // within column blocks ascending) into slot s36, if one is left, and
+  // advances the issue cursor.
+  void ring_issue() {
+    const std::uint64_t full_blocks = nt_ / wfull_;
+    const std::uint64_t tail = nt_ % wfull_;
+    const std::uint64_t total = kt_ * (full_blocks + (tail > 0 ? 1 : 0));
+    w_.op(S::kSalu, fmt::format("%p3 = scmp.lt.s32.totalorder %s38, {}", total), {"s38"}, {"p3"});
+    const char* a_index = resident_ ? "s34" : "s36";  // resident A: k-block kb's slot
+    w_.op(S::kSalu, fmt::format("%s41 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s41"});
+    w_.op(S::kSalu, fmt::format("%s10 = smov [#allocation{}]", kBufA), {}, {"s10"});
+    w_.op(S::kSalu, "%s10 = sadd.s32 %s10, %s41", {"s10", "s41"}, {"s10"});
+    w_.op(S::kSalu, fmt::format("%s42 = smul.u32 {}, %s36", b_slot_rows()), {"s36"}, {"s42"});
+    w_.op(S::kSalu, fmt::format("%s12 = smov [#allocation{}]", kBufB), {}, {"s12"});
+    w_.op(S::kSalu, "%s12 = sadd.s32 %s12, %s42", {"s12", "s42"}, {"s12"});
+    w_.op(S::kSalu, fmt::format("%s14 = smov [#allocation{}]", kFlags), {}, {"s14"});
+    w_.op(S::kSalu, "%s14 = sadd.s32 %s14, %s36", {"s14", "s36"}, {"s14"});
+    w_.op(S::kSalu, fmt::format("%s16 = sadd.s32 %s14, {}", depth_), {"s14"}, {"s16"});
+    // B's granules: rows of the k-block (fewer in a partial last one) x the column block's width.
+    if (last_partial()) {
+      w_.op(S::kSalu, fmt::format("%p6 = scmp.eq.s32.totalorder %s34, {}", kt_ - 1), {"s34"}, {"p6"});
+      w_.op(S::kSalu,
+            fmt::format("%s43 = scalar_select /*predicate=*/%p6, /*on_true=*/{}, /*on_false=*/16", kr8(kt_ - 1)),
+            {"p6"}, {"s43"});
+    } else {
+      w_.op(S::kSalu, "%s43 = smov 16", {}, {"s43"});
+    }
+    std::string block = std::to_string(wfull_ * tile_gr_);
+    if (tail > 0) {
+      w_.op(S::kSalu, fmt::format("%p15 = scmp.eq.s32.totalorder %s35, {}", full_blocks), {"s35"}, {"p15"});
+      w_.op(S::kSalu,
+            fmt::format("%s31 = scalar_select /*predicate=*/%p15, /*on_true=*/{}, /*on_false=*/{}", tail * tile_gr_,
+                        wfull_ * tile_gr_),
+            {"p15"}, {"s31"});
+      w_.op(S::kSalu, "%s28 = smul.u32 %s31, %s43", {"s31", "s43"}, {"s28"});
+      block = "%s31";
+    } else {
+      w_.op(S::kSalu, fmt::format("%s28 = smul.u32 {}, %s43", wfull_ * tile_gr_), {"s43"}, {"s28"});
+    }
+    if (resident_) {  // A only with column block 0
+      w_.op(S::kSalu, "%p12 = scmp.eq.s32.totalorder %s35, 0", {"s35"}, {"p12"});
+      w_.op(S::kSalu, "%p12 = pnand %p12, %p3", {"p12", "p3"}, {"p12"});
+      w_.op(S::kSalu, "%p12 = pneg %p12", {"p12"}, {"p12"});
+    }
+    issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3", resident_ ? "%p12" : "=");
+    // Advance: next k-block (wrapping into the next column block), next slot.
+    w_.op(S::kSalu, "%s34 = sadd.s32 %s34, 1", {"s34"}, {"s34"});
+    w_.op(S::kSalu, fmt::format("%p11 = scmp.eq.s32.totalorder %s34, {}", kt_), {"s34"}, {"p11"});
+    w_.op(S::kSalu, "%s34 = scalar_select /*predicate=*/%p11, /*on_true=*/0, /*on_false=*/%s34", {"p11", "s34"},
+          {"s34"});
+    w_.op(S::kSalu, "%s40 = sadd.s32 %s35, 1", {"s35"}, {"s40"});
+    w_.op(S::kSalu, "%s35 = scalar_select /*predicate=*/%p11, /*on_true=*/%s40, /*on_false=*/%s35",
+          {"p11", "s40", "s35"}, {"s35"});
+    w_.op(S::kSalu, "%s36 = sadd.s32 %s36, 1", {"s36"}, {"s36"});
+    w_.op(S::kSalu, fmt::format("%p13 = scmp.eq.s32.totalorder %s36, {}", depth_), {"s36"}, {"p13"});
+    w_.op(S::kSalu, "%s36 = scalar_select /*predicate=*/%p13, /*on_true=*/0, /*on_false=*/%s36", {"p13", "s36"},
+          {"s36"});
+    w_.op(S::kSalu, "%s38 = sadd.s32 %s38, 1", {"s38"}, {"s38"});
+  }
+
+  // Points s9/s11 (A/B rows) and s13/s15 (their flags) at slot s39, the
+  // k-block about to compute, and advances s39.
+  void ring_consume() {
+    const char* a_index = resident_ ? "s4" : "s39";
+    w_.op(S::kSalu, fmt::format("%s44 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s44"});
+    if (resident_) w_.op(S::kSalu, "%p0 = scmp.eq.s32.totalorder %s3, 0", {"s3"}, {"p0"});
+    w_.op(S::kSalu, fmt::format("%s9 = smov [#allocation{}]", kBufA), {}, {"s9"});
+    w_.op(S::kSalu, "%s9 = sadd.s32 %s9, %s44", {"s9", "s44"}, {"s9"});
+    w_.op(S::kSalu, fmt::format("%s45 = smul.u32 {}, %s39", b_slot_rows()), {"s39"}, {"s45"});
+    w_.op(S::kSalu, fmt::format("%s11 = smov [#allocation{}]", kBufB), {}, {"s11"});
+    w_.op(S::kSalu, "%s11 = sadd.s32 %s11, %s45", {"s11", "s45"}, {"s11"});
+    w_.op(S::kSalu, fmt::format("%s13 = smov [#allocation{}]", kFlags), {}, {"s13"});
+    w_.op(S::kSalu, "%s13 = sadd.s32 %s13, %s39", {"s13", "s39"}, {"s13"});
+    w_.op(S::kSalu, fmt::format("%s15 = sadd.s32 %s13, {}", depth_), {"s13"}, {"s15"});
+    w_.op(S::kSalu, "%s39 = sadd.s32 %s39, 1", {"s39"}, {"s39"});
+    w_.op(S::kSalu, fmt::format("%p14 = scmp.eq.s32.totalorder %s39, {}", depth_), {"s39"}, {"p14"});
+    w_.op(S::kSalu, "%s39 = scalar_select /*predicate=*/%p14, /*on_true=*/0, /*on_false=*/%s39", {"p14", "s39"},
+          {"s39"});
+  }
+
   // One column block of `w` MXUs (nb in s3).
   void nblock(std::uint64_t w, bool runtime_nb, std::uint64_t static_nb) {
     (void)runtime_nb;
@@ -265,7 +484,7 @@ class MatmulGen {
       w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated(prior)), {"p8", "s19"}, {});
     }
     w_.op(S::kSalu, "%s4 = smov 0", {}, {"s4"});
-    if (s_.double_buffer) {
+    if (s_.double_buffer && !ring()) {
       // k-block 0 of a column block is prefetched by the previous block's last
       // k-block; only the very first block fetches its own.
       const bool first_block_here = runtime_nb || static_nb == 0;
@@ -279,8 +498,18 @@ class MatmulGen {
         issue_block_dmas("s4", "s3", std::to_string(w * tile_gr_), "s9", "s11", "s13", "s15", "s28", guard);
       }
     }
-    zero_accumulator(w);
-    if (s_.accumulate) load_accumulator(w);
+    if (staged()) {
+      // C's block arrived in the staging buffer during the previous column block (or the prologue).
+      const std::uint64_t c_granules = g_ * w * 128;
+      w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s47, {}", next_token(), c_granules), {"s47"}, {});
+      w_.op(S::kSync, fmt::format("%{} = vsyncadd %s47, {}", next_token(), negated(c_granules)), {"s47"}, {});
+      w_.flush();
+      fill_accumulator(w, "s17", /*copy_from=*/"s46");
+      stage_next(/*first=*/false);
+    } else {
+      fill_accumulator(w, "s17", "");
+      if (s_.accumulate) load_accumulator(w);
+    }
     kblock(w, kr8(0), /*next_exists=*/kt_ > 1, /*next_partial=*/kt_ == 2 && last_partial(), false);
     const std::uint64_t middle_end = last_partial() ? kt_ - 1 : kt_;  // k-blocks [1, middle_end) are full
     if (middle_end > 1) {
@@ -345,17 +574,23 @@ class MatmulGen {
     w_.flush();
   }
 
-  // Zeroes the accumulator buffer in s17 (8 tiles per 8-bundle iteration, one
-  // store per bundle) and starts the column block's pipeline registers: s8
-  // counts its iterations, s7 points at the rows the pops of iteration s8 - D
-  // accumulate into, s32 is the end of the accumulator (s7 wraps there).
-  void zero_accumulator(std::uint64_t w) {
+  // Zeroes the buffer in `dst` (8 tiles per 8-bundle iteration, one store per
+  // bundle), or with `copy_from` copies that buffer's tiles into it (8 tiles
+  // per 10-bundle iteration: loads in bundles 0..7, each stored 2 bundles
+  // later), and starts the column block's pipeline registers: s8 counts its
+  // iterations, s7 points at the rows the pops of iteration s8 - D accumulate
+  // into, s32 is the end of the accumulator in s17 (s7 wraps there).
+  void fill_accumulator(std::uint64_t w, const std::string& dst, const std::string& copy_from) {
     const std::uint64_t acc_stride = 2 * w * 8;
     const std::uint64_t tiles = g2_ * 2 * w;
     const std::uint64_t iterations = ceil_div(tiles, 8);
+    if (!copy_from.empty()) {
+      copy_accumulator(w, dst, copy_from);
+      return;
+    }
     w_.comment(fmt::format("zero the accumulator ({} tiles)", tiles));
     w_.op(S::kValu, "%v0 = vmov 0", {}, {"v0"});
-    w_.op(S::kSalu, "%s21 = sadd.s32 %s17, 0", {"s17"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s21 = sadd.s32 %{}, 0", dst), {dst}, {"s21"});
     w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
     w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated(d_ * acc_stride)), {"s17"}, {"s7"});
@@ -370,6 +605,40 @@ class MatmulGen {
       if (k == 1) ops.push_back("%s22 = sadd.s32 %s22, 1");
       if (k == 3) ops.push_back(fmt::format("%{} = sbr.rel (%p10) target = {}", next_token(), loop));
       if (k == 7) ops.push_back("%s21 = sadd.s32 %s21, 64");
+      w_.bundle(ops, k == 0 ? "8 tiles" : "");
+    }
+  }
+
+  void copy_accumulator(std::uint64_t w, const std::string& dst, const std::string& src) {
+    const std::uint64_t acc_stride = 2 * w * 8;
+    const std::uint64_t tiles = g2_ * 2 * w;
+    const std::uint64_t iterations = ceil_div(tiles, 8);
+    w_.comment(fmt::format("accumulate: the staged C block -> the accumulator ({} tiles)", tiles));
+    w_.op(S::kSalu, fmt::format("%s21 = sadd.s32 %{}, 0", dst), {dst}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s24 = sadd.s32 %{}, 0", src), {src}, {"s24"});
+    w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
+    w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
+    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated(d_ * acc_stride)), {"s17"}, {"s7"});
+    w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
+    w_.flush();
+    const std::string loop = fmt::format("copy_{}", label_++);
+    w_.label(loop);
+    const std::uint64_t branch_at = 9 - chip_.branch_delay_slots;  // the last delay slot is bundle 9
+    for (std::uint64_t k = 0; k < 10; ++k) {
+      std::vector<std::string> ops;
+      if (k < 8) {
+        ops.push_back(fmt::format("%v{} = vld [vmem:[%s24{}] sm:$0xff]", k,
+                                  k == 0 ? std::string() : fmt::format(" + $0x{:x}", k * 8)));
+      }
+      if (k >= 2) {
+        ops.push_back(fmt::format("%{} = vst [vmem:[%s21{}] sm:$0xff] /*vst_source=*/%v{}", next_token(),
+                                  k == 2 ? std::string() : fmt::format(" + $0x{:x}", (k - 2) * 8), k - 2));
+      }
+      if (k == 0) ops.push_back(fmt::format("%p10 = scmp.lt.s32.totalorder %s22, {}", iterations - 1));
+      if (k == 1) ops.push_back("%s22 = sadd.s32 %s22, 1");
+      if (k == branch_at) ops.push_back(fmt::format("%{} = sbr.rel (%p10) target = {}", next_token(), loop));
+      if (k == 8) ops.push_back("%s24 = sadd.s32 %s24, 64");
+      if (k == 9) ops.push_back("%s21 = sadd.s32 %s21, 64");
       w_.bundle(ops, k == 0 ? "8 tiles" : "");
     }
   }
@@ -410,7 +679,10 @@ class MatmulGen {
   void kblock(std::uint64_t w, std::uint64_t rows8, bool next_exists, bool next_partial, bool runtime) {
     const std::uint64_t b_granules = rows8 * w * tile_gr_;
     // 1. DMAs.
-    if (s_.double_buffer) {
+    if (ring()) {
+      ring_issue();
+      ring_consume();
+    } else if (s_.double_buffer) {
       if (next_exists) {
         // Prefetch k-block kb+1 into the other buffers while this one computes.
         w_.op(S::kSalu, "%s29 = sadd.s32 %s4, 1", {"s4"}, {"s29"});
@@ -444,9 +716,13 @@ class MatmulGen {
       issue_block_dmas("s4", "s3", std::to_string(w * tile_gr_), "s9", "s11", "s13", "s15", "s28", "");
     }
     // 2. Wait for this k-block's operands.
+    // (A resident: only column block 0 fetched A; p0 = s3 == 0, from ring_consume.)
     const std::uint64_t a_granules = g_ * tile_gr_;
-    w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s13, {}", next_token(), a_granules), {"s13"}, {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd %s13, {}", next_token(), negated(a_granules)), {"s13"}, {});
+    const std::string ap = resident_ ? " (%p0)" : "";
+    std::vector<std::string> ar{"s13"};
+    if (resident_) ar.push_back("p0");
+    w_.op(S::kSync, fmt::format("%{} = dma.done.wait{} %s13, {}", next_token(), ap, a_granules), ar, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd{} %s13, {}", next_token(), ap, negated(a_granules)), ar, {});
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s15, {}", next_token(), b_granules), {"s15"}, {});
     w_.op(S::kSync, fmt::format("%{} = vsyncadd %s15, {}", next_token(), negated(b_granules)), {"s15"}, {});
     // 3. Weights: row tile r of the block holds K rows 8r..8r+7; the last push must hold rows 0..7.
@@ -484,8 +760,8 @@ class MatmulGen {
     }
     // 4. The row loop.
     row_loop(w, masked);
-    // 5. Next k-block's buffers become current.
-    if (s_.double_buffer) {
+    // 5. Next k-block's buffers become current (the ring recomputes them per k-block).
+    if (s_.double_buffer && !ring()) {
       swap("s9", "s10");
       swap("s11", "s12");
       swap("s13", "s14");
@@ -604,6 +880,8 @@ class MatmulGen {
   std::uint64_t tile_bytes_ = 0, tile_gr_ = 0, g_ = 0, g2_ = 0, kt_ = 0, nt_ = 0, k8_ = 0, wfull_ = 0;
   std::uint64_t a_block_tiles_ = 0, a_block_shift_ = 0;  // KC: 128-column tiles per column block of A, log2(KC)
   std::uint64_t latency_ = 0, d_ = 0;
+  std::uint64_t depth_ = 2;  // prefetch depth P (plan_depth)
+  bool resident_ = false;    // A kept in VMEM across column blocks (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
   std::uint32_t token_ = 100;
   int label_ = 0;

@@ -14,10 +14,23 @@
 //       accumulator; the pipeline runs on across k-blocks, so only the column
 //       block's first D iterations pop nothing and only its end drains;
 //     DMA the accumulator block to C (double-buffered).
+// Prefetch depth (chosen per shape and chip): a k-block's DMAs take the HBM
+// latency plus its bytes over the HBM bandwidth; when the k-block before it
+// computes for less than that (small M), double buffering leaves HBM idle. The
+// generator then keeps P k-blocks in a ring of VMEM slots (P - 1 in flight
+// while one computes; P - 1 = ceil((latency + transfer) / max(transfer, the
+// row loop's 16 G2 cycles)), bounded by dma.max_in_flight, VMEM and the number
+// of k-blocks); the DMAs run in the same k-block order. In the ring schedule,
+// with more than one column block, A stays in VMEM (one slot per k-block,
+// fetched with column block 0 only) when it fits, instead of being read again
+// for every column block. P <= 2 keeps the double-buffered schedule above.
 // The program leaves every sync flag at 0 (so it can be a step of a chain
 // before a program that expects zeroed flags, such as a collective).
-// With accumulate, each accumulator block is loaded from C first and the
-// k-blocks' partials are added to it in the same order.
+// With accumulate, each accumulator block starts from C's block (its bits)
+// and the k-blocks' partials are added to it in the same order; in the ring
+// schedule C's next block streams into a staging buffer while this block
+// computes and is copied into the accumulator, else it is loaded when its
+// column block starts.
 // Accumulation order (what a host reference must reproduce bit for bit):
 //   for every C element, for kb = 0, 1, ...: partial = the MXU's sum over the
 //   128 k of that block in increasing k from +0.0 of bf16(a)*bf16(b) in f32;

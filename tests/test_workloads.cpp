@@ -210,7 +210,11 @@ TEST_CASE("the matmul's column-block and accumulate forms, and the ring shift, a
   CHECK_THAT(programs::generate_matmul(spec, chip), Contains("A in HBM as 3 column blocks [128, 256]"));
   spec.a_column_blocks = 1;
   spec.accumulate = true;
+  // Prefetch ring (small M): C's next block is staged while one computes.
+  CHECK_THAT(programs::generate_matmul(spec, chip), Contains("accumulate: the staged C block -> the accumulator"));
+  spec.double_buffer = false;  // no prefetch: C's block is loaded when its column block starts
   CHECK_THAT(programs::generate_matmul(spec, chip), Contains("accumulate: C's block -> the accumulator"));
+  spec.double_buffer = true;
   const ici::Topology t = topo("2x4");
   CHECK_THROWS_WITH(programs::generate_ring_shift_send({1, 8, 1}, t, chip), Contains("32-byte granules"));
   CHECK_THROWS_WITH(programs::generate_ring_shift_send({16, 128, 2}, t, chip), Contains("axis z"));

@@ -8,9 +8,9 @@
 #               above the knee the measured step grows at the MXU rate
 #               (2 x 2 D F / C per token, within 25 %); the floor within 25 %
 #               of weight bytes / HBM bandwidth when HBM latency is 0 (the
-#               generated matmul waits one prefetch per 128-row k-block, so
-#               the preset's assumed 500 ns latency, not bandwidth, sets the
-#               floor at small batches).
+#               generated matmul's prefetch depth follows the chip's HBM
+#               latency: with none it double-buffers, the schedule this row
+#               has always measured).
 #   acceptance: issue 16's criterion on the plain preset: floor within 25 % of
 #               weight bytes / HBM bandwidth and the knee (where the floor
 #               meets the line through the two largest batches) within 25 %
