@@ -35,9 +35,6 @@
 namespace tpuemu::workloads {
 namespace {
 
-constexpr std::uint64_t kBf16TileRows = 16;
-constexpr std::uint64_t kTileCols = 128;
-
 class CollectiveMatmulWorkload final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const override { return "collective-matmul"; }

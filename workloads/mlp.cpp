@@ -138,22 +138,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::uint64_t kBf16TileRows = 16;
-constexpr std::uint64_t kF32TileRows = 8;
-constexpr std::uint64_t kTileCols = 128;
 // The first sync flag of the collectives' ranges (below: the matmuls' and adds').
 constexpr std::uint64_t kCollectiveFlagBase = 256;
-
-std::vector<std::uint32_t> axis_lengths(const ici::Topology& topology) {
-  std::vector<std::uint32_t> lengths;
-  for (std::size_t a = 0; a < topology.axis_count(); ++a) lengths.push_back(topology.length(a));
-  return lengths;
-}
-
-std::vector<std::uint32_t> chip_coords(const ici::Topology& topology, std::uint32_t id) {
-  const ici::Coords c = topology.coords(ChipId(id));
-  return {c.begin(), c.begin() + static_cast<std::ptrdiff_t>(topology.axis_count())};
-}
 
 std::vector<std::size_t> concat(std::vector<std::size_t> a, const std::vector<std::size_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -165,27 +151,6 @@ double spanned(const std::vector<std::uint32_t>& lengths, const std::vector<std:
   double n = 0;
   for (std::size_t a : axes) n += lengths[a] > 1 ? 1 : 0;
   return std::max(1.0, n);
-}
-
-// The generated matmul of `spec`; a refusal (VMEM, shapes) names the size options.
-std::string sized_matmul(const programs::MatmulSpec& spec, const ChipConfig& chip, const std::string& what,
-                         std::uint64_t batch, std::uint64_t d_model, std::uint64_t d_ff) {
-  try {
-    return programs::generate_matmul(spec, chip);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(
-        fmt::format("--batch {} --d-model {} --d-ff {}: the {}x{}x{} matmul of '{}' on every "
-                    "chip: {}",
-                    batch, d_model, d_ff, spec.m, spec.k, spec.n, what, e.what()));
-  }
-}
-
-std::vector<float> transpose(const std::vector<float>& m, std::uint64_t rows, std::uint64_t cols) {
-  std::vector<float> t(m.size());
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    for (std::uint64_t c = 0; c < cols; ++c) t[c * rows + r] = m[r * cols + c];
-  }
-  return t;
 }
 
 std::string axes_name(const std::vector<std::size_t>& axes) {
@@ -634,4 +599,17 @@ class MlpWorkload final : public Workload {
 const WorkloadRegistrar registrar(std::make_unique<MlpWorkload>());
 
 }  // namespace
+
+std::string sized_matmul(const programs::MatmulSpec& spec, const ChipConfig& chip, const std::string& what,
+                         std::uint64_t batch, std::uint64_t d_model, std::uint64_t d_ff) {
+  try {
+    return programs::generate_matmul(spec, chip);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(
+        fmt::format("--batch {} --d-model {} --d-ff {}: the {}x{}x{} matmul of '{}' on every "
+                    "chip: {}",
+                    batch, d_model, d_ff, spec.m, spec.k, spec.n, what, e.what()));
+  }
+}
+
 }  // namespace tpuemu::workloads

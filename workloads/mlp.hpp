@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/chip_config.hpp"
+#include "programs/generators.hpp"
 #include "workloads/workload.hpp"
 
 namespace tpuemu::workloads {
@@ -52,6 +54,11 @@ struct MlpBook {
 // the sequence axes (sp).
 MlpBook mlp_book(MlpStrategy strategy, double b, double d, double f, double x, double y, double m_x, double m_y,
                  const ChipConfig& chip, double s = 1, double m_s = 1);
+
+// programs::generate_matmul(spec, chip); a refusal (VMEM, shapes) becomes
+// std::invalid_argument naming --batch, --d-model and --d-ff and the matmul (`what`).
+std::string sized_matmul(const programs::MatmulSpec& spec, const ChipConfig& chip, const std::string& what,
+                         std::uint64_t batch, std::uint64_t d_model, std::uint64_t d_ff);
 
 // --strategy pp (workloads/mlp_pipeline.cpp): a GPipe pipeline of one MLP
 // block per chip along x, --microbatches microbatches; throws api::BadInput.

@@ -43,7 +43,6 @@
 namespace tpuemu::workloads {
 namespace {
 
-constexpr std::uint64_t kTileCols = 128;
 constexpr std::uint64_t kGranule = 32;
 
 // A program that runs only on core 0 of the chips at x in [lo, hi]: the
@@ -114,27 +113,6 @@ std::string pipeline_wait(std::uint64_t bytes, std::int64_t lo, std::int64_t hi,
   t += fmt::format("{{ %11 = vsyncadd (%p1) [#allocation0], {} }}\n", (1ULL << 32) - n);
   t += fmt::format("{{ %12 = dma.done.wait (%p7) [#allocation0 + $0x1], {} }}\n", n);
   t += fmt::format("{{ %13 = vsyncadd (%p7) [#allocation0 + $0x1], {} }}\n", (1ULL << 32) - n);
-  return t;
-}
-
-// The generated matmul of `spec`; a refusal (VMEM, shapes) names the size options.
-std::string sized_matmul(const programs::MatmulSpec& spec, const ChipConfig& chip, const std::string& what,
-                         std::uint64_t batch, std::uint64_t d_model, std::uint64_t d_ff) {
-  try {
-    return programs::generate_matmul(spec, chip);
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(
-        fmt::format("--batch {} --d-model {} --d-ff {}: the {}x{}x{} matmul of '{}' on every "
-                    "chip: {}",
-                    batch, d_model, d_ff, spec.m, spec.k, spec.n, what, e.what()));
-  }
-}
-
-std::vector<float> transpose(const std::vector<float>& m, std::uint64_t rows, std::uint64_t cols) {
-  std::vector<float> t(m.size());
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    for (std::uint64_t c = 0; c < cols; ++c) t[c * rows + r] = m[r * cols + c];
-  }
   return t;
 }
 

@@ -12,6 +12,25 @@
 
 namespace tpuemu::workloads {
 
+std::vector<std::uint32_t> axis_lengths(const ici::Topology& topology) {
+  std::vector<std::uint32_t> lengths;
+  for (std::size_t a = 0; a < topology.axis_count(); ++a) lengths.push_back(topology.length(a));
+  return lengths;
+}
+
+std::vector<std::uint32_t> chip_coords(const ici::Topology& topology, std::uint32_t id) {
+  const ici::Coords c = topology.coords(ChipId(id));
+  return {c.begin(), c.begin() + static_cast<std::ptrdiff_t>(topology.axis_count())};
+}
+
+std::vector<float> transpose(const std::vector<float>& m, std::uint64_t rows, std::uint64_t cols) {
+  std::vector<float> t(m.size());
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    for (std::uint64_t c = 0; c < cols; ++c) t[c * rows + r] = m[r * cols + c];
+  }
+  return t;
+}
+
 std::vector<float> matrix_block(const std::vector<float>& m, std::uint64_t width, std::uint64_t row0,
                                 std::uint64_t rows, std::uint64_t col0, std::uint64_t cols) {
   std::vector<float> out;

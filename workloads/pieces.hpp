@@ -19,6 +19,19 @@
 
 namespace tpuemu::workloads {
 
+// Rows of one (8, 128) vreg tile of an HBM operand by dtype, and its columns.
+constexpr std::uint64_t kBf16TileRows = 16;
+constexpr std::uint64_t kF32TileRows = 8;
+constexpr std::uint64_t kTileCols = 128;
+
+// The topology's axis lengths, x first.
+std::vector<std::uint32_t> axis_lengths(const ici::Topology& topology);
+// Chip `id`'s coordinates, one per axis of the topology.
+std::vector<std::uint32_t> chip_coords(const ici::Topology& topology, std::uint32_t id);
+
+// The transpose [cols, rows] of a row-major host matrix [rows, cols].
+std::vector<float> transpose(const std::vector<float>& m, std::uint64_t rows, std::uint64_t cols);
+
 // Rows [row0, row0 + rows) and columns [col0, col0 + cols) of a row-major
 // host matrix of `width` columns, row-major.
 std::vector<float> matrix_block(const std::vector<float>& m, std::uint64_t width, std::uint64_t row0,

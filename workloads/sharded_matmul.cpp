@@ -45,21 +45,6 @@
 namespace tpuemu::workloads {
 namespace {
 
-constexpr std::uint64_t kBf16TileRows = 16;
-constexpr std::uint64_t kF32TileRows = 8;
-constexpr std::uint64_t kTileCols = 128;
-
-std::vector<std::uint32_t> axis_lengths(const ici::Topology& topology) {
-  std::vector<std::uint32_t> lengths;
-  for (std::size_t a = 0; a < topology.axis_count(); ++a) lengths.push_back(topology.length(a));
-  return lengths;
-}
-
-std::vector<std::uint32_t> chip_coords(const ici::Topology& topology, std::uint32_t id) {
-  const ici::Coords c = topology.coords(ChipId(id));
-  return {c.begin(), c.begin() + static_cast<std::ptrdiff_t>(topology.axis_count())};
-}
-
 // The collective's axes: the sharding's major-first axes, minor first (the
 // collective's first listed axis varies fastest in its rank).
 std::vector<std::size_t> collective_axes(std::vector<std::size_t> axes) {
