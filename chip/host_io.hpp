@@ -22,6 +22,10 @@
 
 namespace tpuemu::chip {
 
+// Alignment of every operand buffer (and of the VMEM area after the
+// program's own allocations) that a run places for the host.
+inline constexpr std::uint64_t kOperandAlign = 4096;
+
 // Bytes the operand occupies on the device.
 std::uint64_t device_bytes(const OperandBinding& binding);
 

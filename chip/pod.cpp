@@ -23,8 +23,6 @@
 namespace tpuemu::chip {
 namespace {
 
-constexpr std::uint64_t kAlign = 4096;
-
 void put_message(dist::ByteWriter& w, const ici::Network::TransferKey& key, const RemoteSend& m) {
   w.put(key);
   w.put(m.src_chip);
@@ -742,7 +740,7 @@ PodResult run_pod(const PodRequest& request) {
         buf.binding = b;
         buf.address = next;
         order.push_back(name->second);
-        next = (next + device_bytes(b) + kAlign - 1) / kAlign * kAlign;
+        next = (next + device_bytes(b) + kOperandAlign - 1) / kOperandAlign * kOperandAlign;
         if (next > request.chip.hbm.size_bytes) {
           throw LoadError(fmt::format("the buffers need {} bytes of HBM per chip but {} has {}", next,
                                       request.chip.name, request.chip.hbm.size_bytes));

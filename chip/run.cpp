@@ -18,8 +18,6 @@
 namespace tpuemu::chip {
 namespace {
 
-constexpr std::uint64_t kAlign = 4096;
-
 std::uint64_t align_up(std::uint64_t v, std::uint64_t a) {
   return (v + a - 1) / a * a;
 }
@@ -127,7 +125,7 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
       if (a.space == MemorySpace::kVmem) vmem_next = std::max(vmem_next, a.offset.value_or(0) + a.size);
     }
   }
-  vmem_next = align_up(vmem_next, kAlign);
+  vmem_next = align_up(vmem_next, kOperandAlign);
   // Refuse what cannot fit the host before any device copy is made.
   if (request.options.compute_numerics) {
     std::uint64_t data_bytes = core_data_bytes(execs, request.chip);
@@ -147,7 +145,7 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
     for (const auto& space : buf.spaces) {
       std::uint64_t& next = space == "hbm" ? hbm_next : vmem_next;
       buf.address[space] = next;
-      next = align_up(next + size, kAlign);
+      next = align_up(next + size, kOperandAlign);
       const std::uint64_t limit = space == "hbm" ? request.chip.hbm.size_bytes : request.chip.vmem.size_bytes;
       if (next > limit)
         throw std::invalid_argument(fmt::format("buffer '{}' ({} bytes) does not fit in {}", name, size, space));
@@ -299,7 +297,7 @@ TlpResult run_tlp(const TlpRequest& request) {
     const auto& [binding, data] = request.parameters[k];
     writes.emplace_back(next, to_device(binding, data, fmt::format("parameter {}", k)));
     parameter_values.push_back(static_cast<std::uint32_t>(next / 512));
-    next = align_up(next + device_bytes(binding), kAlign);
+    next = align_up(next + device_bytes(binding), kOperandAlign);
   }
   const std::uint64_t output_address = next;
 

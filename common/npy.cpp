@@ -56,7 +56,7 @@ const DtypeInfo& info(NpyDtype dtype) {
 }
 
 // Untrusted text made printable and short for an error message.
-std::string quoted(std::string_view text) {
+std::string excerpt(std::string_view text) {
   std::string out;
   for (std::size_t i = 0; i < text.size() && i < kMaxQuotedChars; ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
@@ -173,7 +173,7 @@ class HeaderParser {
       if (!at_quote()) fail("expected a quoted key or '}'");
       const std::string key = parse_string("a key");
       skip_whitespace();
-      if (!consume(':')) fail(fmt::format("key '{}': expected ':' after the key", quoted(key)));
+      if (!consume(':')) fail(fmt::format("key '{}': expected ':' after the key", excerpt(key)));
       skip_whitespace();
       if (key == "descr") {
         mark_seen(have_descr, key);
@@ -186,7 +186,7 @@ class HeaderParser {
         header.shape = parse_shape_value();
       } else {
         fail(fmt::format("unknown key '{}' (a .npy header has exactly 'descr', 'fortran_order' and 'shape')",
-                         quoted(key)));
+                         excerpt(key)));
       }
       skip_whitespace();
       if (consume(',')) continue;
@@ -194,7 +194,7 @@ class HeaderParser {
       fail(fmt::format("key '{}': expected ',' or '}}' after its value", key));
     }
     skip_whitespace();
-    if (pos_ != text_.size()) fail(fmt::format("unexpected text after the dict: '{}'", quoted(text_.substr(pos_))));
+    if (pos_ != text_.size()) fail(fmt::format("unexpected text after the dict: '{}'", excerpt(text_.substr(pos_))));
     if (!have_descr) fail("missing key 'descr'");
     if (!have_fortran_order) fail("missing key 'fortran_order'");
     if (!have_shape) fail("missing key 'shape'");
@@ -417,7 +417,7 @@ DataLayout parse_layout(std::span<const std::uint8_t> prefix, std::uint64_t tota
   if (!descr) {
     const std::string name = numpy_name_of(header.descr);
     throw NpyError(fmt::format("{}: unsupported dtype '{}'{} (supported: {}; big-endian '>' forms are converted)",
-                               origin, quoted(header.descr), name.empty() ? "" : fmt::format(" ({})", name),
+                               origin, excerpt(header.descr), name.empty() ? "" : fmt::format(" ({})", name),
                                supported_dtypes()));
   }
   if (header.fortran_order)

@@ -13,10 +13,10 @@ namespace tpuemu::ici {
 
 namespace {
 
-using Registry = std::map<std::string, std::unique_ptr<FabricKind>, std::less<>>;
+using FabricKinds = std::map<std::string, std::unique_ptr<FabricKind>, std::less<>>;
 
-Registry& registry() {
-  static Registry kinds;
+FabricKinds& fabric_kinds() {
+  static FabricKinds kinds;
   return kinds;
 }
 
@@ -24,17 +24,17 @@ Registry& registry() {
 
 FabricKindRegistrar::FabricKindRegistrar(std::unique_ptr<FabricKind> kind) {
   std::string name(kind->name());
-  if (!registry().emplace(name, std::move(kind)).second) {
+  if (!fabric_kinds().emplace(name, std::move(kind)).second) {
     std::fprintf(stderr, "tpuemu: two fabric kinds are named '%s'\n", name.c_str());
     std::abort();
   }
 }
 
 std::unique_ptr<Fabric> make_fabric(const Topology& topology, const ChipConfig& chip, std::string_view routing) {
-  const auto it = registry().find(topology.fabric());
-  if (it == registry().end()) {
+  const auto it = fabric_kinds().find(topology.fabric());
+  if (it == fabric_kinds().end()) {
     std::vector<std::string> names;
-    for (const auto& [name, kind] : registry()) names.push_back(name);
+    for (const auto& [name, kind] : fabric_kinds()) names.push_back(name);
     throw TopologyError(fmt::format("unknown fabric '{}' (known: {})", topology.fabric(), fmt::join(names, ", ")));
   }
   return it->second->build(topology, chip, routing);

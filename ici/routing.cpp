@@ -14,12 +14,12 @@ namespace tpuemu::ici {
 
 namespace {
 
-using Registry = std::map<std::string, std::unique_ptr<RoutingPolicy>, std::less<>>;
+using RoutingPolicies = std::map<std::string, std::unique_ptr<RoutingPolicy>, std::less<>>;
 
 // Constructed on first use, so registrars in other translation units may run
 // before or after this one's static initialisation.
-Registry& registry() {
-  static Registry policies;
+RoutingPolicies& routing_policies() {
+  static RoutingPolicies policies;
   return policies;
 }
 
@@ -27,7 +27,7 @@ Registry& registry() {
 
 RoutingPolicyRegistrar::RoutingPolicyRegistrar(std::unique_ptr<RoutingPolicy> policy) {
   std::string name(policy->name());
-  if (!registry().emplace(name, std::move(policy)).second) {
+  if (!routing_policies().emplace(name, std::move(policy)).second) {
     // Static initialisation: no caller to throw to.
     std::fprintf(stderr, "tpuemu: two routing policies are named '%s'\n", name.c_str());
     std::abort();
@@ -35,8 +35,8 @@ RoutingPolicyRegistrar::RoutingPolicyRegistrar(std::unique_ptr<RoutingPolicy> po
 }
 
 const RoutingPolicy& routing_policy(std::string_view name) {
-  const auto it = registry().find(name);
-  if (it == registry().end()) {
+  const auto it = routing_policies().find(name);
+  if (it == routing_policies().end()) {
     throw RoutingError(
         fmt::format("unknown routing policy '{}' (known: {})", name, fmt::join(routing_policy_names(), ", ")));
   }
@@ -45,7 +45,7 @@ const RoutingPolicy& routing_policy(std::string_view name) {
 
 std::vector<std::string> routing_policy_names() {
   std::vector<std::string> names;
-  for (const auto& [name, policy] : registry()) names.push_back(name);
+  for (const auto& [name, policy] : routing_policies()) names.push_back(name);
   return names;
 }
 

@@ -25,7 +25,7 @@ std::optional<OperandClass> class_from_token(std::string_view t) {
   return it->second;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_spaces(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   return s;
@@ -39,15 +39,15 @@ void parse_syntax(OpInfo& info) {
   const auto first_comma_or_end = s.find(',');
   if (eq != std::string_view::npos && (first_comma_or_end == std::string_view::npos || eq < first_comma_or_end) &&
       s.substr(0, eq).find('=') == std::string_view::npos) {
-    info.dest = class_from_token(trim(s.substr(0, eq)));
+    info.dest = class_from_token(trim_spaces(s.substr(0, eq)));
     if (!info.dest) throw std::logic_error(fmt::format("ops.def: bad dest in '{}'", info.syntax));
     s = s.substr(eq + 2);
   }
-  s = trim(s);
+  s = trim_spaces(s);
   while (!s.empty()) {
     const auto comma = s.find(',');
-    std::string_view item = trim(s.substr(0, comma));
-    s = comma == std::string_view::npos ? std::string_view{} : trim(s.substr(comma + 1));
+    std::string_view item = trim_spaces(s.substr(0, comma));
+    s = comma == std::string_view::npos ? std::string_view{} : trim_spaces(s.substr(comma + 1));
     OperandSyntax operand;
     if (const auto named = item.find('='); named != std::string_view::npos) {
       operand.name = std::string(item.substr(0, named));

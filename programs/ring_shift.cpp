@@ -9,7 +9,7 @@
 namespace tpuemu::programs {
 namespace {
 
-constexpr std::uint64_t kGranule = 32;
+constexpr std::uint64_t kShiftGranule = 32;
 
 // The two flags at the top of the flag space: [sent, arrived].
 std::string flag_allocation(const ChipConfig& chip) {
@@ -22,11 +22,11 @@ std::string flag_allocation(const ChipConfig& chip) {
 
 std::uint64_t granules(const RingShiftSpec& spec) {
   const std::uint64_t bytes = spec.rows * spec.cols * 2;
-  if (bytes == 0 || bytes % kGranule != 0) {
+  if (bytes == 0 || bytes % kShiftGranule != 0) {
     throw std::invalid_argument(
         fmt::format("ring shift: {} x {} bf16 is not a whole number of 32-byte granules", spec.rows, spec.cols));
   }
-  return bytes / kGranule;
+  return bytes / kShiftGranule;
 }
 
 }  // namespace
@@ -45,7 +45,7 @@ std::string generate_ring_shift_send(const RingShiftSpec& spec, const ici::Topol
   t += fmt::format(
       "// Ring shift, send: core 0 sends operand 0 ({} B) to operand 1 of the chip one step down axis {} (c - 1 mod "
       "{}), then ends; the wait program completes it.\n",
-      n * kGranule, ici::axis_name(spec.axis), length);
+      n * kShiftGranule, ici::axis_name(spec.axis), length);
   t += flag_allocation(chip) + "\n\n";
   t += fmt::format(
       "{{ %s0 = inlined_call_operand.hbm [shape: {}, index: 0, kind: input, shape index: {{}}] ;; %s1 = "

@@ -18,8 +18,8 @@ using isa::OpId;
 
 namespace {
 
-constexpr std::uint32_t kQNan = 0x7FC0'0000U;
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr std::uint32_t kQuietNan = 0x7FC0'0000U;
+constexpr float kInfinity = std::numeric_limits<float>::infinity();
 
 struct EupCase {
   OpId op;
@@ -34,31 +34,31 @@ const std::vector<EupCase> kCases = {
     {OpId::kVpow2F32, bits_of(-149.0F), 0x0000'0001U},  // smallest subnormal
     {OpId::kVpow2F32, bits_of(-150.0F), 0},             // half of it: tie, to even
     {OpId::kVpow2F32, bits_of(127.0F), 0x7F00'0000U},
-    {OpId::kVpow2F32, bits_of(128.0F), bits_of(kInf)},
+    {OpId::kVpow2F32, bits_of(128.0F), bits_of(kInfinity)},
     {OpId::kVpow2F32, bits_of(0.5F), bits_of(static_cast<float>(std::sqrt(2.0)))},
-    {OpId::kVpow2F32, bits_of(-kInf), 0},
-    {OpId::kVpow2F32, bits_of(kInf), bits_of(kInf)},
-    {OpId::kVpow2F32, 0x7F80'0001U, kQNan},
+    {OpId::kVpow2F32, bits_of(-kInfinity), 0},
+    {OpId::kVpow2F32, bits_of(kInfinity), bits_of(kInfinity)},
+    {OpId::kVpow2F32, 0x7F80'0001U, kQuietNan},
     {OpId::kVrcpF32, bits_of(2.0F), bits_of(0.5F)},
     {OpId::kVrcpF32, bits_of(3.0F), bits_of(1.0F / 3.0F)},  // correctly rounded 1/3
     {OpId::kVrcpF32, bits_of(-4.0F), bits_of(-0.25F)},
-    {OpId::kVrcpF32, bits_of(0.0F), bits_of(kInf)},
-    {OpId::kVrcpF32, bits_of(-0.0F), bits_of(-kInf)},
-    {OpId::kVrcpF32, bits_of(kInf), 0},
-    {OpId::kVrcpF32, bits_of(-kInf), 0x8000'0000U},
+    {OpId::kVrcpF32, bits_of(0.0F), bits_of(kInfinity)},
+    {OpId::kVrcpF32, bits_of(-0.0F), bits_of(-kInfinity)},
+    {OpId::kVrcpF32, bits_of(kInfinity), 0},
+    {OpId::kVrcpF32, bits_of(-kInfinity), 0x8000'0000U},
     {OpId::kVrcpF32, bits_of(0x1p126F), 0x0080'0000U},  // 2^-126, what softmax's fix-up forces
     {OpId::kVrcpF32, bits_of(0x1p127F), 0x0040'0000U},  // subnormal result kept
-    {OpId::kVrcpF32, 0x0000'0001U, bits_of(kInf)},      // 2^149 overflows
-    {OpId::kVrcpF32, 0xFFC1'2345U, kQNan},
+    {OpId::kVrcpF32, 0x0000'0001U, bits_of(kInfinity)},      // 2^149 overflows
+    {OpId::kVrcpF32, 0xFFC1'2345U, kQuietNan},
     {OpId::kVtanhF32, bits_of(0.0F), bits_of(0.0F)},
     {OpId::kVtanhF32, bits_of(-0.0F), 0x8000'0000U},
     {OpId::kVtanhF32, bits_of(0.5F), bits_of(static_cast<float>(std::tanh(0.5)))},
     {OpId::kVtanhF32, bits_of(-0.5F), bits_of(static_cast<float>(std::tanh(-0.5)))},
     {OpId::kVtanhF32, bits_of(20.0F), bits_of(1.0F)},
-    {OpId::kVtanhF32, bits_of(kInf), bits_of(1.0F)},
-    {OpId::kVtanhF32, bits_of(-kInf), bits_of(-1.0F)},
+    {OpId::kVtanhF32, bits_of(kInfinity), bits_of(1.0F)},
+    {OpId::kVtanhF32, bits_of(-kInfinity), bits_of(-1.0F)},
     {OpId::kVtanhF32, 0x0000'0001U, 0x0000'0001U},  // tanh(x) = x for tiny x
-    {OpId::kVtanhF32, 0x7FC0'0001U, kQNan},
+    {OpId::kVtanhF32, 0x7FC0'0001U, kQuietNan},
 };
 
 }  // namespace

@@ -9,8 +9,6 @@
 namespace tpuemu::vpu {
 namespace {
 
-constexpr std::uint32_t kCanonicalNan = 0x7FC0'0000U;
-
 float canonical(float value) {
   return value != value ? std::bit_cast<float>(kCanonicalNan) : value;
 }

@@ -17,7 +17,6 @@ namespace {
 
 using isa::OpId;
 
-constexpr std::uint32_t kCanonicalNan = 0x7FC0'0000U;
 constexpr std::uint32_t kExponentMask = 0x7F80'0000U;
 constexpr std::size_t kSublanesPerPackedTile = kSublanes / 2;
 

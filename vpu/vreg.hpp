@@ -14,6 +14,10 @@ inline constexpr std::size_t kSublanes = 8;
 inline constexpr std::size_t kLanes = 128;
 inline constexpr std::size_t kElements = kSublanes * kLanes;
 
+// The one NaN the vector units produce (quiet, positive, zero payload): every
+// f32 NaN result is written as these bits, whatever the inputs' payloads.
+inline constexpr std::uint32_t kCanonicalNan = 0x7FC0'0000U;
+
 struct Vreg {
   std::array<std::uint32_t, kElements> words{};
 

@@ -234,7 +234,7 @@ class CollectiveMatmulWorkload final : public Workload {
   }
 };
 
-const WorkloadRegistrar registrar(std::make_unique<CollectiveMatmulWorkload>());
+const WorkloadRegistrar kCollectiveMatmulRegistrar(std::make_unique<CollectiveMatmulWorkload>());
 
 }  // namespace
 }  // namespace tpuemu::workloads

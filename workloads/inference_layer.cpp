@@ -359,7 +359,7 @@ class InferenceLayerWorkload final : public Workload {
   }
 };
 
-const WorkloadRegistrar registrar(std::make_unique<InferenceLayerWorkload>());
+const WorkloadRegistrar kInferenceLayerRegistrar(std::make_unique<InferenceLayerWorkload>());
 
 }  // namespace
 }  // namespace tpuemu::workloads

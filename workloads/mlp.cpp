@@ -141,11 +141,6 @@ using nlohmann::json;
 // The first sync flag of the collectives' ranges (below: the matmuls' and adds').
 constexpr std::uint64_t kCollectiveFlagBase = 256;
 
-std::vector<std::size_t> concat(std::vector<std::size_t> a, const std::vector<std::size_t>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 // Axes of length > 1 among `axes`: the book's M (hardware axes spanned).
 double spanned(const std::vector<std::uint32_t>& lengths, const std::vector<std::size_t>& axes) {
   double n = 0;
@@ -219,7 +214,7 @@ class MlpWorkload final : public Workload {
     }
     const std::uint64_t dx = shard_count(lengths, axes.data);
     const std::uint64_t sq = shard_count(lengths, axes.sequence);  // sequence split (sp), else 1
-    const std::vector<std::size_t> token_axes = concat(axes.data, axes.sequence);
+    const std::vector<std::size_t> token_axes = concat_axes(axes.data, axes.sequence);
     const std::uint64_t tx = dx * sq;  // the tokens' split inside the block
     const std::uint64_t my = shard_count(lengths, axes.model);
     const std::string x_name = axes_name(axes.data);
@@ -230,7 +225,7 @@ class MlpWorkload final : public Workload {
       throw api::BadInput(
           fmt::format("--batch {}: the tokens are split over {} ({} x {} = {} blocks), but {} does "
                       "not split into {} equal blocks",
-                      B, axes_text(concat(token_axes, axes.model)), tx, my, tx * my, B, tx * my));
+                      B, axes_text(concat_axes(token_axes, axes.model)), tx, my, tx * my, B, tx * my));
     }
     if (F % my != 0) {
       throw api::BadInput(
@@ -596,7 +591,7 @@ class MlpWorkload final : public Workload {
   }
 };
 
-const WorkloadRegistrar registrar(std::make_unique<MlpWorkload>());
+const WorkloadRegistrar kMlpRegistrar(std::make_unique<MlpWorkload>());
 
 }  // namespace
 

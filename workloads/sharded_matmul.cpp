@@ -403,7 +403,7 @@ class ShardedMatmulWorkload final : public Workload {
   }
 };
 
-const WorkloadRegistrar registrar(std::make_unique<ShardedMatmulWorkload>());
+const WorkloadRegistrar kShardedMatmulRegistrar(std::make_unique<ShardedMatmulWorkload>());
 
 }  // namespace
 }  // namespace tpuemu::workloads

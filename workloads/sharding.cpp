@@ -23,11 +23,6 @@ std::vector<std::size_t> shared_axes(const std::vector<std::size_t>& a, const st
   return out;
 }
 
-std::vector<std::size_t> concat(std::vector<std::size_t> a, const std::vector<std::size_t>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 DimSharding parse_dim(std::string_view text, std::string_view option, std::size_t axis_count) {
   DimSharding dim;
   const auto underscore = text.find('_');
@@ -53,6 +48,11 @@ DimSharding parse_dim(std::string_view text, std::string_view option, std::size_
 
 }  // namespace
 
+std::vector<std::size_t> concat_axes(std::vector<std::size_t> a, const std::vector<std::size_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 std::string axes_text(const std::vector<std::size_t>& axes) {
   std::string out;
   for (std::size_t a : axes) out += kAxisNames.at(a);
@@ -67,7 +67,7 @@ OperandSharding parse_sharding(std::string_view text, std::string_view option, s
   }
   OperandSharding s{parse_dim(text.substr(0, comma), option, axis_count),
                     parse_dim(text.substr(comma + 1), option, axis_count)};
-  const auto all = concat(s.rows.axes, s.cols.axes);
+  const auto all = concat_axes(s.rows.axes, s.cols.axes);
   for (std::size_t i = 0; i < all.size(); ++i) {
     if (std::find(all.begin() + static_cast<std::ptrdiff_t>(i) + 1, all.end(), all[i]) != all.end()) {
       throw std::invalid_argument(
@@ -212,7 +212,7 @@ CaseAnalysis analyze_case(const OperandSharding& lhs, const OperandSharding& rhs
   const Blocks a{a_i, r};
   const Blocks b{r, a_k};
   set(Plan::kAllReduce, {Plan::kAllReduce, r, 0, a, b, a, b, {a_i, a_k}});
-  set(Plan::kReduceScatter, {Plan::kReduceScatter, r, 0, a, b, a, b, {concat(a_i, r), a_k}});
+  set(Plan::kReduceScatter, {Plan::kReduceScatter, r, 0, a, b, a, b, {concat_axes(a_i, r), a_k}});
   return out;
 }
 

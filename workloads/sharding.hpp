@@ -50,6 +50,9 @@ std::string format_sharding(const OperandSharding& sharding);
 // "XY"; "" for no axes.
 std::string axes_text(const std::vector<std::size_t>& axes);
 
+// `a` followed by `b` (mesh axes, major first).
+std::vector<std::size_t> concat_axes(std::vector<std::size_t> a, const std::vector<std::size_t>& b);
+
 enum class Plan { kLocal, kAllGather, kReduceScatter, kAllReduce };
 inline constexpr Plan kPlans[] = {Plan::kLocal, Plan::kAllGather, Plan::kReduceScatter, Plan::kAllReduce};
 // "local", "ag", "rs", "ar".

@@ -141,7 +141,7 @@ class FatTreeKind final : public FabricKind {
   }
 };
 
-const FabricKindRegistrar kRegistrar{std::make_unique<FatTreeKind>()};
+const FabricKindRegistrar kFatTreeRegistrar{std::make_unique<FatTreeKind>()};
 
 }  // namespace
 

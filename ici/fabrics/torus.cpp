@@ -60,7 +60,7 @@ class TorusKind final : public FabricKind {
   }
 };
 
-const FabricKindRegistrar kRegistrar{std::make_unique<TorusKind>()};
+const FabricKindRegistrar kTorusRegistrar{std::make_unique<TorusKind>()};
 
 }  // namespace
 

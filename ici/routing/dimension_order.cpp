@@ -40,7 +40,7 @@ class DimensionOrderRouting final : public RoutingPolicy {
   [[nodiscard]] std::string_view name() const override { return "dimension-order"; }
 };
 
-const RoutingPolicyRegistrar kRegistrar{std::make_unique<DimensionOrderRouting>()};
+const RoutingPolicyRegistrar kDimensionOrderRegistrar{std::make_unique<DimensionOrderRouting>()};
 
 }  // namespace
 

@@ -34,7 +34,9 @@
 #include "programs/collective_emitter.hpp"
 #include "programs/collective_reference.hpp"
 
-namespace tpuemu::programs {
+// Each algorithm file has its own namespace: unity builds compile several of
+// them as one translation unit.
+namespace tpuemu::programs::direct_algorithms {
 
 namespace {
 
@@ -449,4 +451,4 @@ const CollectiveAlgorithmRegistrar kTwoShot{std::make_unique<DirectAlgorithm>(
 
 }  // namespace
 
-}  // namespace tpuemu::programs
+}  // namespace tpuemu::programs::direct_algorithms

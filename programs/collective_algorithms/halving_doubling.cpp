@@ -30,7 +30,9 @@
 #include "programs/collective_emitter.hpp"
 #include "programs/collective_reference.hpp"
 
-namespace tpuemu::programs {
+// Each algorithm file has its own namespace: unity builds compile several of
+// them as one translation unit.
+namespace tpuemu::programs::halving_doubling_algorithm {
 
 namespace {
 
@@ -347,8 +349,8 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
   }
 };
 
-const CollectiveAlgorithmRegistrar kRegistrar{std::make_unique<HalvingDoublingAlgorithm>()};
+const CollectiveAlgorithmRegistrar kHalvingDoublingRegistrar{std::make_unique<HalvingDoublingAlgorithm>()};
 
 }  // namespace
 
-}  // namespace tpuemu::programs
+}  // namespace tpuemu::programs::halving_doubling_algorithm

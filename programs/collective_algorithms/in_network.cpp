@@ -23,7 +23,9 @@
 #include "programs/collective_emitter.hpp"
 #include "programs/collective_reference.hpp"
 
-namespace tpuemu::programs {
+// Each algorithm file has its own namespace: unity builds compile several of
+// them as one translation unit.
+namespace tpuemu::programs::in_network_algorithm {
 
 namespace {
 
@@ -207,8 +209,8 @@ class InNetworkAlgorithm final : public CollectiveAlgorithm {
   }
 };
 
-const CollectiveAlgorithmRegistrar kRegistrar{std::make_unique<InNetworkAlgorithm>()};
+const CollectiveAlgorithmRegistrar kInNetworkRegistrar{std::make_unique<InNetworkAlgorithm>()};
 
 }  // namespace
 
-}  // namespace tpuemu::programs
+}  // namespace tpuemu::programs::in_network_algorithm

@@ -10,7 +10,9 @@
 
 #include "programs/collective_algorithm.hpp"
 
-namespace tpuemu::programs {
+// Each algorithm file has its own namespace: unity builds compile several of
+// them as one translation unit.
+namespace tpuemu::programs::ring_family_algorithms {
 
 namespace {
 
@@ -75,4 +77,4 @@ const CollectiveAlgorithmRegistrar kMultiAxis{std::make_unique<RingFamilyAlgorit
 
 }  // namespace
 
-}  // namespace tpuemu::programs
+}  // namespace tpuemu::programs::ring_family_algorithms

@@ -33,7 +33,9 @@
 #include "programs/collective_emitter.hpp"
 #include "programs/collective_reference.hpp"
 
-namespace tpuemu::programs {
+// Each algorithm file has its own namespace: unity builds compile several of
+// them as one translation unit.
+namespace tpuemu::programs::tree_algorithm {
 
 namespace {
 
@@ -456,8 +458,8 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
   }
 };
 
-const CollectiveAlgorithmRegistrar kRegistrar{std::make_unique<TreeAlgorithm>()};
+const CollectiveAlgorithmRegistrar kTreeRegistrar{std::make_unique<TreeAlgorithm>()};
 
 }  // namespace
 
-}  // namespace tpuemu::programs
+}  // namespace tpuemu::programs::tree_algorithm
