@@ -138,9 +138,6 @@ namespace {
 
 using nlohmann::json;
 
-// The first sync flag of the collectives' ranges (below: the matmuls' and adds').
-constexpr std::uint64_t kCollectiveFlagBase = 256;
-
 std::vector<std::size_t> concat(std::vector<std::size_t> a, const std::vector<std::size_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
@@ -344,17 +341,8 @@ class MlpWorkload final : public Workload {
           fmt::format("{}_{}_{}_{}_{}.llo", spec.op, spec.dtype, spec.bytes, axes_text(spec.axes), collectives++);
       std::map<std::uint32_t, std::string> buffers{{0, in}, {1, out}};
       if (spec.op != "all-gather") buffers[2] = fmt::format("scratch {}", collectives);
-      std::string text = programs::generate_collective(spec, topology, chip);
-      const std::size_t at = text.find("space=sflag, size = 0x");
-      if (at == std::string::npos) throw std::logic_error("mlp: the collective has no sync-flag allocation");
-      const std::size_t size_end = text.find(',', at + 13);
-      const std::uint64_t flag_bytes = std::stoull(text.substr(at + 22, size_end - at - 22), nullptr, 16);
-      if (next_flag + flag_bytes / 4 + 2 > chip.sflag.count) {
-        throw std::invalid_argument(
-            fmt::format("mlp: the collectives need more than the chip's {} sync flags", chip.sflag.count));
-      }
-      text.insert(size_end, fmt::format(", offset = 0x{:x}", next_flag * 4));
-      next_flag += flag_bytes / 4;
+      const std::string text =
+          with_own_flags(programs::generate_collective(spec, topology, chip), next_flag, chip, "mlp");
       built.steps.push_back({api::assemble(text, file), file, buffers});
       Phase p = collective_phase(spec, topology, chip, what);
       p.own_flags = true;

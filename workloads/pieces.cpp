@@ -118,6 +118,21 @@ Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
   return p;
 }
 
+std::string with_own_flags(std::string text, std::uint64_t& next_flag, const ChipConfig& chip, std::string_view who) {
+  const std::size_t at = text.find("space=sflag, size = 0x");
+  if (at == std::string::npos)
+    throw std::logic_error(fmt::format("{}: the collective has no sync-flag allocation", who));
+  const std::size_t size_end = text.find(',', at + 13);
+  const std::uint64_t flag_bytes = std::stoull(text.substr(at + 22, size_end - at - 22), nullptr, 16);
+  if (next_flag + flag_bytes / 4 + 2 > chip.sflag.count) {
+    throw std::invalid_argument(
+        fmt::format("{}: the collectives need more than the chip's {} sync flags", who, chip.sflag.count));
+  }
+  text.insert(size_end, fmt::format(", offset = 0x{:x}", next_flag * 4));
+  next_flag += flag_bytes / 4;
+  return text;
+}
+
 Phase collective_phase(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,
                        const std::string& what) {
   const programs::CollectivePrediction predicted = programs::predict_collective(spec, topology, chip);

@@ -61,6 +61,18 @@ void refuse_other_mxu(const ChipConfig& chip, std::string_view who);
 // peak bf16 FLOP/s (the book's), predicted by the roofline over its least
 // HBM traffic (A and B read once, C written once, and read once when it accumulates).
 Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip);
+// The first sync flag of a chain's collectives when each has its own
+// (below it: the generated matmuls' and adds'; the ring shift uses the top two).
+constexpr std::uint64_t kCollectiveFlagBase = 256;
+
+// A generated collective's program text with its sync-flag allocation moved
+// to start at flag `next_flag`, which is advanced past it. Chips end a step
+// at different times and nothing waits between steps, so a collective's
+// first deliveries may reach a chip still in an earlier step: in flags no
+// other step uses, they wait harmlessly until the chip gets there. Throws
+// std::invalid_argument (naming `who`) when the chip's flags run out.
+std::string with_own_flags(std::string text, std::uint64_t& next_flag, const ChipConfig& chip, std::string_view who);
+
 // The phase of a generated collective: T_comms = predict_collective.
 Phase collective_phase(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,
                        const std::string& what);

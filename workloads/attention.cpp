@@ -1,0 +1,442 @@
+// The attention workload: one multi-head self-attention layer, forward, with
+// Megatron's tensor parallelism over heads (training.md's TP applied to
+// attention; ../shared/WORKLOADS.md section 2). Global shapes: X[B*T, D]
+// bf16 (replicated), W_q, W_k, W_v [D, H*d_head] bf16 (columns split over the
+// model axes by heads), W_o[H*d_head, D] bf16 (rows split by heads), all
+// pseudo-random from --seed. On a chip holding heads h0 .. h0+h-1:
+//   QKV = X @ [W_q | W_k | W_v] (the chip's heads' columns, one matmul, f32)
+//   for every sequence b and local head j:
+//     S  = bf16(Q_bj) @ bf16(K_bj)^T                       [T, T] f32
+//     P  = bf16(softmax(S / sqrt(d_head)) over keys)       [T, T]
+//     O  = P @ bf16(V_bj)                                  [T, d_head] f32
+//   partial = bf16(O_b0 .. concatenated by heads) @ W_o rows of the chip's heads
+//   out = all-reduce of partial over the model axes (f32)
+// No causal mask. Chips that differ only on the other axes are replicas.
+//
+// Steps (one SPMD program each, every chip): the QKV matmul, 2 x B x h
+// matmuls (scores and P @ V per sequence and local head), the output
+// projection, the all-reduce. Not generated on the device (no generator for
+// them yet): the softmax (with its scale), the f32 -> bf16 casts, the head
+// slicing and K's transpose. The host computes them from its reference and
+// gives the chips Q, K^T, P, V and O as bf16 buffers, so every matmul and the
+// collective run on real data and every output is checked; the VPU/EUP/XLU
+// time of those steps is missing from the step time.
+//
+// Host reference, bit for bit: every matmul by programs::matmul_reference
+// (the MXU's order), the reduction by programs::collective_reference (the
+// collective's order, on device bytes). The softmax is the host's own
+// (below: f32, max subtracted, std::exp, sum in key order, one division),
+// which defines P; only the matmuls' and the reduction's outputs are checked.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include "api/errors.hpp"
+#include "api/run.hpp"
+#include "common/numerics.hpp"
+#include "common/units.hpp"
+#include "programs/collective_algorithm.hpp"
+#include "programs/collective_reference.hpp"
+#include "programs/generators.hpp"
+#include "programs/reference.hpp"
+#include "workloads/pieces.hpp"
+#include "workloads/sharding.hpp"
+#include "workloads/workload.hpp"
+
+namespace tpuemu::workloads {
+namespace {
+
+using nlohmann::json;
+
+// "none", or distinct mesh axes of the topology, major first ("X", "YX").
+std::vector<std::size_t> parse_model_axes(const std::string& text, const ici::Topology& topology) {
+  const std::string names = std::string("XYZ").substr(0, topology.axis_count());
+  const auto refuse = [&] {
+    return api::BadInput(
+        fmt::format("--model-axis '{}': expected none or mesh axes of the topology ({}), each at most once", text,
+                    fmt::join(std::vector<char>(names.begin(), names.end()), ", ")));
+  };
+  if (text == "none") return {};
+  if (text.empty()) throw refuse();
+  std::vector<std::size_t> axes;
+  for (const char c : text) {
+    const std::size_t at = names.find(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    if (at == std::string::npos || std::find(axes.begin(), axes.end(), at) != axes.end()) throw refuse();
+    axes.push_back(at);
+  }
+  return axes;
+}
+
+// Rows [row0, row0 + rows), columns [col0, col0 + cols) of an f32 matrix of
+// `width` columns, rounded to bf16.
+std::vector<float> bf16_block(const std::vector<float>& m, std::uint64_t width, std::uint64_t row0, std::uint64_t rows,
+                              std::uint64_t col0, std::uint64_t cols) {
+  std::vector<float> out = matrix_block(m, width, row0, rows, col0, cols);
+  for (float& v : out) v = bf16_round(v);
+  return out;
+}
+
+// P = bf16(softmax(S x scale)) over each row of S [rows, cols]: in f32, the
+// row's maximum subtracted, std::exp, the exponentials summed in column
+// order, each divided by the sum.
+std::vector<float> softmax_bf16(const std::vector<float>& s, std::uint64_t rows, std::uint64_t cols, float scale) {
+  std::vector<float> p(s.size());
+  std::vector<float> e(cols);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    const float* row = s.data() + r * cols;
+    float max = -std::numeric_limits<float>::infinity();
+    for (std::uint64_t c = 0; c < cols; ++c) max = std::max(max, row[c] * scale);
+    float sum = 0;
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      e[c] = std::exp(row[c] * scale - max);
+      sum += e[c];
+    }
+    for (std::uint64_t c = 0; c < cols; ++c) p[r * cols + c] = bf16_round(e[c] / sum);
+  }
+  return p;
+}
+
+// Every chip's host values and references, by model shard (replicas share
+// them), computed once on first use.
+struct Reference {
+  std::once_flag once;
+  // Per model shard s.
+  std::vector<std::vector<float>> w_qkv, w_o, qkv, o_cat, partial;
+  // Per model shard, sequence b, local head j: index (b * h + j).
+  std::vector<std::vector<std::vector<float>>> q, k_t, v, s, p, o;
+  // Per chip, as host values: out after the all-reduce.
+  std::vector<std::vector<float>> out;
+};
+
+class AttentionWorkload final : public Workload {
+ public:
+  [[nodiscard]] std::string_view name() const override { return "attention"; }
+  [[nodiscard]] std::string_view summary() const override {
+    return "one multi-head self-attention layer forward (QKV projection, softmax(QK^T/sqrt(d_head)) V per head, "
+           "output projection), heads split over --model-axis (Megatron), partial outputs all-reduced";
+  }
+  [[nodiscard]] std::vector<OptionSpec> options() const override {
+    return {{"batch", "2", "B: sequences"},
+            {"seq", "256", "T: tokens per sequence (a multiple of 128)"},
+            {"d-model", "512", "D: d_model (a multiple of 128)"},
+            {"heads", "4", "H: attention heads, split over the model axes"},
+            {"d-head", "128", "d_head: each head's width (a multiple of 128)"},
+            {"model-axis", "X",
+             "the mesh axes the heads are split over (X, Y, Z or several, major first, e.g. XY), or none; other "
+             "axes hold replicas"},
+            {"algo", "multi-axis", "the all-reduce's algorithm (tpuemu collective --algo list)"},
+            {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
+  }
+
+  [[nodiscard]] Built build(const Setup& setup, const OptionValues& options) const override {
+    const ChipConfig& chip = setup.chip;
+    const ici::Topology& topology = setup.topology;
+    constexpr std::uint64_t kMaxDim = 1ULL << 20;
+    const std::uint64_t B = options.whole("batch", 1, kMaxDim);
+    const std::uint64_t T = options.whole("seq", 1, kMaxDim);
+    const std::uint64_t D = options.whole("d-model", 1, kMaxDim);
+    const std::uint64_t H = options.whole("heads", 1, 1 << 16);
+    const std::uint64_t dh = options.whole("d-head", 1, kMaxDim);
+    const auto seed = static_cast<std::uint32_t>(options.whole("seed", 0, std::numeric_limits<std::uint32_t>::max()));
+    const std::string axis_text = options.text("model-axis");
+    const std::vector<std::size_t> model = parse_model_axes(axis_text, topology);
+    const auto lengths = axis_lengths(topology);
+    const std::uint64_t ways = shard_count(lengths, model);
+    const std::string y_name = model.empty() ? "none" : axes_text(model);
+
+    // 1. Sizes, and what the generators need of them.
+    const auto need = [](bool ok, const std::string& message) {
+      if (!ok) throw api::BadInput(message);
+    };
+    need(H % ways == 0, fmt::format("--heads {}: the heads are split over {} ({} ways), but {} heads do not split "
+                                    "into {} equal groups",
+                                    H, y_name, ways, H, ways));
+    // The generated matmul contracts over whole 128-row k-blocks (a shorter K
+    // faults on the MXU): D (QKV), d_head (scores) and T (P @ V).
+    need(T % kTileCols == 0, fmt::format("--seq {}: P @ V contracts over the {} keys of a sequence; the generated "
+                                         "matmul needs a multiple of {}",
+                                         T, T, kTileCols));
+    need(D % kTileCols == 0, fmt::format("--d-model {}: the QKV projection contracts over D; the generated matmul "
+                                         "needs a multiple of {}",
+                                         D, kTileCols));
+    need(dh % kTileCols == 0, fmt::format("--d-head {}: the scores Q K^T contract over d_head; the generated matmul "
+                                          "needs a multiple of {}",
+                                          dh, kTileCols));
+    const std::uint64_t h = H / ways;  // heads per chip
+    const std::uint64_t hd = h * dh;   // the chip's columns of Q, K, V
+    const std::uint64_t BT = B * T;
+    const float scale = 1.0F / std::sqrt(static_cast<float>(dh));
+
+    const programs::MatmulSpec mm_qkv{BT, D, 3 * hd, "bf16"};
+    const programs::MatmulSpec mm_s{T, dh, T, "bf16"};
+    const programs::MatmulSpec mm_o{T, T, dh, "bf16"};
+    const programs::MatmulSpec mm_out{BT, hd, D, "bf16"};
+    const bool reduces = ways > 1;
+    programs::CollectiveSpec reduce;
+    reduce.op = "all-reduce";
+    reduce.dtype = "f32";
+    reduce.bytes = BT * D * 4;
+    reduce.algorithm = options.text("algo");
+    reduce.axes.assign(model.rbegin(), model.rend());  // the collective's first axis varies fastest in its rank
+
+    try {
+      refuse_other_mxu(chip, "attention");
+      if (chip.mxu.count == 0) throw std::invalid_argument(fmt::format("{} has no MXU (mxu.count 0)", chip.name));
+    } catch (const std::invalid_argument& e) {
+      throw api::BadInput(fmt::format("--chip {}: {}", chip.name, e.what()));
+    }
+    try {
+      (void)programs::collective_algorithm(reduce.algorithm);
+    } catch (const std::invalid_argument& e) {
+      throw api::BadInput(fmt::format("--algo: {}", e.what()));
+    }
+
+    // 2. Steps and phases.
+    Built built;
+    std::map<std::string, std::shared_ptr<const isa::Program>> programs_by_file;
+    const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& spec, const std::string& a,
+                                const std::string& b, const std::string& c) {
+      const std::string file = fmt::format("matmul_{}x{}x{}.llo", spec.m, spec.k, spec.n);
+      auto& program = programs_by_file[file];
+      if (!program) {
+        try {
+          program = api::assemble(programs::generate_matmul(spec, chip), file);
+        } catch (const std::invalid_argument& e) {
+          throw api::BadInput(
+              fmt::format("--batch {} --seq {} --d-model {} --heads {} --d-head {}: the {}x{}x{} "
+                          "matmul of '{}' on every chip: {}",
+                          B, T, D, H, dh, spec.m, spec.k, spec.n, what, e.what()));
+        }
+      }
+      built.steps.push_back({program, file, {{0, a}, {1, b}, {2, c}}});
+      Phase p = matmul_phase(spec, chip);
+      p.name = fmt::format("{} {}x{}x{}", what, spec.m, spec.k, spec.n);
+      built.phases.push_back(std::move(p));
+    };
+    const auto head_buffer = [](const char* what, std::uint64_t b, std::uint64_t j) {
+      return fmt::format("{} b{} h{}", what, b, j);
+    };
+    add_matmul("QKV = X @ W_qkv", mm_qkv, "X", "W_qkv", "QKV");
+    for (std::uint64_t b = 0; b < B; ++b) {
+      for (std::uint64_t j = 0; j < h; ++j) {
+        add_matmul(fmt::format("S = Q K^T (seq {}, head {})", b, j), mm_s, head_buffer("Q", b, j),
+                   head_buffer("KT", b, j), head_buffer("S", b, j));
+        add_matmul(fmt::format("O = P V (seq {}, head {})", b, j), mm_o, head_buffer("P", b, j), head_buffer("V", b, j),
+                   head_buffer("O", b, j));
+      }
+    }
+    add_matmul("partial = O @ W_o", mm_out, "O cat", "W_o", reduces ? "partial out" : "out");
+    if (reduces) {
+      std::uint64_t next_flag = kCollectiveFlagBase;
+      try {
+        const std::string file = fmt::format("all-reduce_f32_{}_{}.llo", reduce.bytes, axes_text(reduce.axes));
+        const std::string text =
+            with_own_flags(programs::generate_collective(reduce, topology, chip), next_flag, chip, "attention");
+        built.steps.push_back({api::assemble(text, file), file, {{0, "partial out"}, {1, "out"}, {2, "scratch"}}});
+      } catch (const std::invalid_argument& e) {
+        throw api::BadInput(
+            fmt::format("--batch {} --seq {} --d-model {}: the all-reduce of out[{},{}] (f32) over {}: {}", B, T, D, BT,
+                        D, y_name, e.what()));
+      }
+      Phase p = collective_phase(reduce, topology, chip, "partial out");
+      p.own_flags = true;
+      built.phases.push_back(std::move(p));
+    }
+    const double bd = static_cast<double>(B), td = static_cast<double>(T), dd = static_cast<double>(D);
+    const double hdd = static_cast<double>(H * dh);
+    built.model_flops = 8 * bd * td * dd * hdd + 4 * bd * td * td * hdd;
+
+    // 3. Host data (only with data: a timing-only run needs none).
+    const std::uint32_t chips = topology.chip_count();
+    const auto shard = [=](std::uint32_t id) { return shard_index(chip_coords(topology, id), lengths, model); };
+    if (!setup.no_data) {
+      const auto x = std::make_shared<const std::vector<float>>(programs::random_bf16_values(BT * D, seed));
+      const auto wq = std::make_shared<const std::vector<float>>(programs::random_bf16_values(D * H * dh, seed + 1));
+      const auto wk = std::make_shared<const std::vector<float>>(programs::random_bf16_values(D * H * dh, seed + 2));
+      const auto wv = std::make_shared<const std::vector<float>>(programs::random_bf16_values(D * H * dh, seed + 3));
+      const auto wo = std::make_shared<const std::vector<float>>(programs::random_bf16_values(H * dh * D, seed + 4));
+      const auto ref = std::make_shared<Reference>();
+      const auto compute = [=]() {
+        Reference& R = *ref;
+        const std::uint64_t HD = H * dh;
+        R.q.resize(ways);
+        R.k_t.resize(ways);
+        R.v.resize(ways);
+        R.s.resize(ways);
+        R.p.resize(ways);
+        R.o.resize(ways);
+        std::vector<std::vector<std::uint8_t>> partials;
+        for (std::uint64_t s = 0; s < ways; ++s) {
+          // The chip's weights: its heads' columns of W_q, W_k, W_v side by side, its heads' rows of W_o.
+          std::vector<float> w_qkv(D * 3 * hd);
+          for (std::uint64_t r = 0; r < D; ++r) {
+            for (std::uint64_t part = 0; part < 3; ++part) {
+              const std::vector<float>& w = part == 0 ? *wq : part == 1 ? *wk : *wv;
+              std::copy_n(w.begin() + static_cast<std::ptrdiff_t>(r * HD + s * hd), hd,
+                          w_qkv.begin() + static_cast<std::ptrdiff_t>(r * 3 * hd + part * hd));
+            }
+          }
+          R.w_qkv.push_back(std::move(w_qkv));
+          R.w_o.push_back(matrix_block(*wo, D, s * hd, hd, 0, D));
+          R.qkv.push_back(programs::matmul_reference(*x, R.w_qkv[s], BT, D, 3 * hd));
+          const std::vector<float>& qkv = R.qkv[s];
+          std::vector<float> o_cat(BT * hd);
+          for (std::uint64_t b = 0; b < B; ++b) {
+            for (std::uint64_t j = 0; j < h; ++j) {
+              R.q[s].push_back(bf16_block(qkv, 3 * hd, b * T, T, j * dh, dh));
+              R.k_t[s].push_back(transpose(bf16_block(qkv, 3 * hd, b * T, T, hd + j * dh, dh), T, dh));
+              R.v[s].push_back(bf16_block(qkv, 3 * hd, b * T, T, 2 * hd + j * dh, dh));
+              const std::size_t i = R.q[s].size() - 1;
+              R.s[s].push_back(programs::matmul_reference(R.q[s][i], R.k_t[s][i], T, dh, T));
+              R.p[s].push_back(softmax_bf16(R.s[s][i], T, T, scale));
+              R.o[s].push_back(programs::matmul_reference(R.p[s][i], R.v[s][i], T, T, dh));
+              for (std::uint64_t r = 0; r < T; ++r) {
+                for (std::uint64_t c = 0; c < dh; ++c) {
+                  o_cat[(b * T + r) * hd + j * dh + c] = bf16_round(R.o[s][i][r * dh + c]);
+                }
+              }
+            }
+          }
+          R.o_cat.push_back(std::move(o_cat));
+          R.partial.push_back(programs::matmul_reference(R.o_cat[s], R.w_o[s], BT, hd, D));
+        }
+        if (reduces) {
+          for (std::uint32_t id = 0; id < chips; ++id) {
+            partials.push_back(device_matrix(R.partial[shard(id)], BT, D, "f32", "partial out"));
+          }
+          for (const auto& bytes : programs::collective_reference(reduce, topology, partials)) {
+            R.out.push_back(host_matrix_f32(bytes, BT, D));
+          }
+        } else {
+          for (std::uint32_t id = 0; id < chips; ++id) R.out.push_back(R.partial[shard(id)]);
+        }
+      };
+      const auto reference = [=]() -> const Reference& {
+        std::call_once(ref->once, compute);
+        return *ref;
+      };
+      const auto give = [&](const std::string& buffer, std::uint64_t rows, std::uint64_t cols,
+                            std::function<std::vector<float>(std::uint32_t)> values) {
+        api::Input in;
+        in.origin = buffer;
+        in.device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
+          return device_matrix(values(id), rows, cols, "bf16", buffer);
+        };
+        built.inputs[buffer] = std::move(in);
+      };
+      give("X", BT, D, [=](std::uint32_t) { return *x; });
+      give("W_qkv", D, 3 * hd, [=](std::uint32_t id) { return reference().w_qkv[shard(id)]; });
+      give("W_o", hd, D, [=](std::uint32_t id) { return reference().w_o[shard(id)]; });
+      give("O cat", BT, hd, [=](std::uint32_t id) { return reference().o_cat[shard(id)]; });
+      for (std::uint64_t b = 0; b < B; ++b) {
+        for (std::uint64_t j = 0; j < h; ++j) {
+          const std::size_t i = b * h + j;
+          give(head_buffer("Q", b, j), T, dh, [=](std::uint32_t id) { return reference().q[shard(id)][i]; });
+          give(head_buffer("KT", b, j), dh, T, [=](std::uint32_t id) { return reference().k_t[shard(id)][i]; });
+          give(head_buffer("P", b, j), T, T, [=](std::uint32_t id) { return reference().p[shard(id)][i]; });
+          give(head_buffer("V", b, j), T, dh, [=](std::uint32_t id) { return reference().v[shard(id)][i]; });
+        }
+      }
+
+      // 4. The check: every output of every chip, bit for bit.
+      built.check = [=](const api::Result& result) {
+        const Reference& R = reference();
+        struct Output {
+          std::string buffer;
+          std::uint64_t rows, cols;
+          std::function<std::vector<float>(std::uint32_t)> expected;
+        };
+        std::vector<Output> outputs = {{"QKV", BT, 3 * hd, [&](std::uint32_t id) { return R.qkv[shard(id)]; }}};
+        for (std::uint64_t b = 0; b < B; ++b) {
+          for (std::uint64_t j = 0; j < h; ++j) {
+            const std::size_t i = b * h + j;
+            outputs.push_back({head_buffer("S", b, j), T, T, [&, i](std::uint32_t id) { return R.s[shard(id)][i]; }});
+            outputs.push_back({head_buffer("O", b, j), T, dh, [&, i](std::uint32_t id) { return R.o[shard(id)][i]; }});
+          }
+        }
+        if (reduces) {
+          outputs.push_back({"partial out", BT, D, [&](std::uint32_t id) { return R.partial[shard(id)]; }});
+        }
+        outputs.push_back({"out", BT, D, [&](std::uint32_t id) { return R.out[id]; }});
+        json verdict{{"ok", true}, {"elements", 0}};
+        std::vector<std::string> lines;
+        for (const Output& o : outputs) {
+          const json v = check_f32_outputs(
+              result.outputs.at(o.buffer).device, chips, o.buffer,
+              [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); }, o.expected);
+          verdict["elements"] = verdict["elements"].get<std::uint64_t>() + v.at("elements").get<std::uint64_t>();
+          if (!v.at("ok").get<bool>()) {
+            verdict["ok"] = false;
+            lines.push_back(fmt::format("{}: {}", o.buffer, v.at("check").get<std::string>()));
+          }
+        }
+        verdict["check"] =
+            verdict["ok"].get<bool>()
+                ? fmt::format("bit-exact ({} elements of QKV, S and O of {} heads x {} sequences, {}out on {} chips)",
+                              verdict["elements"].get<std::uint64_t>(), h, B, reduces ? "partial out, " : "", chips)
+                : fmt::format("MISMATCH: {}", fmt::join(lines, "; "));
+        return verdict;
+      };
+    }
+
+    // 5. The book's prediction (derived: the book has no attention line; see
+    // docs/workloads.md) and the report's fields.
+    const double c = chip.peak_bf16_flops();
+    const double w = 2 * chip.ici.link_bandwidth;
+    double m_y = 0;
+    for (std::size_t a : model) m_y += lengths[a] > 1 ? 1 : 0;
+    m_y = std::max(1.0, m_y);
+    const double y = static_cast<double>(ways);
+    const double t_math = built.model_flops / (y * c);
+    const double t_comms = reduces ? 2 * 4 * bd * td * dd / (w * m_y) : 0.0;
+    // Compute-bound while Y < M_Y (H d_head / D) (D + T/2) W / C; as a sequence length, the others fixed.
+    const double threshold_y = m_y * (hdd / dd) * (dd + td / 2) * w / c;
+    const double threshold_seq = 2 * (y * c * dd / (m_y * w * hdd) - dd);
+    json threshold_at = json::object();
+    if (reduces && threshold_seq > 0) threshold_at["seq"] = threshold_seq;
+    built.choice = {
+        {"batch", B},
+        {"seq", T},
+        {"d_model", D},
+        {"heads", H},
+        {"d_head", dh},
+        {"model_axes", y_name},
+        {"model_ways", ways},
+        {"per_chip", {{"heads", h}, {"qkv_columns", 3 * hd}}},
+        {"softmax", "on the host between the matmuls (f32, max subtracted, std::exp, / sum), P given as bf16"},
+        {"book",
+         {{"t_math_seconds", t_math},
+          {"t_comms_seconds", t_comms},
+          {"seconds", std::max(t_math, t_comms)},
+          {"formula",
+           "T_math = (8 B T D H d_head + 4 B T^2 H d_head) / (Y C); T_comms = 2 x 4BTD / (W M_Y) (all-reduce = "
+           "reduce-scatter + all-gather of the f32 partial outputs; the book's TP forward moves 4BD in bf16)"},
+          {"threshold", threshold_y},
+          {"threshold_name", "Y = M_Y (H d_head / D) (D + T/2) W / C (comms-bound above; derived, f32 all-reduce)"},
+          {"threshold_at", threshold_at}}},
+        {"reference",
+         "matmuls by programs::matmul_reference (the MXU's order), the all-reduce by programs::collective_reference "
+         "(the collective's order); softmax and bf16 casts on the host"}};
+    built.intro = {
+        fmt::format("attention: X[{},{}] -> {} heads x d_head {} (B {} x T {}), softmax(Q K^T / sqrt({})) V, @ W_o on "
+                    "a {} pod of {}",
+                    BT, D, H, dh, B, T, dh, ici::describe(topology), chip.name),
+        fmt::format("  heads split {} ways over {}: {} heads per chip (W_qkv[{},{}], W_o[{},{}]){}", ways, y_name, h, D,
+                    3 * hd, hd, D, reduces ? ", then an all-reduce of out (f32) over the model axes" : ""),
+        fmt::format("  the book (derived): T_math {}, T_comms {}; comms-bound above Y = {:.4g}",
+                    format_quantity(t_math, Quantity::kTime), format_quantity(t_comms, Quantity::kTime), threshold_y)};
+    return built;
+  }
+};
+
+const WorkloadRegistrar registrar(std::make_unique<AttentionWorkload>());
+
+}  // namespace
+}  // namespace tpuemu::workloads
