@@ -2,13 +2,16 @@
 // book's four cases from shardings (workloads/sharding.hpp), the plans each
 // case allows, the refusals, and the plan picked by the book's costs
 // (workloads/sharded_matmul.hpp). Runs on pods: tests/cli/workload_case.sh.
+// Also: the attention workload's chain and prediction as built (no run).
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "api/errors.hpp"
 #include "programs/generators.hpp"
 #include "tests/test_support.hpp"
 #include "workloads/mlp.hpp"
@@ -281,4 +284,57 @@ TEST_CASE("sweep ranges: doubling, steps, factors; refusals name --sweep") {
   CHECK_THROWS_WITH(parse_sweep("batch=a:8", options), Contains("'a' is not a whole number"));
   CHECK_THROWS_WITH(parse_sweep("batch=0:8", options), Contains("a factor needs a start above 0"));
   CHECK_THROWS_WITH(parse_sweep("batch=1:1000:1", options), Contains("more than 256 values"));
+}
+
+namespace {
+
+Built build_attention(const std::string& chip, const std::string& shape, std::map<std::string, std::string> options) {
+  const Workload& w = workload("attention");
+  Setup setup;
+  setup.chip = test::preset(chip);
+  setup.topology = ici::make_topology(ici::TopologyRequest{shape, std::nullopt, false}, setup.chip);
+  setup.no_data = true;
+  return w.build(setup, OptionValues(std::move(options), w.options()));
+}
+
+}  // namespace
+
+TEST_CASE("attention: Megatron over heads, one all-reduce of out[B*T, D] per layer") {
+  const Built b = build_attention("v5e", "2x2", {{"model-axis", "XY"}, {"batch", "2"}, {"seq", "256"}, {"heads", "8"}});
+  // Per chip 2 heads: QKV, 2 x 2 x 2 head matmuls, the output projection, the all-reduce.
+  REQUIRE(b.phases.size() == 1 + 8 + 1 + 1);
+  REQUIRE(b.steps.size() == b.phases.size());
+  CHECK(b.phases.front().detail.at("n") == 3 * 2 * 128);
+  CHECK(b.phases[1].detail.at("m") == 256);  // scores: T x d_head x T
+  CHECK(b.phases[1].detail.at("k") == 128);
+  CHECK(b.phases[2].detail.at("k") == 256);  // P @ V contracts over the keys
+  std::size_t communication = 0;
+  for (const Phase& p : b.phases) communication += p.communication ? 1 : 0;
+  CHECK(communication == 1);
+  const Phase& reduce = b.phases.back();
+  CHECK(reduce.communication);
+  CHECK(reduce.detail.at("op") == "all-reduce");
+  CHECK(reduce.detail.at("axes") == "YX");
+  CHECK(reduce.detail.at("bytes") == 2 * 256 * 512 * 4);
+  // Model FLOPs 8 B T D H d_head + 4 B T^2 H d_head; the book's T_math splits them over Y = 4 chips.
+  const double flops = 8.0 * 512 * 512 * 1024 + 4.0 * 2 * 256 * 256 * 1024;
+  CHECK(b.model_flops == Approx(flops));
+  const ChipConfig v5e = test::preset("v5e");
+  CHECK(b.choice.at("book").at("t_math_seconds").get<double>() == Approx(flops / (4 * v5e.peak_bf16_flops())));
+  CHECK(b.choice.at("book").at("t_comms_seconds").get<double>() ==
+        Approx(8.0 * 512 * 512 / (2 * v5e.ici.link_bandwidth * 2)));
+  CHECK(b.choice.at("per_chip").at("heads") == 2);
+}
+
+TEST_CASE("attention: heads not split, and refusals naming the option") {
+  const Built one = build_attention("v5e", "1", {});
+  for (const Phase& p : one.phases) CHECK_FALSE(p.communication);
+  CHECK(one.choice.at("book").at("t_comms_seconds").get<double>() == 0);
+  CHECK_THROWS_WITH(build_attention("v5e", "4", {{"heads", "6"}}),
+                    Contains("--heads 6: the heads are split over X (4 ways), but 6 heads do not split"));
+  CHECK_THROWS_WITH(build_attention("v5e", "2", {{"seq", "200"}}), Contains("--seq 200"));
+  CHECK_THROWS_WITH(build_attention("v5e", "2", {{"d-head", "64"}}), Contains("--d-head 64"));
+  CHECK_THROWS_WITH(build_attention("v5e", "2x2", {{"model-axis", "Z"}}), Contains("--model-axis 'Z'"));
+  CHECK_THROWS_WITH(build_attention("v5e", "2x2", {{"model-axis", "YY"}}), Contains("each at most once"));
+  CHECK_THROWS_AS(build_attention("v5e", "2", {{"heads", "0"}}), api::BadInput);
 }

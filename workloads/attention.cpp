@@ -428,8 +428,12 @@ class AttentionWorkload final : public Workload {
         fmt::format("attention: X[{},{}] -> {} heads x d_head {} (B {} x T {}), softmax(Q K^T / sqrt({})) V, @ W_o on "
                     "a {} pod of {}",
                     BT, D, H, dh, B, T, dh, ici::describe(topology), chip.name),
-        fmt::format("  heads split {} ways over {}: {} heads per chip (W_qkv[{},{}], W_o[{},{}]){}", ways, y_name, h, D,
-                    3 * hd, hd, D, reduces ? ", then an all-reduce of out (f32) over the model axes" : ""),
+        reduces
+            ? fmt::format("  heads split {} ways over {}: {} heads per chip (W_qkv[{},{}], W_o[{},{}]), then an "
+                          "all-reduce of out (f32) over the model axes",
+                          ways, y_name, h, D, 3 * hd, hd, D)
+            : fmt::format("  heads not split (model axes {}): every chip holds all {} heads (W_qkv[{},{}], W_o[{},{}])",
+                          y_name, h, D, 3 * hd, hd, D),
         fmt::format("  the book (derived): T_math {}, T_comms {}; comms-bound above Y = {:.4g}",
                     format_quantity(t_math, Quantity::kTime), format_quantity(t_comms, Quantity::kTime), threshold_y)};
     return built;
