@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 #include "workloads/mlp.hpp"
 #include "workloads/sharded_matmul.hpp"
 #include "workloads/sharding.hpp"
+#include "workloads/softmax.hpp"
 #include "workloads/sweep.hpp"
 #include "workloads/workload.hpp"
 
@@ -301,13 +303,17 @@ Built build_attention(const std::string& chip, const std::string& shape, std::ma
 
 TEST_CASE("attention: Megatron over heads, one all-reduce of out[B*T, D] per layer") {
   const Built b = build_attention("v5e", "2x2", {{"model-axis", "XY"}, {"batch", "2"}, {"seq", "256"}, {"heads", "8"}});
-  // Per chip 2 heads: QKV, 2 x 2 x 2 head matmuls, the output projection, the all-reduce.
-  REQUIRE(b.phases.size() == 1 + 8 + 1 + 1);
+  // Per chip 2 heads: QKV, per sequence and head the scores, the softmax and P @ V, the output projection, the
+  // all-reduce.
+  REQUIRE(b.phases.size() == 1 + 3 * 2 * 2 + 1 + 1);
   REQUIRE(b.steps.size() == b.phases.size());
   CHECK(b.phases.front().detail.at("n") == 3 * 2 * 128);
   CHECK(b.phases[1].detail.at("m") == 256);  // scores: T x d_head x T
   CHECK(b.phases[1].detail.at("k") == 128);
-  CHECK(b.phases[2].detail.at("k") == 256);  // P @ V contracts over the keys
+  CHECK(b.phases[2].detail.at("op") == "softmax");
+  CHECK(b.steps[2].operand_buffers.at(0) == "S b0 h0");
+  CHECK(b.steps[2].operand_buffers.at(1) == "P b0 h0");
+  CHECK(b.phases[3].detail.at("k") == 256);  // P @ V contracts over the keys
   std::size_t communication = 0;
   for (const Phase& p : b.phases) communication += p.communication ? 1 : 0;
   CHECK(communication == 1);
@@ -337,4 +343,28 @@ TEST_CASE("attention: heads not split, and refusals naming the option") {
   CHECK_THROWS_WITH(build_attention("v5e", "2x2", {{"model-axis", "Z"}}), Contains("--model-axis 'Z'"));
   CHECK_THROWS_WITH(build_attention("v5e", "2x2", {{"model-axis", "YY"}}), Contains("each at most once"));
   CHECK_THROWS_AS(build_attention("v5e", "2", {{"heads", "0"}}), api::BadInput);
+}
+
+TEST_CASE("attention: the softmax program's reference is a softmax, within bf16") {
+  const std::uint64_t rows = 16, cols = 256;
+  std::vector<float> s(rows * cols);
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<float>(static_cast<int>(i * 7919 % 1000) - 500) / 25;
+  const float scale = 1.0F / std::sqrt(128.0F);
+  const std::vector<float> p = softmax_bf16_reference(s, rows, cols, scale);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    double max = -1e30, total = 0, sum = 0;
+    for (std::uint64_t c = 0; c < cols; ++c) max = std::max(max, static_cast<double>(s[r * cols + c]) * scale);
+    for (std::uint64_t c = 0; c < cols; ++c) total += std::exp(static_cast<double>(s[r * cols + c]) * scale - max);
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const double want = std::exp(static_cast<double>(s[r * cols + c]) * scale - max) / total;
+      CHECK(p[r * cols + c] == Approx(want).epsilon(1.0 / 128));  // bf16: 8 significant bits
+      sum += p[r * cols + c];
+    }
+    CHECK(sum == Approx(1).epsilon(0.02));
+  }
+  CHECK_THROWS_WITH(generate_softmax_bf16(8, 256, scale, test::preset("v5e")), Contains("rows a multiple of 16"));
+  CHECK_THROWS_WITH(generate_softmax_bf16(16, 100, scale, test::preset("v5e")), Contains("columns a multiple of 128"));
+  const SoftmaxOps ops = softmax_ops(rows, cols);
+  CHECK(ops.eup == 2 * (2 + 1));  // per 8-row group: a vpow2 per tile and one vrcp
+  CHECK(ops.xlu == 2 * 14);
 }

@@ -7,26 +7,26 @@
 //   QKV = X @ [W_q | W_k | W_v] (the chip's heads' columns, one matmul, f32)
 //   for every sequence b and local head j:
 //     S  = bf16(Q_bj) @ bf16(K_bj)^T                       [T, T] f32
-//     P  = bf16(softmax(S / sqrt(d_head)) over keys)       [T, T]
+//     P  = bf16(softmax(S / sqrt(d_head)) over keys)       [T, T] (on the VPU)
 //     O  = P @ bf16(V_bj)                                  [T, d_head] f32
 //   partial = bf16(O_b0 .. concatenated by heads) @ W_o rows of the chip's heads
 //   out = all-reduce of partial over the model axes (f32)
 // No causal mask. Chips that differ only on the other axes are replicas.
 //
-// Steps (one SPMD program each, every chip): the QKV matmul, 2 x B x h
-// matmuls (scores and P @ V per sequence and local head), the output
-// projection, the all-reduce. Not generated on the device (no generator for
-// them yet): the softmax (with its scale), the f32 -> bf16 casts, the head
-// slicing and K's transpose. The host computes them from its reference and
-// gives the chips Q, K^T, P, V and O as bf16 buffers, so every matmul and the
-// collective run on real data and every output is checked; the VPU/EUP/XLU
-// time of those steps is missing from the step time.
+// Steps (one SPMD program each, every chip): the QKV matmul; per sequence
+// and local head the scores matmul, the softmax (a generated VPU/EUP/XLU
+// program: workloads/softmax.hpp) and P @ V; the output projection; the
+// all-reduce. Not generated on the device (no generator for them yet): the
+// f32 -> bf16 casts of Q, K, V and O, the head slicing and K's transpose. The
+// host computes them from its reference and gives the chips Q, K^T, V and the
+// concatenated O as bf16 buffers, so every matmul, the softmax and the
+// collective run on real data and every output is checked; the VPU/XLU time
+// of those casts and transposes is missing from the step time.
 //
 // Host reference, bit for bit: every matmul by programs::matmul_reference
-// (the MXU's order), the reduction by programs::collective_reference (the
-// collective's order, on device bytes). The softmax is the host's own
-// (below: f32, max subtracted, std::exp, sum in key order, one division),
-// which defines P; only the matmuls' and the reduction's outputs are checked.
+// (the MXU's order), the softmax by softmax_bf16_reference (the program's
+// order of f32 operations), the reduction by programs::collective_reference
+// (the collective's order, on device bytes).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -39,6 +39,7 @@
 #include <stdexcept>
 
 #include "api/errors.hpp"
+#include "api/roofline.hpp"
 #include "api/run.hpp"
 #include "common/numerics.hpp"
 #include "common/units.hpp"
@@ -48,6 +49,7 @@
 #include "programs/reference.hpp"
 #include "workloads/pieces.hpp"
 #include "workloads/sharding.hpp"
+#include "workloads/softmax.hpp"
 #include "workloads/workload.hpp"
 
 namespace tpuemu::workloads {
@@ -81,26 +83,6 @@ std::vector<float> bf16_block(const std::vector<float>& m, std::uint64_t width, 
   std::vector<float> out = matrix_block(m, width, row0, rows, col0, cols);
   for (float& v : out) v = bf16_round(v);
   return out;
-}
-
-// P = bf16(softmax(S x scale)) over each row of S [rows, cols]: in f32, the
-// row's maximum subtracted, std::exp, the exponentials summed in column
-// order, each divided by the sum.
-std::vector<float> softmax_bf16(const std::vector<float>& s, std::uint64_t rows, std::uint64_t cols, float scale) {
-  std::vector<float> p(s.size());
-  std::vector<float> e(cols);
-  for (std::uint64_t r = 0; r < rows; ++r) {
-    const float* row = s.data() + r * cols;
-    float max = -std::numeric_limits<float>::infinity();
-    for (std::uint64_t c = 0; c < cols; ++c) max = std::max(max, row[c] * scale);
-    float sum = 0;
-    for (std::uint64_t c = 0; c < cols; ++c) {
-      e[c] = std::exp(row[c] * scale - max);
-      sum += e[c];
-    }
-    for (std::uint64_t c = 0; c < cols; ++c) p[r * cols + c] = bf16_round(e[c] / sum);
-  }
-  return p;
 }
 
 // Every chip's host values and references, by model shard (replicas share
@@ -223,11 +205,45 @@ class AttentionWorkload final : public Workload {
     const auto head_buffer = [](const char* what, std::uint64_t b, std::uint64_t j) {
       return fmt::format("{} b{} h{}", what, b, j);
     };
+    const auto add_softmax = [&](std::uint64_t b, std::uint64_t j) {
+      const std::string file = fmt::format("softmax_{}x{}.llo", T, T);
+      auto& program = programs_by_file[file];
+      if (!program) {
+        try {
+          program = api::assemble(generate_softmax_bf16(T, T, scale, chip), file);
+        } catch (const std::invalid_argument& e) {
+          throw api::BadInput(
+              fmt::format("--seq {}: the softmax over the {}x{} scores on every chip: {}", T, T, T, e.what()));
+        }
+      }
+      built.steps.push_back({program, file, {{0, head_buffer("S", b, j)}, {1, head_buffer("P", b, j)}}});
+      const SoftmaxOps ops = softmax_ops(T, T);
+      const double bytes = 6.0 * static_cast<double>(T * T);
+      const api::Roofline roof = api::compute_roofline(
+          chip, 0, static_cast<double>(ops.valu) * static_cast<double>(chip.vpu.lanes * 8), bytes, 0);
+      Phase p;
+      p.name = fmt::format("P = softmax(S / sqrt(d_head)) (seq {}, head {}) {}x{}", b, j, T, T);
+      p.predicted_seconds = roof.hbm_seconds + roof.vpu_seconds;
+      p.prediction = fmt::format(
+          "T_HBM = {} (S f32 in, P bf16 out) / HBM bandwidth = {} + T_VPU = {} VALU vreg ops / VPU rate = {}, "
+          "one after the other (the program overlaps neither; the book counts no time for it)",
+          format_quantity(bytes, Quantity::kBytes), format_quantity(roof.hbm_seconds, Quantity::kTime), ops.valu,
+          format_quantity(roof.vpu_seconds, Quantity::kTime));
+      p.detail = {{"op", "softmax"},
+                  {"m", T},
+                  {"n", T},
+                  {"valu_ops", ops.valu},
+                  {"eup_ops", ops.eup},
+                  {"xlu_ops", ops.xlu},
+                  {"least_hbm_bytes", bytes}};
+      built.phases.push_back(std::move(p));
+    };
     add_matmul("QKV = X @ W_qkv", mm_qkv, "X", "W_qkv", "QKV");
     for (std::uint64_t b = 0; b < B; ++b) {
       for (std::uint64_t j = 0; j < h; ++j) {
         add_matmul(fmt::format("S = Q K^T (seq {}, head {})", b, j), mm_s, head_buffer("Q", b, j),
                    head_buffer("KT", b, j), head_buffer("S", b, j));
+        add_softmax(b, j);
         add_matmul(fmt::format("O = P V (seq {}, head {})", b, j), mm_o, head_buffer("P", b, j), head_buffer("V", b, j),
                    head_buffer("O", b, j));
       }
@@ -295,7 +311,7 @@ class AttentionWorkload final : public Workload {
               R.v[s].push_back(bf16_block(qkv, 3 * hd, b * T, T, 2 * hd + j * dh, dh));
               const std::size_t i = R.q[s].size() - 1;
               R.s[s].push_back(programs::matmul_reference(R.q[s][i], R.k_t[s][i], T, dh, T));
-              R.p[s].push_back(softmax_bf16(R.s[s][i], T, T, scale));
+              R.p[s].push_back(softmax_bf16_reference(R.s[s][i], T, T, scale));
               R.o[s].push_back(programs::matmul_reference(R.p[s][i], R.v[s][i], T, T, dh));
               for (std::uint64_t r = 0; r < T; ++r) {
                 for (std::uint64_t c = 0; c < dh; ++c) {
@@ -340,7 +356,6 @@ class AttentionWorkload final : public Workload {
           const std::size_t i = b * h + j;
           give(head_buffer("Q", b, j), T, dh, [=](std::uint32_t id) { return reference().q[shard(id)][i]; });
           give(head_buffer("KT", b, j), dh, T, [=](std::uint32_t id) { return reference().k_t[shard(id)][i]; });
-          give(head_buffer("P", b, j), T, T, [=](std::uint32_t id) { return reference().p[shard(id)][i]; });
           give(head_buffer("V", b, j), T, dh, [=](std::uint32_t id) { return reference().v[shard(id)][i]; });
         }
       }
@@ -352,12 +367,15 @@ class AttentionWorkload final : public Workload {
           std::string buffer;
           std::uint64_t rows, cols;
           std::function<std::vector<float>(std::uint32_t)> expected;
+          std::string dtype = "f32";
         };
         std::vector<Output> outputs = {{"QKV", BT, 3 * hd, [&](std::uint32_t id) { return R.qkv[shard(id)]; }}};
         for (std::uint64_t b = 0; b < B; ++b) {
           for (std::uint64_t j = 0; j < h; ++j) {
             const std::size_t i = b * h + j;
             outputs.push_back({head_buffer("S", b, j), T, T, [&, i](std::uint32_t id) { return R.s[shard(id)][i]; }});
+            outputs.push_back(
+                {head_buffer("P", b, j), T, T, [&, i](std::uint32_t id) { return R.p[shard(id)][i]; }, "bf16"});
             outputs.push_back({head_buffer("O", b, j), T, dh, [&, i](std::uint32_t id) { return R.o[shard(id)][i]; }});
           }
         }
@@ -368,8 +386,8 @@ class AttentionWorkload final : public Workload {
         json verdict{{"ok", true}, {"elements", 0}};
         std::vector<std::string> lines;
         for (const Output& o : outputs) {
-          const json v = check_f32_outputs(
-              result.outputs.at(o.buffer).device, chips, o.buffer,
+          const json v = check_outputs(
+              result.outputs.at(o.buffer).device, chips, o.buffer, o.dtype,
               [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); }, o.expected);
           verdict["elements"] = verdict["elements"].get<std::uint64_t>() + v.at("elements").get<std::uint64_t>();
           if (!v.at("ok").get<bool>()) {
@@ -379,8 +397,9 @@ class AttentionWorkload final : public Workload {
         }
         verdict["check"] =
             verdict["ok"].get<bool>()
-                ? fmt::format("bit-exact ({} elements of QKV, S and O of {} heads x {} sequences, {}out on {} chips)",
-                              verdict["elements"].get<std::uint64_t>(), h, B, reduces ? "partial out, " : "", chips)
+                ? fmt::format(
+                      "bit-exact ({} elements of QKV, S, P and O of {} heads x {} sequences, {}out on {} chips)",
+                      verdict["elements"].get<std::uint64_t>(), h, B, reduces ? "partial out, " : "", chips)
                 : fmt::format("MISMATCH: {}", fmt::join(lines, "; "));
         return verdict;
       };
@@ -410,7 +429,9 @@ class AttentionWorkload final : public Workload {
         {"model_axes", y_name},
         {"model_ways", ways},
         {"per_chip", {{"heads", h}, {"qkv_columns", 3 * hd}}},
-        {"softmax", "on the host between the matmuls (f32, max subtracted, std::exp, / sum), P given as bf16"},
+        {"softmax",
+         "on the device (workloads/softmax.hpp: vmax, vsub, vmul, vpow2 on the EUP, lane rotations on the XLU, "
+         "vrcp, vpack to bf16); the casts of Q, K, V, O and K's transpose on the host"},
         {"book",
          {{"t_math_seconds", t_math},
           {"t_comms_seconds", t_comms},

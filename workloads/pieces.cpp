@@ -48,17 +48,18 @@ std::vector<std::uint8_t> device_matrix(const std::vector<float>& values, std::u
   return chip::to_device(binding, make_npy(NpyDtype::kFloat32, {rows, cols}, values.data()), origin);
 }
 
-std::vector<float> host_matrix_f32(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols) {
-  const chip::OperandBinding binding{0, "hbm", "f32", {rows, cols}, true};
+std::vector<float> host_matrix(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols,
+                               const std::string& dtype) {
+  const chip::OperandBinding binding{0, "hbm", dtype, {rows, cols}, true};
   const NpyArray host = chip::from_device(binding, device, false);
   const auto values = host.as_f32();
   return {values.begin(), values.end()};
 }
 
-nlohmann::json check_f32_outputs(
-    const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips, const std::string& what,
-    const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
-    const std::function<std::vector<float>(std::uint32_t chip)>& expected) {
+nlohmann::json check_outputs(const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips,
+                             const std::string& what, const std::string& dtype,
+                             const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
+                             const std::function<std::vector<float>(std::uint32_t chip)>& expected) {
   std::uint64_t elements = 0;
   std::uint64_t wrong_chips = 0;
   std::string first_wrong;
@@ -67,7 +68,7 @@ nlohmann::json check_f32_outputs(
     const std::vector<float> want = expected(id);
     std::string verdict;
     try {
-      const std::vector<float> got = host_matrix_f32(device.at(id), rows, cols);
+      const std::vector<float> got = host_matrix(device.at(id), rows, cols, dtype);
       verdict = api::compare_bits(make_npy(NpyDtype::kFloat32, {rows, cols}, got.data()),
                                   make_npy(NpyDtype::kFloat32, {rows, cols}, want.data()));
     } catch (const std::exception& e) {  // a missing chip or a device buffer of another size

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The attention workload on a pod: exit 0, every output bit-exact against the
-# host reference, 2 + 2 x B x (heads per chip) matmuls, exactly one all-reduce
+# host reference, 2 + 2 x B x (heads per chip) matmuls and B x (heads per
+# chip) softmax programs, exactly one all-reduce
 # of the f32 out[B*T, D] over the model axes (or no communication when the
 # heads are not split), and the same cycles without data.
 # Usage: workload_attention.sh TPUEMU WORKDIR AXES -- ARGS...
@@ -15,9 +16,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 j() { jq -r "$1" report.json; }
 [ "$(j .ok)" = true ] || fail "check: $(j .check)"
 case "$(j .check)" in bit-exact*) ;; *) fail "check: $(j .check)" ;; esac
-matmuls=$(( 2 + 2 * $(j .batch) * $(j .per_chip.heads) ))
-[ "$(j '[.phases[] | select(.kind == "compute" and .m != null)] | length')" = "$matmuls" ] ||
-  fail "$(j '[.phases[] | select(.kind == "compute")] | length') compute phases, want $matmuls matmuls"
+heads=$(( $(j .batch) * $(j .per_chip.heads) ))
+[ "$(j '[.phases[] | select(.kind == "compute" and .k != null)] | length')" = "$(( 2 + 2 * heads ))" ] ||
+  fail "$(j '[.phases[] | select(.kind == "compute" and .k != null)] | length') matmuls, want $(( 2 + 2 * heads ))"
+[ "$(j '[.phases[] | select(.op == "softmax")] | length')" = "$heads" ] ||
+  fail "$(j '[.phases[] | select(.op == "softmax")] | length') softmax steps, want $heads (one per sequence and local head)"
 [ "$(j '.per_chip.heads * .model_ways')" = "$(j .heads)" ] || fail "heads per chip x ways != heads"
 got=$(j '[.phases[] | select(.kind == "communication") | "\(.op):\(.axes):\(.dtype):\(.bytes)"] | join(",")')
 if [ "$axes" = none ]; then
