@@ -332,6 +332,23 @@ TEST_CASE("attention: Megatron over heads, one all-reduce of out[B*T, D] per lay
   CHECK(b.choice.at("per_chip").at("heads") == 2);
 }
 
+TEST_CASE("attention --plan rs: one reduce-scatter, half the all-reduce's T_comms") {
+  const ChipConfig v5e = test::preset("v5e");
+  const Built ar = build_attention("v5e", "4", {{"batch", "1"}});
+  const Built rs = build_attention("v5e", "4", {{"batch", "1"}, {"plan", "rs"}});
+  REQUIRE(rs.phases.size() == ar.phases.size());
+  CHECK(rs.phases.back().detail.at("op") == "reduce-scatter");
+  CHECK(rs.phases.back().detail.at("bytes") == ar.phases.back().detail.at("bytes"));
+  CHECK(rs.choice.at("book").at("t_comms_seconds").get<double>() ==
+        Approx(ar.choice.at("book").at("t_comms_seconds").get<double>() / 2));
+  CHECK(rs.choice.at("book").at("t_comms_seconds").get<double>() ==
+        Approx(4.0 * 256 * 512 / (2 * v5e.ici.link_bandwidth)));
+  CHECK(rs.choice.at("collective") == "reduce-scatter");
+  // The threshold doubles: Y = M_Y (H d_head / D) (2D + T) W / C.
+  CHECK(rs.choice.at("book").at("threshold").get<double>() ==
+        Approx(2 * ar.choice.at("book").at("threshold").get<double>()));
+}
+
 TEST_CASE("attention: heads not split, and refusals naming the option") {
   const Built one = build_attention("v5e", "1", {});
   for (const Phase& p : one.phases) CHECK_FALSE(p.communication);
@@ -343,6 +360,7 @@ TEST_CASE("attention: heads not split, and refusals naming the option") {
   CHECK_THROWS_WITH(build_attention("v5e", "2x2", {{"model-axis", "Z"}}), Contains("--model-axis 'Z'"));
   CHECK_THROWS_WITH(build_attention("v5e", "2x2", {{"model-axis", "YY"}}), Contains("each at most once"));
   CHECK_THROWS_AS(build_attention("v5e", "2", {{"heads", "0"}}), api::BadInput);
+  CHECK_THROWS_WITH(build_attention("v5e", "2", {{"plan", "ag"}}), Contains("--plan 'ag'"));
 }
 
 TEST_CASE("attention: the softmax program's reference is a softmax, within bf16") {

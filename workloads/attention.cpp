@@ -10,7 +10,8 @@
 //     P  = bf16(softmax(S / sqrt(d_head)) over keys)       [T, T] (on the VPU)
 //     O  = P @ bf16(V_bj)                                  [T, d_head] f32
 //   partial = bf16(O_b0 .. concatenated by heads) @ W_o rows of the chip's heads
-//   out = all-reduce of partial over the model axes (f32)
+//   out = all-reduce of partial over the model axes (f32); with --plan rs a
+//         reduce-scatter instead (each chip B*T / Y token rows of out)
 // No causal mask. Chips that differ only on the other axes are replicas.
 //
 // Steps (one SPMD program each, every chip): the QKV matmul; per sequence
@@ -113,7 +114,10 @@ class AttentionWorkload final : public Workload {
             {"model-axis", "X",
              "the mesh axes the heads are split over (X, Y, Z or several, major first, e.g. XY), or none; other "
              "axes hold replicas"},
-            {"algo", "multi-axis", "the all-reduce's algorithm (tpuemu collective --algo list)"},
+            {"plan", "ar",
+             "how the partial outputs are summed over the model axes: ar (all-reduce: out[B*T, D] on every chip) or rs "
+             "(reduce-scatter: each chip its block of B*T / Y token rows)"},
+            {"algo", "multi-axis", "the collective's algorithm (tpuemu collective --algo list)"},
             {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
   }
 
@@ -161,8 +165,18 @@ class AttentionWorkload final : public Workload {
     const programs::MatmulSpec mm_o{T, T, dh, "bf16"};
     const programs::MatmulSpec mm_out{BT, hd, D, "bf16"};
     const bool reduces = ways > 1;
+    const std::string plan = options.text("plan");
+    need(plan == "ar" || plan == "rs",
+         fmt::format("--plan '{}': expected ar (all-reduce) or rs (reduce-scatter)", plan));
+    const bool scatter = reduces && plan == "rs";
+    const std::uint64_t out_rows = scatter ? BT / ways : BT;  // out's token rows on a chip
+    need(
+        !scatter || BT % (ways * kF32TileRows) == 0,
+        fmt::format("--plan rs: the reduce-scatter over {} leaves each chip {} / {} token rows; they must be whole f32 "
+                    "tiles (a multiple of {})",
+                    y_name, BT, ways, kF32TileRows));
     programs::CollectiveSpec reduce;
-    reduce.op = "all-reduce";
+    reduce.op = scatter ? "reduce-scatter" : "all-reduce";
     reduce.dtype = "f32";
     reduce.bytes = BT * D * 4;
     reduce.algorithm = options.text("algo");
@@ -252,14 +266,13 @@ class AttentionWorkload final : public Workload {
     if (reduces) {
       std::uint64_t next_flag = kCollectiveFlagBase;
       try {
-        const std::string file = fmt::format("all-reduce_f32_{}_{}.llo", reduce.bytes, axes_text(reduce.axes));
+        const std::string file = fmt::format("{}_f32_{}_{}.llo", reduce.op, reduce.bytes, axes_text(reduce.axes));
         const std::string text =
             with_own_flags(programs::generate_collective(reduce, topology, chip), next_flag, chip, "attention");
         built.steps.push_back({api::assemble(text, file), file, {{0, "partial out"}, {1, "out"}, {2, "scratch"}}});
       } catch (const std::invalid_argument& e) {
-        throw api::BadInput(
-            fmt::format("--batch {} --seq {} --d-model {}: the all-reduce of out[{},{}] (f32) over {}: {}", B, T, D, BT,
-                        D, y_name, e.what()));
+        throw api::BadInput(fmt::format("--batch {} --seq {} --d-model {}: the {} of out[{},{}] (f32) over {}: {}", B,
+                                        T, D, reduce.op, BT, D, y_name, e.what()));
       }
       Phase p = collective_phase(reduce, topology, chip, "partial out");
       p.own_flags = true;
@@ -328,7 +341,7 @@ class AttentionWorkload final : public Workload {
             partials.push_back(device_matrix(R.partial[shard(id)], BT, D, "f32", "partial out"));
           }
           for (const auto& bytes : programs::collective_reference(reduce, topology, partials)) {
-            R.out.push_back(host_matrix_f32(bytes, BT, D));
+            R.out.push_back(host_matrix_f32(bytes, out_rows, D));
           }
         } else {
           for (std::uint32_t id = 0; id < chips; ++id) R.out.push_back(R.partial[shard(id)]);
@@ -382,7 +395,7 @@ class AttentionWorkload final : public Workload {
         if (reduces) {
           outputs.push_back({"partial out", BT, D, [&](std::uint32_t id) { return R.partial[shard(id)]; }});
         }
-        outputs.push_back({"out", BT, D, [&](std::uint32_t id) { return R.out[id]; }});
+        outputs.push_back({"out", out_rows, D, [&](std::uint32_t id) { return R.out[id]; }});
         json verdict{{"ok", true}, {"elements", 0}};
         std::vector<std::string> lines;
         for (const Output& o : outputs) {
@@ -414,10 +427,12 @@ class AttentionWorkload final : public Workload {
     m_y = std::max(1.0, m_y);
     const double y = static_cast<double>(ways);
     const double t_math = built.model_flops / (y * c);
-    const double t_comms = reduces ? 2 * 4 * bd * td * dd / (w * m_y) : 0.0;
-    // Compute-bound while Y < M_Y (H d_head / D) (D + T/2) W / C; as a sequence length, the others fixed.
-    const double threshold_y = m_y * (hdd / dd) * (dd + td / 2) * w / c;
-    const double threshold_seq = 2 * (y * c * dd / (m_y * w * hdd) - dd);
+    // The collective's passes over the bytes: an all-reduce is a reduce-scatter and an all-gather.
+    const double passes = scatter ? 1 : 2;
+    const double t_comms = reduces ? passes * 4 * bd * td * dd / (w * m_y) : 0.0;
+    // Compute-bound while Y < M_Y (H d_head / D) (2D + T) W / (passes C); as a sequence length, the others fixed.
+    const double threshold_y = m_y * (hdd / dd) * (2 * dd + td) * w / (passes * c);
+    const double threshold_seq = passes * y * c * dd / (m_y * w * hdd) - 2 * dd;
     json threshold_at = json::object();
     if (reduces && threshold_seq > 0) threshold_at["seq"] = threshold_seq;
     built.choice = {
@@ -428,6 +443,8 @@ class AttentionWorkload final : public Workload {
         {"d_head", dh},
         {"model_axes", y_name},
         {"model_ways", ways},
+        {"plan", plan},
+        {"collective", reduces ? reduce.op : "none"},
         {"per_chip", {{"heads", h}, {"qkv_columns", 3 * hd}}},
         {"softmax",
          "on the device (workloads/softmax.hpp: vmax, vsub, vmul, vpow2 on the EUP, lane rotations on the XLU, "
@@ -437,22 +454,31 @@ class AttentionWorkload final : public Workload {
           {"t_comms_seconds", t_comms},
           {"seconds", std::max(t_math, t_comms)},
           {"formula",
-           "T_math = (8 B T D H d_head + 4 B T^2 H d_head) / (Y C); T_comms = 2 x 4BTD / (W M_Y) (all-reduce = "
-           "reduce-scatter + all-gather of the f32 partial outputs; the book's TP forward moves 4BD in bf16)"},
+           scatter ? "T_math = (8 B T D H d_head + 4 B T^2 H d_head) / (Y C); T_comms = 4BTD / (W M_Y) (reduce-scatter "
+                     "of the f32 partial outputs; the book's TP forward scatters 2BD bytes of bf16)"
+                   : "T_math = (8 B T D H d_head + 4 B T^2 H d_head) / (Y C); T_comms = 2 x 4BTD / (W M_Y) (all-reduce "
+                     "= reduce-scatter + all-gather of the f32 partial outputs; the book's TP forward moves 4BD in "
+                     "bf16)"},
           {"threshold", threshold_y},
-          {"threshold_name", "Y = M_Y (H d_head / D) (D + T/2) W / C (comms-bound above; derived, f32 all-reduce)"},
+          {"threshold_name", scatter ? "Y = M_Y (H d_head / D) (2D + T) W / C (comms-bound above; derived, f32 "
+                                       "reduce-scatter)"
+                                     : "Y = M_Y (H d_head / D) (D + T/2) W / C (comms-bound above; derived, f32 "
+                                       "all-reduce)"},
           {"threshold_at", threshold_at}}},
         {"reference",
-         "matmuls by programs::matmul_reference (the MXU's order), the all-reduce by programs::collective_reference "
-         "(the collective's order); softmax and bf16 casts on the host"}};
+         "matmuls by programs::matmul_reference (the MXU's order), the softmax by softmax_bf16_reference (the "
+         "program's order), the reduction by programs::collective_reference (the collective's order); the bf16 casts "
+         "of Q, K, V, O on the host"}};
     built.intro = {
         fmt::format("attention: X[{},{}] -> {} heads x d_head {} (B {} x T {}), softmax(Q K^T / sqrt({})) V, @ W_o on "
                     "a {} pod of {}",
                     BT, D, H, dh, B, T, dh, ici::describe(topology), chip.name),
         reduces
-            ? fmt::format("  heads split {} ways over {}: {} heads per chip (W_qkv[{},{}], W_o[{},{}]), then an "
-                          "all-reduce of out (f32) over the model axes",
-                          ways, y_name, h, D, 3 * hd, hd, D)
+            ? fmt::format("  heads split {} ways over {}: {} heads per chip (W_qkv[{},{}], W_o[{},{}]), then {} of "
+                          "out (f32) over the model axes",
+                          ways, y_name, h, D, 3 * hd, hd, D,
+                          scatter ? fmt::format("a reduce-scatter (out[{},{}] per chip)", out_rows, D)
+                                  : std::string("an all-reduce"))
             : fmt::format("  heads not split (model axes {}): every chip holds all {} heads (W_qkv[{},{}], W_o[{},{}])",
                           y_name, h, D, 3 * hd, hd, D),
         fmt::format("  the book (derived): T_math {}, T_comms {}; comms-bound above Y = {:.4g}",

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The attention workload on a pod: exit 0, every output bit-exact against the
 # host reference, 2 + 2 x B x (heads per chip) matmuls and B x (heads per
-# chip) softmax programs, exactly one all-reduce
-# of the f32 out[B*T, D] over the model axes (or no communication when the
-# heads are not split), and the same cycles without data.
-# Usage: workload_attention.sh TPUEMU WORKDIR AXES -- ARGS...
-#   AXES: the all-reduce's axes as the report names them ("YX"), or "none".
+# chip) softmax programs, exactly one collective (all-reduce, or
+# reduce-scatter with --plan rs) of the f32 partial out[B*T, D] over the model
+# axes (or no communication when the heads are not split), and the same
+# cycles without data.
+# Usage: workload_attention.sh TPUEMU WORKDIR COMM -- ARGS...
+#   COMM: the collective and its axes as the report names them ("all-reduce:YX",
+#   "reduce-scatter:X"), or "none".
 set -euo pipefail
-tpuemu=$1 work=$2 axes=$3
+tpuemu=$1 work=$2 comm=$3
 shift 3
 [ "$1" = "--" ] && shift
 mkdir -p "$work" && cd "$work"
@@ -23,12 +25,12 @@ heads=$(( $(j .batch) * $(j .per_chip.heads) ))
   fail "$(j '[.phases[] | select(.op == "softmax")] | length') softmax steps, want $heads (one per sequence and local head)"
 [ "$(j '.per_chip.heads * .model_ways')" = "$(j .heads)" ] || fail "heads per chip x ways != heads"
 got=$(j '[.phases[] | select(.kind == "communication") | "\(.op):\(.axes):\(.dtype):\(.bytes)"] | join(",")')
-if [ "$axes" = none ]; then
+if [ "$comm" = none ]; then
   [ -z "$got" ] || fail "communication '$got', want none"
   [ "$(j .ici_bytes)" = 0 ] || fail "ICI bytes $(j .ici_bytes) without communication"
 else
-  want="all-reduce:$axes:f32:$(j '.batch * .seq * .d_model * 4')"
-  [ "$got" = "$want" ] || fail "communication '$got', want '$want' (one all-reduce of out[B*T, D] in f32)"
+  want="$comm:f32:$(j '.batch * .seq * .d_model * 4')"
+  [ "$got" = "$want" ] || fail "communication '$got', want '$want' (one collective of the partial out[B*T, D] in f32)"
   [ "$(j .ici_bytes)" -gt 0 ] || fail "no ICI bytes"
 fi
 [ "$(j '[.phases[] | select(.seconds > 0 and .predicted_seconds > 0)] | length')" = "$(j '.phases | length')" ] ||
