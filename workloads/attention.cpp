@@ -48,6 +48,7 @@
 #include "programs/collective_reference.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
+#include "workloads/cast_blocks.hpp"
 #include "workloads/pieces.hpp"
 #include "workloads/sharding.hpp"
 #include "workloads/softmax.hpp"
@@ -252,14 +253,52 @@ class AttentionWorkload final : public Workload {
                   {"least_hbm_bytes", bytes}};
       built.phases.push_back(std::move(p));
     };
+    // A generated cast of blocks (workloads/cast_blocks.hpp): its phase predicted by its HBM bytes and its packs.
+    const auto add_cast = [&](const std::string& what, const std::string& file,
+                              const std::vector<CastOperand>& operands, const std::vector<CastBlock>& blocks,
+                              std::map<std::uint32_t, std::string> buffers) {
+      try {
+        built.steps.push_back({api::assemble(generate_cast_blocks(operands, blocks, chip), file), file, buffers});
+      } catch (const std::invalid_argument& e) {
+        throw api::BadInput(fmt::format("--seq {} --d-head {}: {} on every chip: {}", T, dh, what, e.what()));
+      }
+      double elements = 0;
+      std::uint64_t transposes = 0;
+      for (const CastBlock& c : blocks) {
+        elements += static_cast<double>(c.rows * c.cols);
+        if (c.transpose) transposes += c.rows / 128 * (c.cols / 128);
+      }
+      const double bytes = 6 * elements;
+      const api::Roofline roof = api::compute_roofline(chip, 0, elements, bytes, 0);
+      Phase p;
+      p.name = what;
+      p.predicted_seconds = roof.hbm_seconds + roof.vpu_seconds;
+      p.prediction = fmt::format(
+          "T_HBM = {} (f32 in, bf16 out) / HBM bandwidth = {} + T_VPU = one pack per f32 tile = {}, one after the "
+          "other{} (the book counts no time for it)",
+          format_quantity(bytes, Quantity::kBytes), format_quantity(roof.hbm_seconds, Quantity::kTime),
+          format_quantity(roof.vpu_seconds, Quantity::kTime),
+          transposes > 0 ? fmt::format("; {} XLU transposes of 128x128 not counted", transposes) : std::string());
+      p.detail = {{"op", "cast"}, {"elements", elements}, {"transposes", transposes}, {"least_hbm_bytes", bytes}};
+      built.phases.push_back(std::move(p));
+    };
     add_matmul("QKV = X @ W_qkv", mm_qkv, "X", "W_qkv", "QKV");
     for (std::uint64_t b = 0; b < B; ++b) {
       for (std::uint64_t j = 0; j < h; ++j) {
+        add_cast(fmt::format("Q, K^T, V (seq {}, head {}) to bf16", b, j), fmt::format("cast_heads_b{}_h{}.llo", b, j),
+                 {{BT, 3 * hd, "f32", false}, {T, dh, "bf16", true}, {dh, T, "bf16", true}, {T, dh, "bf16", true}},
+                 {{0, b * T, j * dh, T, dh, 1, 0, 0, false},
+                  {0, b * T, hd + j * dh, T, dh, 2, 0, 0, true},
+                  {0, b * T, 2 * hd + j * dh, T, dh, 3, 0, 0, false}},
+                 {{0, "QKV"}, {1, head_buffer("Q", b, j)}, {2, head_buffer("KT", b, j)}, {3, head_buffer("V", b, j)}});
         add_matmul(fmt::format("S = Q K^T (seq {}, head {})", b, j), mm_s, head_buffer("Q", b, j),
                    head_buffer("KT", b, j), head_buffer("S", b, j));
         add_softmax(b, j);
         add_matmul(fmt::format("O = P V (seq {}, head {})", b, j), mm_o, head_buffer("P", b, j), head_buffer("V", b, j),
                    head_buffer("O", b, j));
+        add_cast(fmt::format("O (seq {}, head {}) to bf16 into O cat", b, j), fmt::format("cast_o_b{}_h{}.llo", b, j),
+                 {{T, dh, "f32", false}, {BT, hd, "bf16", true}}, {{0, 0, 0, T, dh, 1, b * T, j * dh, false}},
+                 {{0, head_buffer("O", b, j)}, {1, "O cat"}});
       }
     }
     add_matmul("partial = O @ W_o", mm_out, "O cat", "W_o", reduces ? "partial out" : "out");
@@ -363,15 +402,6 @@ class AttentionWorkload final : public Workload {
       give("X", BT, D, [=](std::uint32_t) { return *x; });
       give("W_qkv", D, 3 * hd, [=](std::uint32_t id) { return reference().w_qkv[shard(id)]; });
       give("W_o", hd, D, [=](std::uint32_t id) { return reference().w_o[shard(id)]; });
-      give("O cat", BT, hd, [=](std::uint32_t id) { return reference().o_cat[shard(id)]; });
-      for (std::uint64_t b = 0; b < B; ++b) {
-        for (std::uint64_t j = 0; j < h; ++j) {
-          const std::size_t i = b * h + j;
-          give(head_buffer("Q", b, j), T, dh, [=](std::uint32_t id) { return reference().q[shard(id)][i]; });
-          give(head_buffer("KT", b, j), dh, T, [=](std::uint32_t id) { return reference().k_t[shard(id)][i]; });
-          give(head_buffer("V", b, j), T, dh, [=](std::uint32_t id) { return reference().v[shard(id)][i]; });
-        }
-      }
 
       // 4. The check: every output of every chip, bit for bit.
       built.check = [=](const api::Result& result) {
@@ -386,12 +416,19 @@ class AttentionWorkload final : public Workload {
         for (std::uint64_t b = 0; b < B; ++b) {
           for (std::uint64_t j = 0; j < h; ++j) {
             const std::size_t i = b * h + j;
+            outputs.push_back(
+                {head_buffer("Q", b, j), T, dh, [&, i](std::uint32_t id) { return R.q[shard(id)][i]; }, "bf16"});
+            outputs.push_back(
+                {head_buffer("KT", b, j), dh, T, [&, i](std::uint32_t id) { return R.k_t[shard(id)][i]; }, "bf16"});
+            outputs.push_back(
+                {head_buffer("V", b, j), T, dh, [&, i](std::uint32_t id) { return R.v[shard(id)][i]; }, "bf16"});
             outputs.push_back({head_buffer("S", b, j), T, T, [&, i](std::uint32_t id) { return R.s[shard(id)][i]; }});
             outputs.push_back(
                 {head_buffer("P", b, j), T, T, [&, i](std::uint32_t id) { return R.p[shard(id)][i]; }, "bf16"});
             outputs.push_back({head_buffer("O", b, j), T, dh, [&, i](std::uint32_t id) { return R.o[shard(id)][i]; }});
           }
         }
+        outputs.push_back({"O cat", BT, hd, [&](std::uint32_t id) { return R.o_cat[shard(id)]; }, "bf16"});
         if (reduces) {
           outputs.push_back({"partial out", BT, D, [&](std::uint32_t id) { return R.partial[shard(id)]; }});
         }
@@ -408,12 +445,12 @@ class AttentionWorkload final : public Workload {
             lines.push_back(fmt::format("{}: {}", o.buffer, v.at("check").get<std::string>()));
           }
         }
-        verdict["check"] =
-            verdict["ok"].get<bool>()
-                ? fmt::format(
-                      "bit-exact ({} elements of QKV, S, P and O of {} heads x {} sequences, {}out on {} chips)",
-                      verdict["elements"].get<std::uint64_t>(), h, B, reduces ? "partial out, " : "", chips)
-                : fmt::format("MISMATCH: {}", fmt::join(lines, "; "));
+        verdict["check"] = verdict["ok"].get<bool>() ? fmt::format(
+                                                           "bit-exact ({} elements of QKV, Q, K^T, V, S, P and O of {} "
+                                                           "heads x {} sequences, O cat, {}out on {} chips)",
+                                                           verdict["elements"].get<std::uint64_t>(), h, B,
+                                                           reduces ? "partial out, " : "", chips)
+                                                     : fmt::format("MISMATCH: {}", fmt::join(lines, "; "));
         return verdict;
       };
     }
