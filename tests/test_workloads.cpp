@@ -303,17 +303,22 @@ Built build_attention(const std::string& chip, const std::string& shape, std::ma
 
 TEST_CASE("attention: Megatron over heads, one all-reduce of out[B*T, D] per layer") {
   const Built b = build_attention("v5e", "2x2", {{"model-axis", "XY"}, {"batch", "2"}, {"seq", "256"}, {"heads", "8"}});
-  // Per chip 2 heads: QKV, per sequence and head the scores, the softmax and P @ V, the output projection, the
-  // all-reduce.
-  REQUIRE(b.phases.size() == 1 + 3 * 2 * 2 + 1 + 1);
+  // Per chip 2 heads: QKV; per sequence the heads' Q, K^T, V cast, per head the scores, the softmax and P @ V, the
+  // heads' O cast into O cat; the output projection, the all-reduce.
+  REQUIRE(b.phases.size() == 1 + 2 * (1 + 3 * 2 + 1) + 1 + 1);
   REQUIRE(b.steps.size() == b.phases.size());
   CHECK(b.phases.front().detail.at("n") == 3 * 2 * 128);
-  CHECK(b.phases[1].detail.at("m") == 256);  // scores: T x d_head x T
-  CHECK(b.phases[1].detail.at("k") == 128);
-  CHECK(b.phases[2].detail.at("op") == "softmax");
-  CHECK(b.steps[2].operand_buffers.at(0) == "S b0 h0");
-  CHECK(b.steps[2].operand_buffers.at(1) == "P b0 h0");
-  CHECK(b.phases[3].detail.at("k") == 256);  // P @ V contracts over the keys
+  CHECK(b.phases[1].detail.at("op") == "cast");
+  CHECK(b.phases[1].detail.at("transposes") == 2 * 2);  // K of 2 heads: 256 x 128, two 128x128 blocks each
+  CHECK(b.steps[1].operand_buffers.at(0) == "QKV");
+  CHECK(b.steps[1].operand_buffers.at(2) == "KT b0 h0");
+  CHECK(b.phases[2].detail.at("m") == 256);  // scores: T x d_head x T
+  CHECK(b.phases[2].detail.at("k") == 128);
+  CHECK(b.phases[3].detail.at("op") == "softmax");
+  CHECK(b.steps[3].operand_buffers.at(0) == "S b0 h0");
+  CHECK(b.steps[3].operand_buffers.at(1) == "P b0 h0");
+  CHECK(b.phases[4].detail.at("k") == 256);  // P @ V contracts over the keys
+  CHECK(b.steps[8].operand_buffers.at(2) == "O cat");
   std::size_t communication = 0;
   for (const Phase& p : b.phases) communication += p.communication ? 1 : 0;
   CHECK(communication == 1);

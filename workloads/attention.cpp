@@ -14,15 +14,13 @@
 //         reduce-scatter instead (each chip B*T / Y token rows of out)
 // No causal mask. Chips that differ only on the other axes are replicas.
 //
-// Steps (one SPMD program each, every chip): the QKV matmul; per sequence
-// and local head the scores matmul, the softmax (a generated VPU/EUP/XLU
-// program: workloads/softmax.hpp) and P @ V; the output projection; the
-// all-reduce. Not generated on the device (no generator for them yet): the
-// f32 -> bf16 casts of Q, K, V and O, the head slicing and K's transpose. The
-// host computes them from its reference and gives the chips Q, K^T, V and the
-// concatenated O as bf16 buffers, so every matmul, the softmax and the
-// collective run on real data and every output is checked; the VPU/XLU time
-// of those casts and transposes is missing from the step time.
+// Steps (one SPMD program each, every chip): the QKV matmul; per sequence,
+// the cast of every local head's Q, K^T (XLU transposes) and V out of QKV to
+// bf16 (workloads/cast_blocks.hpp), per local head the scores matmul, the
+// softmax (a generated VPU/EUP/XLU program: workloads/softmax.hpp) and P @ V,
+// then the cast of the heads' O into the sequence's rows of "O cat"; the
+// output projection; the collective. Everything runs on the device; the host
+// gives only X and the weights.
 //
 // Host reference, bit for bit: every matmul by programs::matmul_reference
 // (the MXU's order), the softmax by softmax_bf16_reference (the program's
@@ -58,6 +56,11 @@ namespace tpuemu::workloads {
 namespace {
 
 using nlohmann::json;
+
+// Heads whose Q, K^T and V one generated cast program slices out of QKV (3 operands each).
+constexpr std::uint64_t kHeadsPerCast = 16;
+// Heads per chip the concatenation of their outputs (one operand each) can bind.
+constexpr std::uint64_t kMaxHeadsPerChip = 59;
 
 // "none", or distinct mesh axes of the topology, major first ("X", "YX").
 std::vector<std::size_t> parse_model_axes(const std::string& text, const ici::Topology& topology) {
@@ -157,7 +160,12 @@ class AttentionWorkload final : public Workload {
                                           "needs a multiple of {}",
                                           dh, kTileCols));
     const std::uint64_t h = H / ways;  // heads per chip
-    const std::uint64_t hd = h * dh;   // the chip's columns of Q, K, V
+    need(h <= kMaxHeadsPerChip,
+         fmt::format(
+             "--heads {}: {} heads per chip; the program that concatenates their outputs binds at most {} (split "
+             "them over more chips)",
+             H, h, kMaxHeadsPerChip));
+    const std::uint64_t hd = h * dh;  // the chip's columns of Q, K, V
     const std::uint64_t BT = B * T;
     const float scale = 1.0F / std::sqrt(static_cast<float>(dh));
 
@@ -284,22 +292,46 @@ class AttentionWorkload final : public Workload {
     };
     add_matmul("QKV = X @ W_qkv", mm_qkv, "X", "W_qkv", "QKV");
     for (std::uint64_t b = 0; b < B; ++b) {
+      // The sequence's Q, K^T and V of every local head out of QKV, kHeadsPerCast heads a program.
+      for (std::uint64_t j0 = 0; j0 < h; j0 += kHeadsPerCast) {
+        const std::uint64_t j1 = std::min(h, j0 + kHeadsPerCast);
+        std::vector<CastOperand> operands{{BT, 3 * hd, "f32", false}};
+        std::vector<CastBlock> blocks;
+        std::map<std::uint32_t, std::string> buffers{{0, "QKV"}};
+        for (std::uint64_t j = j0; j < j1; ++j) {
+          const auto q = static_cast<std::uint32_t>(operands.size());
+          operands.insert(operands.end(), {{T, dh, "bf16", true}, {dh, T, "bf16", true}, {T, dh, "bf16", true}});
+          blocks.push_back({0, b * T, j * dh, T, dh, q, 0, 0, false});
+          blocks.push_back({0, b * T, hd + j * dh, T, dh, q + 1, 0, 0, true});
+          blocks.push_back({0, b * T, 2 * hd + j * dh, T, dh, q + 2, 0, 0, false});
+          buffers[q] = head_buffer("Q", b, j);
+          buffers[q + 1] = head_buffer("KT", b, j);
+          buffers[q + 2] = head_buffer("V", b, j);
+        }
+        add_cast(fmt::format("Q, K^T, V (seq {}, heads {}..{}) to bf16", b, j0, j1 - 1),
+                 fmt::format("cast_heads_b{}_h{}.llo", b, j0), operands, blocks, buffers);
+      }
       for (std::uint64_t j = 0; j < h; ++j) {
-        add_cast(fmt::format("Q, K^T, V (seq {}, head {}) to bf16", b, j), fmt::format("cast_heads_b{}_h{}.llo", b, j),
-                 {{BT, 3 * hd, "f32", false}, {T, dh, "bf16", true}, {dh, T, "bf16", true}, {T, dh, "bf16", true}},
-                 {{0, b * T, j * dh, T, dh, 1, 0, 0, false},
-                  {0, b * T, hd + j * dh, T, dh, 2, 0, 0, true},
-                  {0, b * T, 2 * hd + j * dh, T, dh, 3, 0, 0, false}},
-                 {{0, "QKV"}, {1, head_buffer("Q", b, j)}, {2, head_buffer("KT", b, j)}, {3, head_buffer("V", b, j)}});
         add_matmul(fmt::format("S = Q K^T (seq {}, head {})", b, j), mm_s, head_buffer("Q", b, j),
                    head_buffer("KT", b, j), head_buffer("S", b, j));
         add_softmax(b, j);
         add_matmul(fmt::format("O = P V (seq {}, head {})", b, j), mm_o, head_buffer("P", b, j), head_buffer("V", b, j),
                    head_buffer("O", b, j));
-        add_cast(fmt::format("O (seq {}, head {}) to bf16 into O cat", b, j), fmt::format("cast_o_b{}_h{}.llo", b, j),
-                 {{T, dh, "f32", false}, {BT, hd, "bf16", true}}, {{0, 0, 0, T, dh, 1, b * T, j * dh, false}},
-                 {{0, head_buffer("O", b, j)}, {1, "O cat"}});
       }
+      // The sequence's O of every local head, side by side, into its rows of O cat.
+      std::vector<CastOperand> operands;
+      std::vector<CastBlock> blocks;
+      std::map<std::uint32_t, std::string> buffers;
+      for (std::uint64_t j = 0; j < h; ++j) {
+        const auto o = static_cast<std::uint32_t>(j);
+        operands.push_back({T, dh, "f32", false});
+        blocks.push_back({o, 0, 0, T, dh, static_cast<std::uint32_t>(h), b * T, j * dh, false});
+        buffers[o] = head_buffer("O", b, j);
+      }
+      operands.push_back({BT, hd, "bf16", true});
+      buffers[static_cast<std::uint32_t>(h)] = "O cat";
+      add_cast(fmt::format("O (seq {}, {} heads) to bf16 into O cat", b, h), fmt::format("cast_o_b{}.llo", b), operands,
+               blocks, buffers);
     }
     add_matmul("partial = O @ W_o", mm_out, "O cat", "W_o", reduces ? "partial out" : "out");
     if (reduces) {
@@ -485,7 +517,7 @@ class AttentionWorkload final : public Workload {
         {"per_chip", {{"heads", h}, {"qkv_columns", 3 * hd}}},
         {"softmax",
          "on the device (workloads/softmax.hpp: vmax, vsub, vmul, vpow2 on the EUP, lane rotations on the XLU, "
-         "vrcp, vpack to bf16); the casts of Q, K, V, O and K's transpose on the host"},
+         "vrcp, vpack to bf16); the casts of Q, K, V, O to bf16 and K's transpose too (workloads/cast_blocks.hpp)"},
         {"book",
          {{"t_math_seconds", t_math},
           {"t_comms_seconds", t_comms},
@@ -504,8 +536,8 @@ class AttentionWorkload final : public Workload {
           {"threshold_at", threshold_at}}},
         {"reference",
          "matmuls by programs::matmul_reference (the MXU's order), the softmax by softmax_bf16_reference (the "
-         "program's order), the reduction by programs::collective_reference (the collective's order); the bf16 casts "
-         "of Q, K, V, O on the host"}};
+         "program's order), the reduction by programs::collective_reference (the collective's order), the casts by "
+         "bf16_round"}};
     built.intro = {
         fmt::format("attention: X[{},{}] -> {} heads x d_head {} (B {} x T {}), softmax(Q K^T / sqrt({})) V, @ W_o on "
                     "a {} pod of {}",

@@ -3,15 +3,16 @@
 // head slicing (Q, K^T and V of one head out of QKV) and the concatenation
 // of the heads' outputs.
 //
-// Program, for each block in order (operands in the tiled layouts of
-// chip/host_io.hpp): one DMA per (8,128) tile row of the source block into
-// VMEM (every block's DMAs issued first); for every f32 tile, vpack.c.bf16 of the tile with itself and a store
-// of its low half (sublanes 0-3, sm:$0xf) at the bf16 tile's place in a
-// staging block laid out as the destination block; transposed, every
-// 128x128 sub-block goes through the XLU first (vxpose.xlu0 of its 16 tiles,
-// 16 vpop.trf: pop k holds rows 8k..8k+7 of the transpose); one DMA per tile
-// row of the destination block out. Rounding: nearest even (vpack.c.bf16),
-// as bf16_round. Leaves every sync flag at 0.
+// Program (operands in the tiled layouts of chip/host_io.hpp): the blocks
+// read and write whole-width row bands of their operands; each source band is
+// read into VMEM with one DMA (all issued first), every f32 tile of every
+// block is packed with itself (vpack.c.bf16) and the low half (sublanes 0-3,
+// sm:$0xf) stored at its bf16 tile's place in its destination band, and each
+// destination band is written with one DMA. Transposed blocks go through the
+// XLU in 128x128 sub-blocks (vxpose.xlu0 of 16 tiles, 16 vpop.trf: pop k holds
+// rows 8k..8k+7 of the transpose). The blocks into a destination band must
+// cover its columns (a band is written whole). Rounding: nearest even
+// (vpack.c.bf16), as bf16_round. Leaves every sync flag at 0.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,8 @@ struct CastBlock {
 
 // Throws std::invalid_argument for blocks outside their operands, offsets or
 // sizes off the tile grid, a source that is not f32 or a destination that is
-// not bf16, VMEM.
+// not bf16, a destination band the blocks do not cover, more than 60
+// operands, VMEM.
 std::string generate_cast_blocks(const std::vector<CastOperand>& operands, const std::vector<CastBlock>& blocks,
                                  const ChipConfig& chip);
 
