@@ -308,7 +308,8 @@ class AttentionWorkload final : public Workload {
           buffers[q + 1] = head_buffer("KT", b, j);
           buffers[q + 2] = head_buffer("V", b, j);
         }
-        add_cast(fmt::format("Q, K^T, V (seq {}, heads {}..{}) to bf16", b, j0, j1 - 1),
+        add_cast(j1 - j0 == 1 ? fmt::format("Q, K^T, V (seq {}, head {}) to bf16", b, j0)
+                              : fmt::format("Q, K^T, V (seq {}, heads {}..{}) to bf16", b, j0, j1 - 1),
                  fmt::format("cast_heads_b{}_h{}.llo", b, j0), operands, blocks, buffers);
       }
       for (std::uint64_t j = 0; j < h; ++j) {
@@ -330,8 +331,8 @@ class AttentionWorkload final : public Workload {
       }
       operands.push_back({BT, hd, "bf16", true});
       buffers[static_cast<std::uint32_t>(h)] = "O cat";
-      add_cast(fmt::format("O (seq {}, {} heads) to bf16 into O cat", b, h), fmt::format("cast_o_b{}.llo", b), operands,
-               blocks, buffers);
+      add_cast(fmt::format("O (seq {}, every local head) to bf16 into O cat", b), fmt::format("cast_o_b{}.llo", b),
+               operands, blocks, buffers);
     }
     add_matmul("partial = O @ W_o", mm_out, "O cat", "W_o", reduces ? "partial out" : "out");
     if (reduces) {
