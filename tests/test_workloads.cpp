@@ -15,6 +15,7 @@
 #include "api/errors.hpp"
 #include "programs/generators.hpp"
 #include "tests/test_support.hpp"
+#include "workloads/cast_blocks.hpp"
 #include "workloads/mlp.hpp"
 #include "workloads/sharded_matmul.hpp"
 #include "workloads/sharding.hpp"
@@ -390,4 +391,20 @@ TEST_CASE("attention: the softmax program's reference is a softmax, within bf16"
   const SoftmaxOps ops = softmax_ops(rows, cols);
   CHECK(ops.eup == 2 * (2 + 1));  // per 8-row group: a vpow2 per tile and one vrcp
   CHECK(ops.xlu == 2 * 28);
+}
+
+TEST_CASE("cast blocks: refusals name the block") {
+  const ChipConfig v5e = test::preset("v5e");
+  const std::vector<CastOperand> ops{{256, 384, "f32", false}, {256, 128, "bf16", true}, {128, 256, "bf16", true}};
+  CHECK_NOTHROW(generate_cast_blocks(ops, {{0, 0, 128, 256, 128, 1, 0, 0, false}}, v5e));
+  CHECK_NOTHROW(generate_cast_blocks(ops, {{0, 0, 256, 256, 128, 2, 0, 0, true}}, v5e));
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{1, 0, 0, 256, 128, 2, 0, 0, false}}, v5e),
+                    Contains("the source must be f32 and the destination bf16"));
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 4, 0, 8, 128, 1, 0, 0, false}}, v5e), Contains("off the (8,128)"));
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 0, 0, 8, 128, 2, 0, 0, true}}, v5e), Contains("128x128 blocks"));
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 0, 384, 256, 128, 1, 0, 0, false}}, v5e),
+                    Contains("outside its operands"));
+  // Rows 0..8 of operand 2 are 256 columns wide; a 128-column block leaves half the band unwritten.
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 0, 0, 8, 128, 2, 0, 0, false}}, v5e),
+                    Contains("write 128 of its 256 columns"));
 }
