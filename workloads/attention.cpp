@@ -107,7 +107,8 @@ class AttentionWorkload final : public Workload {
   [[nodiscard]] std::string_view name() const override { return "attention"; }
   [[nodiscard]] std::string_view summary() const override {
     return "one multi-head self-attention layer forward (QKV projection, softmax(QK^T/sqrt(d_head)) V per head, "
-           "output projection), heads split over --model-axis (Megatron), partial outputs all-reduced";
+           "output projection), heads split over --model-axis (Megatron), partial outputs all-reduced (or "
+           "reduce-scattered, --plan rs); all on the device";
   }
   [[nodiscard]] std::vector<OptionSpec> options() const override {
     return {{"batch", "2", "B: sequences"},
