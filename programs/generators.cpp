@@ -15,11 +15,6 @@ namespace {
 
 using S = SlotClass;
 
-// 32-bit two's complement of -v, as LLO prints negative immediates.
-std::uint64_t negated(std::uint64_t v) {
-  return (1ULL << 32) - v;
-}
-
 // Refuses operands whose total size (rows x columns x element bytes each)
 // does not fit the chip's HBM, or 64 bits, before any text is generated.
 struct OperandShape {
@@ -76,9 +71,9 @@ class MatmulGen {
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p9) %s20, {}", next_token(), last_amount), {"p9", "s20"}, {});
     // Leave the flags at 0, as every step of a chain must (the next program,
     // e.g. a collective after a matmul, starts from zeroed flags).
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated(full_amount)), {"p8", "s19"},
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated_immediate(full_amount)), {"p8", "s19"},
           {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p9) %s20, {}", next_token(), negated(last_amount)), {"p9", "s20"},
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p9) %s20, {}", next_token(), negated_immediate(last_amount)), {"p9", "s20"},
           {});
     w_.flush();
     return w_.text();
@@ -481,7 +476,7 @@ class MatmulGen {
     const std::uint64_t prior = g_ * wfull_ * 128;
     {
       w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p8) %s19, {}", next_token(), prior), {"p8", "s19"}, {});
-      w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated(prior)), {"p8", "s19"}, {});
+      w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated_immediate(prior)), {"p8", "s19"}, {});
     }
     w_.op(S::kSalu, "%s4 = smov 0", {}, {"s4"});
     if (s_.double_buffer && !ring()) {
@@ -502,7 +497,7 @@ class MatmulGen {
       // C's block arrived in the staging buffer during the previous column block (or the prologue).
       const std::uint64_t c_granules = g_ * w * 128;
       w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s47, {}", next_token(), c_granules), {"s47"}, {});
-      w_.op(S::kSync, fmt::format("%{} = vsyncadd %s47, {}", next_token(), negated(c_granules)), {"s47"}, {});
+      w_.op(S::kSync, fmt::format("%{} = vsyncadd %s47, {}", next_token(), negated_immediate(c_granules)), {"s47"}, {});
       w_.flush();
       fill_accumulator(w, "s17", /*copy_from=*/"s46");
       stage_next(/*first=*/false);
@@ -570,7 +565,7 @@ class MatmulGen {
           {"s21", "s23", "s19"}, {});
     w_.flush();  // a wait in the DMA's own bundle would hold back its issue
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s19, {}", next_token(), c_granules), {"s19"}, {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd %s19, {}", next_token(), negated(c_granules)), {"s19"}, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd %s19, {}", next_token(), negated_immediate(c_granules)), {"s19"}, {});
     w_.flush();
   }
 
@@ -593,7 +588,7 @@ class MatmulGen {
     w_.op(S::kSalu, fmt::format("%s21 = sadd.s32 %{}, 0", dst), {dst}, {"s21"});
     w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
-    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated(d_ * acc_stride)), {"s17"}, {"s7"});
+    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated_immediate(d_ * acc_stride)), {"s17"}, {"s7"});
     w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
     w_.flush();
     const std::string loop = fmt::format("zero_{}", label_++);
@@ -618,7 +613,7 @@ class MatmulGen {
     w_.op(S::kSalu, fmt::format("%s24 = sadd.s32 %{}, 0", src), {src}, {"s24"});
     w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
-    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated(d_ * acc_stride)), {"s17"}, {"s7"});
+    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated_immediate(d_ * acc_stride)), {"s17"}, {"s7"});
     w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
     w_.flush();
     const std::string loop = fmt::format("copy_{}", label_++);
@@ -722,9 +717,9 @@ class MatmulGen {
     std::vector<std::string> ar{"s13"};
     if (resident_) ar.push_back("p0");
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait{} %s13, {}", next_token(), ap, a_granules), ar, {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd{} %s13, {}", next_token(), ap, negated(a_granules)), ar, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd{} %s13, {}", next_token(), ap, negated_immediate(a_granules)), ar, {});
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s15, {}", next_token(), b_granules), {"s15"}, {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd %s15, {}", next_token(), negated(b_granules)), {"s15"}, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd %s15, {}", next_token(), negated_immediate(b_granules)), {"s15"}, {});
     // 3. Weights: row tile r of the block holds K rows 8r..8r+7; the last push must hold rows 0..7.
     const bool masked = rows8 < 16;
     if (masked) {
@@ -962,11 +957,11 @@ std::string generate_add(const AddSpec& spec, const ChipConfig& chip) {
     const std::uint64_t bytes_i = i + 1 == chunks ? last : chunk;
     const std::uint64_t n = bytes_i / 32;
     w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation6 + $0x{:x}], {}", token++, p, 2 * n), {}, {});
-    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, p, negated(2 * n)), {}, {});
+    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, p, negated_immediate(2 * n)), {}, {});
     if (i >= 2) {  // the C buffer's previous output DMA must have left
       const std::uint64_t prev = chunk / 32;
       w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation6 + $0x{:x}], {}", token++, 2 + p, prev), {}, {});
-      w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, 2 + p, negated(prev)), {}, {});
+      w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, 2 + p, negated_immediate(prev)), {}, {});
     }
     w.op(S::kSalu, fmt::format("%s3 = smov [#allocation{}]", p), {}, {"s3"});
     w.op(S::kSalu, fmt::format("%s4 = smov [#allocation{}]", 2 + p), {}, {"s4"});
@@ -1002,7 +997,7 @@ std::string generate_add(const AddSpec& spec, const ChipConfig& chip) {
   for (std::uint64_t i = chunks >= 2 ? chunks - 2 : 0; i < chunks; ++i) {
     const std::uint64_t n = (i + 1 == chunks ? last : chunk) / 32;
     w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation6 + $0x{:x}], {}", token++, 2 + i % 2, n), {}, {});
-    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, 2 + i % 2, negated(n)), {}, {});
+    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, 2 + i % 2, negated_immediate(n)), {}, {});
   }
   w.flush();
   return w.text();

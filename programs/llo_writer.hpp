@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -15,6 +16,11 @@
 #include "common/chip_config.hpp"
 
 namespace tpuemu::programs {
+
+// 32-bit two's complement of -v, as LLO prints negative immediates.
+inline std::uint64_t negated_immediate(std::uint64_t v) {
+  return (1ULL << 32) - v;
+}
 
 class LloWriter {
  public:

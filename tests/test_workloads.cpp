@@ -2,18 +2,24 @@
 // book's four cases from shardings (workloads/sharding.hpp), the plans each
 // case allows, the refusals, and the plan picked by the book's costs
 // (workloads/sharded_matmul.hpp). Runs on pods: tests/cli/workload_case.sh.
+// Also: the attention workload's chain and prediction as built (no run).
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "api/errors.hpp"
 #include "programs/generators.hpp"
 #include "tests/test_support.hpp"
+#include "workloads/cast_blocks.hpp"
 #include "workloads/mlp.hpp"
 #include "workloads/sharded_matmul.hpp"
 #include "workloads/sharding.hpp"
+#include "workloads/softmax.hpp"
 #include "workloads/sweep.hpp"
 #include "workloads/workload.hpp"
 
@@ -281,4 +287,124 @@ TEST_CASE("sweep ranges: doubling, steps, factors; refusals name --sweep") {
   CHECK_THROWS_WITH(parse_sweep("batch=a:8", options), Contains("'a' is not a whole number"));
   CHECK_THROWS_WITH(parse_sweep("batch=0:8", options), Contains("a factor needs a start above 0"));
   CHECK_THROWS_WITH(parse_sweep("batch=1:1000:1", options), Contains("more than 256 values"));
+}
+
+namespace {
+
+Built build_attention(const std::string& chip, const std::string& shape, std::map<std::string, std::string> options) {
+  const Workload& w = workload("attention");
+  Setup setup;
+  setup.chip = test::preset(chip);
+  setup.topology = ici::make_topology(ici::TopologyRequest{shape, std::nullopt, false}, setup.chip);
+  setup.no_data = true;
+  return w.build(setup, OptionValues(std::move(options), w.options()));
+}
+
+}  // namespace
+
+TEST_CASE("attention: Megatron over heads, one all-reduce of out[B*T, D] per layer") {
+  const Built b = build_attention("v5e", "2x2", {{"model-axis", "XY"}, {"batch", "2"}, {"seq", "256"}, {"heads", "8"}});
+  // Per chip 2 heads: QKV; per sequence the heads' Q, K^T, V cast, per head the scores, the softmax and P @ V, the
+  // heads' O cast into O cat; the output projection, the all-reduce.
+  REQUIRE(b.phases.size() == 1 + 2 * (1 + 3 * 2 + 1) + 1 + 1);
+  REQUIRE(b.steps.size() == b.phases.size());
+  CHECK(b.phases.front().detail.at("n") == 3 * 2 * 128);
+  CHECK(b.phases[1].detail.at("op") == "cast");
+  CHECK(b.phases[1].detail.at("transposes") == 2 * 2);  // K of 2 heads: 256 x 128, two 128x128 blocks each
+  CHECK(b.steps[1].operand_buffers.at(0) == "QKV");
+  CHECK(b.steps[1].operand_buffers.at(2) == "KT b0 h0");
+  CHECK(b.phases[2].detail.at("m") == 256);  // scores: T x d_head x T
+  CHECK(b.phases[2].detail.at("k") == 128);
+  CHECK(b.phases[3].detail.at("op") == "softmax");
+  CHECK(b.steps[3].operand_buffers.at(0) == "S b0 h0");
+  CHECK(b.steps[3].operand_buffers.at(1) == "P b0 h0");
+  CHECK(b.phases[4].detail.at("k") == 256);  // P @ V contracts over the keys
+  CHECK(b.steps[8].operand_buffers.at(2) == "O cat");
+  std::size_t communication = 0;
+  for (const Phase& p : b.phases) communication += p.communication ? 1 : 0;
+  CHECK(communication == 1);
+  const Phase& reduce = b.phases.back();
+  CHECK(reduce.communication);
+  CHECK(reduce.detail.at("op") == "all-reduce");
+  CHECK(reduce.detail.at("axes") == "YX");
+  CHECK(reduce.detail.at("bytes") == 2 * 256 * 512 * 4);
+  // Model FLOPs 8 B T D H d_head + 4 B T^2 H d_head; the book's T_math splits them over Y = 4 chips.
+  const double flops = 8.0 * 512 * 512 * 1024 + 4.0 * 2 * 256 * 256 * 1024;
+  CHECK(b.model_flops == Approx(flops));
+  const ChipConfig v5e = test::preset("v5e");
+  CHECK(b.choice.at("book").at("t_math_seconds").get<double>() == Approx(flops / (4 * v5e.peak_bf16_flops())));
+  CHECK(b.choice.at("book").at("t_comms_seconds").get<double>() ==
+        Approx(8.0 * 512 * 512 / (2 * v5e.ici.link_bandwidth * 2)));
+  CHECK(b.choice.at("per_chip").at("heads") == 2);
+}
+
+TEST_CASE("attention --plan rs: one reduce-scatter, half the all-reduce's T_comms") {
+  const ChipConfig v5e = test::preset("v5e");
+  const Built ar = build_attention("v5e", "4", {{"batch", "1"}});
+  const Built rs = build_attention("v5e", "4", {{"batch", "1"}, {"plan", "rs"}});
+  REQUIRE(rs.phases.size() == ar.phases.size());
+  CHECK(rs.phases.back().detail.at("op") == "reduce-scatter");
+  CHECK(rs.phases.back().detail.at("bytes") == ar.phases.back().detail.at("bytes"));
+  CHECK(rs.choice.at("book").at("t_comms_seconds").get<double>() ==
+        Approx(ar.choice.at("book").at("t_comms_seconds").get<double>() / 2));
+  CHECK(rs.choice.at("book").at("t_comms_seconds").get<double>() ==
+        Approx(4.0 * 256 * 512 / (2 * v5e.ici.link_bandwidth)));
+  CHECK(rs.choice.at("collective") == "reduce-scatter");
+  // The threshold doubles: Y = M_Y (H d_head / D) (2D + T) W / C.
+  CHECK(rs.choice.at("book").at("threshold").get<double>() ==
+        Approx(2 * ar.choice.at("book").at("threshold").get<double>()));
+}
+
+TEST_CASE("attention: heads not split, and refusals naming the option") {
+  const Built one = build_attention("v5e", "1", {});
+  for (const Phase& p : one.phases) CHECK_FALSE(p.communication);
+  CHECK(one.choice.at("book").at("t_comms_seconds").get<double>() == 0);
+  CHECK_THROWS_WITH(build_attention("v5e", "4", {{"heads", "6"}}),
+                    Contains("--heads 6: the heads are split over X (4 ways), but 6 heads do not split"));
+  CHECK_THROWS_WITH(build_attention("v5e", "2", {{"seq", "200"}}), Contains("--seq 200"));
+  CHECK_THROWS_WITH(build_attention("v5e", "2", {{"d-head", "64"}}), Contains("--d-head 64"));
+  CHECK_THROWS_WITH(build_attention("v5e", "2x2", {{"model-axis", "Z"}}), Contains("--model-axis 'Z'"));
+  CHECK_THROWS_WITH(build_attention("v5e", "2x2", {{"model-axis", "YY"}}), Contains("each at most once"));
+  CHECK_THROWS_AS(build_attention("v5e", "2", {{"heads", "0"}}), api::BadInput);
+  CHECK_THROWS_WITH(build_attention("v5e", "2", {{"plan", "ag"}}), Contains("--plan 'ag'"));
+}
+
+TEST_CASE("attention: the softmax program's reference is a softmax, within bf16") {
+  const std::uint64_t rows = 16, cols = 256;
+  std::vector<float> s(rows * cols);
+  for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<float>(static_cast<int>(i * 7919 % 1000) - 500) / 25;
+  const float scale = 1.0F / std::sqrt(128.0F);
+  const std::vector<float> p = softmax_bf16_reference(s, rows, cols, scale);
+  for (std::uint64_t r = 0; r < rows; ++r) {
+    double max = -1e30, total = 0, sum = 0;
+    for (std::uint64_t c = 0; c < cols; ++c) max = std::max(max, static_cast<double>(s[r * cols + c]) * scale);
+    for (std::uint64_t c = 0; c < cols; ++c) total += std::exp(static_cast<double>(s[r * cols + c]) * scale - max);
+    for (std::uint64_t c = 0; c < cols; ++c) {
+      const double want = std::exp(static_cast<double>(s[r * cols + c]) * scale - max) / total;
+      CHECK(p[r * cols + c] == Approx(want).epsilon(1.0 / 128));  // bf16: 8 significant bits
+      sum += p[r * cols + c];
+    }
+    CHECK(sum == Approx(1).epsilon(0.02));
+  }
+  CHECK_THROWS_WITH(generate_softmax_bf16(8, 256, scale, test::preset("v5e")), Contains("rows a multiple of 16"));
+  CHECK_THROWS_WITH(generate_softmax_bf16(16, 100, scale, test::preset("v5e")), Contains("columns a multiple of 128"));
+  const SoftmaxOps ops = softmax_ops(rows, cols);
+  CHECK(ops.eup == 2 * (2 + 1));  // per 8-row group: a vpow2 per tile and one vrcp
+  CHECK(ops.xlu == 2 * 28);
+}
+
+TEST_CASE("cast blocks: refusals name the block") {
+  const ChipConfig v5e = test::preset("v5e");
+  const std::vector<CastOperand> ops{{256, 384, "f32", false}, {256, 128, "bf16", true}, {128, 256, "bf16", true}};
+  CHECK_NOTHROW(generate_cast_blocks(ops, {{0, 0, 128, 256, 128, 1, 0, 0, false}}, v5e));
+  CHECK_NOTHROW(generate_cast_blocks(ops, {{0, 0, 256, 256, 128, 2, 0, 0, true}}, v5e));
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{1, 0, 0, 256, 128, 2, 0, 0, false}}, v5e),
+                    Contains("the source must be f32 and the destination bf16"));
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 4, 0, 8, 128, 1, 0, 0, false}}, v5e), Contains("off the (8,128)"));
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 0, 0, 8, 128, 2, 0, 0, true}}, v5e), Contains("128x128 blocks"));
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 0, 384, 256, 128, 1, 0, 0, false}}, v5e),
+                    Contains("outside its operands"));
+  // Rows 0..8 of operand 2 are 256 columns wide; a 128-column block leaves half the band unwritten.
+  CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 0, 0, 8, 128, 2, 0, 0, false}}, v5e),
+                    Contains("write 128 of its 256 columns"));
 }

@@ -37,6 +37,7 @@
 #include "api/errors.hpp"
 #include "api/run.hpp"
 #include "common/numerics.hpp"
+#include "common/types.hpp"
 #include "common/units.hpp"
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_reference.hpp"
@@ -53,13 +54,6 @@ using S = SlotClass;
 
 constexpr std::uint64_t kTileBytesF32 = 4096;  // an (8,128) f32 tile; a vreg
 constexpr std::uint64_t kCastChunkBytes = 1 << 20;
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
-  return (a + b - 1) / b;
-}
-std::uint64_t negated(std::uint64_t v) {
-  return (1ULL << 32) - v;
-}
 
 // A program that rounds an f32 [rows, cols] HBM operand (operand 0) to bf16
 // into operand 1, element by element (nearest even). Both layouts tile the
@@ -116,11 +110,11 @@ std::string generate_cast_bf16(std::uint64_t rows, std::uint64_t cols, const Chi
     const int p = static_cast<int>(i % 2);
     const std::uint64_t n = chunk_tiles(i) * kTileBytesF32 / 32;
     w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation4 + $0x{:x}], {}", token++, p, n), {}, {});
-    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, p, negated(n)), {}, {});
+    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, p, programs::negated_immediate(n)), {}, {});
     if (i >= 2) {  // this out buffer's previous DMA must have left
       const std::uint64_t prev = out_granules(i - 2);
       w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation4 + $0x{:x}], {}", token++, 2 + p, prev), {}, {});
-      w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, 2 + p, negated(prev)), {}, {});
+      w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, 2 + p, programs::negated_immediate(prev)), {}, {});
     }
     w.op(S::kSalu, fmt::format("%s3 = smov [#allocation{}]", p), {}, {"s3"});
     w.op(S::kSalu, "%s4 = sadd.s32 %s3, 8", {"s3"}, {"s4"});
@@ -157,7 +151,7 @@ std::string generate_cast_bf16(std::uint64_t rows, std::uint64_t cols, const Chi
   for (std::uint64_t i = chunks >= 2 ? chunks - 2 : 0; i < chunks; ++i) {
     const std::uint64_t n = out_granules(i);
     w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation4 + $0x{:x}], {}", token++, 2 + i % 2, n), {}, {});
-    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, 2 + i % 2, negated(n)), {}, {});
+    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, 2 + i % 2, programs::negated_immediate(n)), {}, {});
   }
   w.flush();
   return w.text();

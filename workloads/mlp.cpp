@@ -138,9 +138,6 @@ namespace {
 
 using nlohmann::json;
 
-// The first sync flag of the collectives' ranges (below: the matmuls' and adds').
-constexpr std::uint64_t kCollectiveFlagBase = 256;
-
 // Axes of length > 1 among `axes`: the book's M (hardware axes spanned).
 double spanned(const std::vector<std::uint32_t>& lengths, const std::vector<std::size_t>& axes) {
   double n = 0;
@@ -154,7 +151,7 @@ std::string axes_name(const std::vector<std::size_t>& axes) {
 
 // Every chip's host values and references, computed once on first use (a
 // run with data asks for inputs chip by chip, then checks).
-struct Reference {
+struct MlpReference {
   std::once_flag once;
   // Inputs (per chip).
   std::vector<std::vector<float>> in_rows, in_gathered, g_rows, g_gathered, wi, wo, a, d_h;
@@ -339,17 +336,8 @@ class MlpWorkload final : public Workload {
           fmt::format("{}_{}_{}_{}_{}.llo", spec.op, spec.dtype, spec.bytes, axes_text(spec.axes), collectives++);
       std::map<std::uint32_t, std::string> buffers{{0, in}, {1, out}};
       if (spec.op != "all-gather") buffers[2] = fmt::format("scratch {}", collectives);
-      std::string text = programs::generate_collective(spec, topology, chip);
-      const std::size_t at = text.find("space=sflag, size = 0x");
-      if (at == std::string::npos) throw std::logic_error("mlp: the collective has no sync-flag allocation");
-      const std::size_t size_end = text.find(',', at + 13);
-      const std::uint64_t flag_bytes = std::stoull(text.substr(at + 22, size_end - at - 22), nullptr, 16);
-      if (next_flag + flag_bytes / 4 + 2 > chip.sflag.count) {
-        throw std::invalid_argument(
-            fmt::format("mlp: the collectives need more than the chip's {} sync flags", chip.sflag.count));
-      }
-      text.insert(size_end, fmt::format(", offset = 0x{:x}", next_flag * 4));
-      next_flag += flag_bytes / 4;
+      const std::string text =
+          with_own_flags(programs::generate_collective(spec, topology, chip), next_flag, chip, "mlp");
       built.steps.push_back({api::assemble(text, file), file, buffers});
       Phase p = collective_phase(spec, topology, chip, what);
       p.own_flags = true;
@@ -419,10 +407,10 @@ class MlpWorkload final : public Workload {
     const auto model_index = [=](std::uint32_t id) {
       return shard_index(chip_coords(topology, id), lengths, axes.model);
     };
-    const auto ref = std::make_shared<Reference>();
+    const auto ref = std::make_shared<MlpReference>();
     // Every chip's values, references and reduced outputs (once: the run asks chip by chip).
     const auto compute = [=]() {
-      Reference& R = *ref;
+      MlpReference& R = *ref;
       std::vector<std::vector<std::uint8_t>> y_bytes, dwo_bytes, dwi_bytes, dx_bytes;
       for (std::uint32_t id = 0; id < chips; ++id) {
         const std::uint64_t xi = token_index(id), yi = model_index(id);
@@ -473,7 +461,7 @@ class MlpWorkload final : public Workload {
         R.out.push_back(std::move(out));
       }
     };
-    const auto reference = [=]() -> const Reference& {
+    const auto reference = [=]() -> const MlpReference& {
       std::call_once(ref->once, compute);
       return *ref;
     };
@@ -513,7 +501,7 @@ class MlpWorkload final : public Workload {
 
     // 4. The check: every output of every chip, bit for bit.
     built.check = [=](const api::Result& result) {
-      const Reference& R = reference();
+      const MlpReference& R = reference();
       struct Output {
         std::string buffer;
         std::uint64_t rows, cols;

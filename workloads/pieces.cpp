@@ -48,17 +48,18 @@ std::vector<std::uint8_t> device_matrix(const std::vector<float>& values, std::u
   return chip::to_device(binding, make_npy(NpyDtype::kFloat32, {rows, cols}, values.data()), origin);
 }
 
-std::vector<float> host_matrix_f32(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols) {
-  const chip::OperandBinding binding{0, "hbm", "f32", {rows, cols}, true};
+std::vector<float> host_matrix(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols,
+                               const std::string& dtype) {
+  const chip::OperandBinding binding{0, "hbm", dtype, {rows, cols}, true};
   const NpyArray host = chip::from_device(binding, device, false);
   const auto values = host.as_f32();
   return {values.begin(), values.end()};
 }
 
-nlohmann::json check_f32_outputs(
-    const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips, const std::string& what,
-    const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
-    const std::function<std::vector<float>(std::uint32_t chip)>& expected) {
+nlohmann::json check_outputs(const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips,
+                             const std::string& what, const std::string& dtype,
+                             const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
+                             const std::function<std::vector<float>(std::uint32_t chip)>& expected) {
   std::uint64_t elements = 0;
   std::uint64_t wrong_chips = 0;
   std::string first_wrong;
@@ -67,7 +68,7 @@ nlohmann::json check_f32_outputs(
     const std::vector<float> want = expected(id);
     std::string verdict;
     try {
-      const std::vector<float> got = host_matrix_f32(device.at(id), rows, cols);
+      const std::vector<float> got = host_matrix(device.at(id), rows, cols, dtype);
       verdict = api::compare_bits(make_npy(NpyDtype::kFloat32, {rows, cols}, got.data()),
                                   make_npy(NpyDtype::kFloat32, {rows, cols}, want.data()));
     } catch (const std::exception& e) {  // a missing chip or a device buffer of another size
@@ -116,6 +117,21 @@ Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
                   format_quantity(roof.hbm_seconds, Quantity::kTime), roof.bound);
   p.detail = {{"m", spec.m}, {"k", spec.k}, {"n", spec.n}, {"dtype", spec.dtype}, {"least_hbm_bytes", hbm_bytes}};
   return p;
+}
+
+std::string with_own_flags(std::string text, std::uint64_t& next_flag, const ChipConfig& chip, std::string_view who) {
+  const std::size_t at = text.find("space=sflag, size = 0x");
+  if (at == std::string::npos)
+    throw std::logic_error(fmt::format("{}: the collective has no sync-flag allocation", who));
+  const std::size_t size_end = text.find(',', at + 13);
+  const std::uint64_t flag_bytes = std::stoull(text.substr(at + 22, size_end - at - 22), nullptr, 16);
+  if (next_flag + flag_bytes / 4 + 2 > chip.sflag.count) {
+    throw std::invalid_argument(
+        fmt::format("{}: the collectives need more than the chip's {} sync flags", who, chip.sflag.count));
+  }
+  text.insert(size_end, fmt::format(", offset = 0x{:x}", next_flag * 4));
+  next_flag += flag_bytes / 4;
+  return text;
 }
 
 Phase collective_phase(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,

@@ -41,17 +41,29 @@ std::vector<float> matrix_block(const std::vector<float>& m, std::uint64_t width
 // `dtype` ("bf16", "f32") HBM operand of that shape (chip/host_io.hpp).
 std::vector<std::uint8_t> device_matrix(const std::vector<float>& values, std::uint64_t rows, std::uint64_t cols,
                                         const std::string& dtype, const std::string& origin);
-// Device bytes of an f32 [rows, cols] operand back to host values.
-std::vector<float> host_matrix_f32(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols);
+// Device bytes of a `dtype` ("f32", "bf16") [rows, cols] operand back to
+// host values (bf16 widened to f32, exactly).
+std::vector<float> host_matrix(const std::vector<std::uint8_t>& device, std::uint64_t rows, std::uint64_t cols,
+                               const std::string& dtype);
+inline std::vector<float> host_matrix_f32(const std::vector<std::uint8_t>& device, std::uint64_t rows,
+                                          std::uint64_t cols) {
+  return host_matrix(device, rows, cols, "f32");
+}
 
-// Every chip's f32 output (device bytes of an operand of `shape(chip)` =
+// Every chip's output (device bytes of a `dtype` operand of `shape(chip)` =
 // {rows, cols}) against `expected(chip)`, bit for bit: the verdict as
 // Built::check returns it, {"check", "ok", "elements", "wrong_chips"};
 // `what` names the output ("C").
-nlohmann::json check_f32_outputs(
+nlohmann::json check_outputs(const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips,
+                             const std::string& what, const std::string& dtype,
+                             const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
+                             const std::function<std::vector<float>(std::uint32_t chip)>& expected);
+inline nlohmann::json check_f32_outputs(
     const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips, const std::string& what,
     const std::function<std::pair<std::uint64_t, std::uint64_t>(std::uint32_t chip)>& shape,
-    const std::function<std::vector<float>(std::uint32_t chip)>& expected);
+    const std::function<std::vector<float>(std::uint32_t chip)>& expected) {
+  return check_outputs(device, chips, what, "f32", shape, expected);
+}
 
 // Throws std::invalid_argument unless `chip` has 128x128 MXUs (what the
 // bf16 matmul generator targets); `who` names the caller ("the demo", ...).
@@ -61,6 +73,18 @@ void refuse_other_mxu(const ChipConfig& chip, std::string_view who);
 // peak bf16 FLOP/s (the book's), predicted by the roofline over its least
 // HBM traffic (A and B read once, C written once, and read once when it accumulates).
 Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip);
+// The first sync flag of a chain's collectives when each has its own
+// (below it: the generated matmuls' and adds'; the ring shift uses the top two).
+constexpr std::uint64_t kCollectiveFlagBase = 256;
+
+// A generated collective's program text with its sync-flag allocation moved
+// to start at flag `next_flag`, which is advanced past it. Chips end a step
+// at different times and nothing waits between steps, so a collective's
+// first deliveries may reach a chip still in an earlier step: in flags no
+// other step uses, they wait harmlessly until the chip gets there. Throws
+// std::invalid_argument (naming `who`) when the chip's flags run out.
+std::string with_own_flags(std::string text, std::uint64_t& next_flag, const ChipConfig& chip, std::string_view who);
+
 // The phase of a generated collective: T_comms = predict_collective.
 Phase collective_phase(const programs::CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip,
                        const std::string& what);

@@ -76,3 +76,16 @@ def test_mlp_strategies_are_bit_exact_and_take_hyphenated_options_with_underscor
     assert r["book"]["t_math_seconds"] > 0 and r["book"]["threshold_at"]["batch"] > 0
     with pytest.raises(tpuemu.BadInput, match="--strategy 'zero3'"):
         tpuemu.workload("mlp", strategy="zero3")
+
+
+def test_attention_splits_heads_and_all_reduces_once():
+    r = tpuemu.workload("attention", topology="2x2", model_axis="XY", batch=1, seq=256, d_model=512, heads=4,
+                        d_head=128)
+    assert r["ok"] and r["check"].startswith("bit-exact") and r["model_ways"] == 4 and r["per_chip"]["heads"] == 1
+    comms = [(p["op"], p["axes"], p["bytes"]) for p in r["phases"] if p["kind"] == "communication"]
+    assert comms == [("all-reduce", "YX", 1 * 256 * 512 * 4)]
+    assert len([p for p in r["phases"] if p["kind"] == "compute" and "k" in p]) == 2 + 2 * 1 * 1
+    assert [p["op"] for p in r["phases"] if p.get("op") == "softmax"] == ["softmax"]
+    assert r["book"]["t_math_seconds"] > 0 and r["book"]["t_comms_seconds"] > 0
+    with pytest.raises(tpuemu.BadInput, match="--heads 6: the heads are split over X"):
+        tpuemu.workload("attention", topology="4", heads=6)
