@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -226,6 +227,7 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
   out.run.report["collective"] = {
       {"op", spec.op},
       {"algorithm", spec.algorithm},
+      {"protocol", setup.chip.fabric.protocol},
       {"dtype", spec.dtype},
       {"bytes", spec.bytes},
       {"size", out.nccl_bytes},
@@ -273,30 +275,49 @@ std::vector<CollectiveAlgorithmInfo> list_collective_algorithms(const Collective
   return out;
 }
 
-CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const CollectiveSetup& setup) {
+CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const CollectiveSetup& setup,
+                                             const std::vector<std::string>& algorithms,
+                                             const std::vector<std::string>& protocols) {
   CollectiveChoice choice;
   double best = std::numeric_limits<double>::infinity();
   std::vector<std::string> why_not;
-  for (const std::string& name : programs::collective_algorithm_names()) {
+  const std::vector<std::string> names = algorithms.empty() ? programs::collective_algorithm_names() : algorithms;
+  const std::vector<std::string> under = protocols.empty() ? std::vector<std::string>{""} : protocols;
+  for (const std::string& name : names) {
     programs::CollectiveSpec spec = job.spec;
     spec.algorithm = name;
     try {
       (void)programs::collective_shapes(spec, setup.topology);  // refusals and sizes it cannot split
-      const double t = programs::predict_collective(spec, setup.topology, setup.chip).seconds;
-      choice.predictions.emplace_back(name, t);
-      if (t < best) {  // names in order: a tie keeps the first
-        best = t;
-        choice.algorithm = name;
+      for (const std::string& protocol : under) {
+        ChipConfig chip = setup.chip;
+        if (!protocols.empty()) chip.fabric.protocol = protocol;
+        const double t = programs::predict_collective(spec, setup.topology, chip).seconds;
+        choice.predictions.emplace_back(protocols.empty() ? name : name + "/" + protocol, t);
+        if (t < best) {  // names in order: a tie keeps the first
+          best = t;
+          choice.algorithm = name;
+          choice.protocol = protocol;
+        }
       }
     } catch (const std::invalid_argument& e) {
       why_not.push_back(fmt::format("{}: {}", name, e.what()));
     }
   }
   if (choice.algorithm.empty()) {
+    if (algorithms.size() == 1 && why_not.size() == 1) throw BadInput(why_not.front());
     throw BadInput(
         fmt::format("--algo auto: no algorithm can run size {} ({})", job.spec.bytes, fmt::join(why_not, "; ")));
   }
   return choice;
+}
+
+std::string collective_protocol_name(const std::string& text) {
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "ll") return "LL";
+  if (lower == "ll128") return "LL128";
+  if (lower == "simple") return "Simple";
+  throw BadInput(fmt::format("--proto '{}' is not an NCCL protocol: LL, LL128, Simple or auto", text));
 }
 
 }  // namespace tpuemu::api
