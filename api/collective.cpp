@@ -289,8 +289,9 @@ CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const Col
     try {
       (void)programs::collective_shapes(spec, setup.topology);  // refusals and sizes it cannot split
       for (const std::string& protocol : under) {
+        if (!programs::collective_algorithm(name).runs_protocol(protocol)) continue;
         ChipConfig chip = setup.chip;
-        if (!protocols.empty()) chip.fabric.protocol = protocol;
+        if (!protocols.empty()) chip.fabric.protocol = programs::collective_algorithm(name).protocol_params(protocol);
         const double t = programs::predict_collective(spec, setup.topology, chip).seconds;
         choice.predictions.emplace_back(protocols.empty() ? name : name + "/" + protocol, t);
         if (t < best) {  // names in order: a tie keeps the first

@@ -156,8 +156,8 @@ std::vector<ParamSpec> build_params() {
       false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.link_payload_bandwidth; }, "0B/s");
   add_default(
       "fabric.protocol", Q::kCount,
-      "nvswitch: the NCCL protocol of a run's collectives, LL, LL128 or Simple (empty: none; tpuemu collective "
-      "--proto sets it)",
+      "nvswitch: the NCCL protocol of a run's collectives, LL, LL128, Simple or NVLS (in-network's Simple; empty: "
+      "none; tpuemu collective --proto sets it)",
       0, 0, true, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.protocol; }, "");
   add_default(
       "protocol.ll.payload_efficiency", Q::kFraction, "NCCL LL: fraction of a link's payload rate its lines carry",
@@ -188,6 +188,16 @@ std::vector<ParamSpec> build_params() {
   add_default(
       "protocol.simple.base_latency", Q::kTime, "NCCL Simple: base latency of a collective (launch, set-up)", 0, 1e-3,
       false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.base_latency_s; }, "0s");
+  add_default(
+      "protocol.nvls.payload_efficiency", Q::kFraction,
+      "NCCL NVLS (in-network, Simple): fraction of a link's payload rate it reaches", 0.01, 1, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.payload_efficiency; }, "1");
+  add_default(
+      "protocol.nvls.hop_latency", Q::kTime, "NCCL NVLS: latency of one GPU-to-GPU hop, paid once per message", 0,
+      1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.hop_latency_s; }, "0s");
+  add_default(
+      "protocol.nvls.base_latency", Q::kTime, "NCCL NVLS: base latency of a collective (launch, set-up)", 0, 1e-3,
+      false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.base_latency_s; }, "0s");
   add_default(
       "fabric.switch_ports", Q::kCount, "ports of a scale-out (leaf or spine) switch (0: none)", 0, 4096, false,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_ports; }, "0");
@@ -367,6 +377,7 @@ const ChipConfig::Protocol* ChipConfig::active_protocol() const {
   if (fabric.protocol == "LL") return &protocol.ll;
   if (fabric.protocol == "LL128") return &protocol.ll128;
   if (fabric.protocol == "Simple") return &protocol.simple;
+  if (fabric.protocol == "NVLS") return &protocol.nvls;
   return nullptr;
 }
 
@@ -538,9 +549,9 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
                       fmt::format("'{}' is not a fabric: torus or nvswitch", c.fabric.kind));
   }
   if (!c.fabric.protocol.empty() && c.fabric.protocol != "LL" && c.fabric.protocol != "LL128" &&
-      c.fabric.protocol != "Simple") {
+      c.fabric.protocol != "Simple" && c.fabric.protocol != "NVLS") {
     throw ConfigError(origin_of("fabric.protocol"), "fabric.protocol",
-                      fmt::format("'{}' is not an NCCL protocol: LL, LL128 or Simple", c.fabric.protocol));
+                      fmt::format("'{}' is not an NCCL protocol: LL, LL128, Simple or NVLS", c.fabric.protocol));
   }
   if (!c.fabric.protocol.empty() && !c.fabric.switched()) {
     throw ConfigError(origin_of("fabric.protocol"), "fabric.protocol",

@@ -128,7 +128,8 @@ struct ChipConfig {
     double nic_latency_s = 0;           // per scale-out link
     std::uint64_t switch_ports = 0;     // ports of a scale-out (leaf or spine) switch
     double link_payload_bandwidth = 0;  // B/s of payload per NVLink after protocol overhead; 0: the wire rate
-    // The NCCL protocol a run's collectives use ("LL", "LL128", "Simple"; ""
+    // The NCCL protocol a run's collectives use ("LL", "LL128", "Simple",
+    // "NVLS": Simple for in-network; ""
     // none: the links' payload rate, no launch cost). Set per run by
     // `tpuemu collective --proto` (or its cost model); switched fabrics only.
     std::string protocol;
@@ -150,6 +151,9 @@ struct ChipConfig {
     Protocol ll;
     Protocol ll128;
     Protocol simple;
+    // NVLS (in-network): Simple's bulk transfers at NCCL's NVLS efficiency and
+    // latency; what the in-network algorithm runs under when Simple is asked.
+    Protocol nvls;
   } protocol;
 
   // Parameter path -> where its value came from.

@@ -11,6 +11,7 @@
 #include "common/parse_number.hpp"
 #include "common/units.hpp"
 #include "dist/ranks.hpp"
+#include "programs/collective_algorithm.hpp"
 #include "programs/collectives.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
@@ -154,12 +155,17 @@ int collective_command(const std::vector<std::string>& args) {
           }
         } else if (protocols.size() == 1) {
           p.protocol = protocols.front();
+          if (!programs::collective_algorithm(algorithm).runs_protocol(p.protocol)) {
+            throw api::BadInput(fmt::format("--algo {} does not run with --proto {} (NCCL runs NVLS with Simple only)",
+                                            algorithm, p.protocol));
+          }
         }
         spec.algorithm = p.algorithm;
         {
           api::CollectiveJob checked = job;
           api::CollectiveSetup checked_setup = setup;
-          checked_setup.chip.fabric.protocol = p.protocol;
+          checked_setup.chip.fabric.protocol =
+              p.protocol.empty() ? "" : programs::collective_algorithm(p.algorithm).protocol_params(p.protocol);
           api::check_collective_size(checked, checked_setup);
         }
         runs.push_back(std::move(p));
@@ -222,7 +228,10 @@ int collective_command(const std::vector<std::string>& args) {
     api::CollectiveResult row;
     try {
       api::CollectiveJob run_job = job;
-      if (!p.protocol.empty()) run_job.chip.overrides.push_back("fabric.protocol=" + p.protocol);
+      if (!p.protocol.empty()) {
+        run_job.chip.overrides.push_back(
+            "fabric.protocol=" + std::string(programs::collective_algorithm(p.algorithm).protocol_params(p.protocol)));
+      }
       row = api::run_collective(run_job);
     } catch (const api::BadInput& e) {  // refused before the run (buffers beyond HBM, ...)
       fmt::print(stderr, "tpuemu collective: size {}: {}\n", v, e.what());
