@@ -104,8 +104,9 @@ programs::CollectivePlan collective_plan(const CollectiveJob& job, const Collect
 void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setup) {
   checked([&] {
     if (job.spec.algorithm == "in-network" && dist::world().size() > 1) {
-      throw BadInput("--algo in-network does not yet run on a pod split over MPI ranks (the switches' reduction "
-                     "rounds live in one process); run it in one process");
+      throw BadInput(
+          "--algo in-network does not yet run on a pod split over MPI ranks (the switches' reduction "
+          "rounds live in one process); run it in one process");
     }
     const ici::Topology& topology = setup.topology;
     const auto shapes = programs::collective_shapes(job.spec, topology);

@@ -115,10 +115,10 @@ std::vector<ParamSpec> build_params() {
   add("ici.packet_size", Q::kBytes,
       "ICI packet: links forward transfers in packets of this size, store-and-forward per hop (fidelity vs speed)", 32,
       16 * kMiB, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.packet_bytes; });
-  p.push_back(ParamSpec{
-      "ici.payload_efficiency", Q::kFraction,
-      "fraction of a link's rate that carries payload (headers, flow control, CRC take the rest)", 0.01, 1, false,
-      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.payload_efficiency; }, "1"});
+  p.push_back(ParamSpec{"ici.payload_efficiency", Q::kFraction,
+                        "fraction of a link's rate that carries payload (headers, flow control, CRC take the rest)",
+                        0.01, 1, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.payload_efficiency; },
+                        "1"});
   add("ici.torus_dims", Q::kCount, "torus dimensionality (1, 2 or 3)", 1, 3,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.torus_dims; });
   add("ici.wrap_multiple", Q::kCount, "an axis has wraparound links iff its length is a multiple of this", 1, 4096,
@@ -179,9 +179,8 @@ std::vector<ParamSpec> build_params() {
       "protocol.ll128.base_latency", Q::kTime, "NCCL LL128: base latency of a collective (launch, set-up)", 0, 1e-3,
       false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.base_latency_s; }, "0s");
   add_default(
-      "protocol.simple.payload_efficiency", Q::kFraction,
-      "NCCL Simple: fraction of a link's payload rate it carries", 0.01, 1, false,
-      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.payload_efficiency; }, "1");
+      "protocol.simple.payload_efficiency", Q::kFraction, "NCCL Simple: fraction of a link's payload rate it carries",
+      0.01, 1, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.payload_efficiency; }, "1");
   add_default(
       "protocol.simple.hop_latency", Q::kTime, "NCCL Simple: latency of one GPU-to-GPU hop, paid once per message", 0,
       1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.hop_latency_s; }, "0s");
@@ -193,8 +192,8 @@ std::vector<ParamSpec> build_params() {
       "NCCL NVLS (in-network, Simple): fraction of a link's payload rate it reaches", 0.01, 1, false,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.payload_efficiency; }, "1");
   add_default(
-      "protocol.nvls.hop_latency", Q::kTime, "NCCL NVLS: latency of one GPU-to-GPU hop, paid once per message", 0,
-      1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.hop_latency_s; }, "0s");
+      "protocol.nvls.hop_latency", Q::kTime, "NCCL NVLS: latency of one GPU-to-GPU hop, paid once per message", 0, 1e-3,
+      false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.hop_latency_s; }, "0s");
   add_default(
       "protocol.nvls.base_latency", Q::kTime, "NCCL NVLS: base latency of a collective (launch, set-up)", 0, 1e-3,
       false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.base_latency_s; }, "0s");

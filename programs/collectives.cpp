@@ -459,8 +459,8 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
   p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(hops);
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
-  p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s (payload), T_min = {:g} s, {}",
-                          spec.op, spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
+  p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s (payload), T_min = {:g} s, {}", spec.op,
+                          spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
                           lengths.empty() ? "no axis longer than 1" : lengths);
   if (!unwrapped.empty()) {
     p.formula +=
@@ -1356,9 +1356,8 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip) {
   // sees what it would have without it.
   const double cycles = std::ceil(launch * chip.clock_hz);
   const auto iterations = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround((cycles - 1) / 6)));
-  std::string loop =
-      fmt::format("// {} base latency {:g} s (launch and set-up): {} x 6 bundles\n", chip.fabric.protocol, launch,
-                  iterations);
+  std::string loop = fmt::format("// {} base latency {:g} s (launch and set-up): {} x 6 bundles\n",
+                                 chip.fabric.protocol, launch, iterations);
   loop += fmt::format("{{ %s63 = smov {} }}\n", iterations);
   loop += "launch_wait:\n";
   loop += "{ %s63 = ssub.s32 %s63, 1 ;; %p15 = scmp.gt.s32.totalorder %s63, 1 }\n";

@@ -55,12 +55,13 @@ int collective_command(const std::vector<std::string>& args) {
       "topology", po::value<std::string>()->default_value("8x16"), "pod shape, e.g. 8x16, 4x4x4, 16")(
       "axes", po::value<std::string>(), "participating axes, e.g. y or x,y (default: all)")(
       "algo", po::value<std::string>()->default_value("bidir-ring"),
-      "ring | bidir-ring | multi-axis | tree | halving-doubling | one-shot | two-shot | in-network, several joined by commas, auto (the least predicted "
+      "ring | bidir-ring | multi-axis | tree | halving-doubling | one-shot | two-shot | in-network, several joined by "
+      "commas, auto (the least predicted "
       "time per size) or list")(
       "proto", po::value<std::string>()->default_value("auto"),
       "switched fabrics: the NCCL protocol, LL | LL128 | Simple, or auto (the least predicted time per size and "
-      "algorithm, as NCCL's cost model picks; NCCL_PROTO's names)")("dtype", po::value<std::string>()->default_value("f32"),
-                                "f32 | bf16 (element type; reductions sum in it)")(
+      "algorithm, as NCCL's cost model picks; NCCL_PROTO's names)")(
+      "dtype", po::value<std::string>()->default_value("f32"), "f32 | bf16 (element type; reductions sum in it)")(
       "sizes", po::value<std::string>()->default_value("64K:64M"),
       "V in bytes: LO:HI doubling, or a list (K, M, G = powers of 1024, as in nccl-tests)")(
       "piece", po::value<std::string>(), "pipelining piece size (default: the generator's choice)")(
@@ -72,7 +73,8 @@ int collective_command(const std::vector<std::string>& args) {
   const auto vm = parse_options(
       "collective",
       "--op all-gather|reduce-scatter|all-reduce|all-to-all [--chip v5e] [--topology 8x16] [--axes y] [--algo "
-      "bidir-ring|auto|list|a,b] [--proto LL|LL128|Simple|auto] [--dtype f32|bf16] [--sizes 64K:1G] [--no-data] [--json out.json] [--plot out.svg]",
+      "bidir-ring|auto|list|a,b] [--proto LL|LL128|Simple|auto] [--dtype f32|bf16] [--sizes 64K:1G] [--no-data] "
+      "[--json out.json] [--plot out.svg]",
       args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
 
@@ -127,9 +129,10 @@ int collective_command(const std::vector<std::string>& args) {
         protocols = {api::collective_protocol_name(proto_text)};
       }
     } else if (proto_text != "auto") {
-      throw api::BadInput(fmt::format("--proto {}: NCCL protocols run on switched fabrics; the torus {} of {} has "
-                                      "ICI links (their overhead is ici.payload_efficiency)",
-                                      proto_text, setup.topology.shape(), setup.chip.name));
+      throw api::BadInput(
+          fmt::format("--proto {}: NCCL protocols run on switched fabrics; the torus {} of {} has "
+                      "ICI links (their overhead is ici.payload_efficiency)",
+                      proto_text, setup.topology.shape(), setup.chip.name));
     }
     std::vector<std::string> algorithms;
     for (std::size_t start = 0;;) {
