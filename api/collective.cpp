@@ -110,6 +110,10 @@ void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setu
     }
     const ici::Topology& topology = setup.topology;
     const auto shapes = programs::collective_shapes(job.spec, topology);
+    if (const std::string why = programs::collective_algorithm(job.spec.algorithm).chip_refusal(setup.chip);
+        !why.empty()) {
+      throw BadInput(why);
+    }
     const bool data = !job.no_data;
     const double touched = static_cast<double>(topology.chip_count()) *
                            static_cast<double>(shapes.input_bytes * 2 + shapes.output_bytes + shapes.scratch_bytes);
@@ -270,7 +274,11 @@ std::vector<CollectiveAlgorithmInfo> list_collective_algorithms(const Collective
     for (std::size_t x = 0; x < setup.topology.axis_count(); ++x) {
       if (setup.topology.length(x) > 1) axes.push_back(x);
     }
-    for (const auto& [op, kind] : kOps) info.refusals.emplace_back(op, a.refusal(kind, axes, setup.topology));
+    const std::string chip_why = a.chip_refusal(setup.chip);
+    for (const auto& [op, kind] : kOps) {
+      const std::string why = a.refusal(kind, axes, setup.topology);
+      info.refusals.emplace_back(op, why.empty() ? chip_why : why);
+    }
     out.push_back(std::move(info));
   }
   return out;
@@ -289,6 +297,9 @@ CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const Col
     spec.algorithm = name;
     try {
       (void)programs::collective_shapes(spec, setup.topology);  // refusals and sizes it cannot split
+      if (const std::string why = programs::collective_algorithm(name).chip_refusal(setup.chip); !why.empty()) {
+        throw std::invalid_argument(why);
+      }
       for (const std::string& protocol : under) {
         if (!programs::collective_algorithm(name).runs_protocol(protocol)) continue;
         ChipConfig chip = setup.chip;

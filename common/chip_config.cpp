@@ -160,6 +160,10 @@ std::vector<ParamSpec> build_params() {
       "none; tpuemu collective --proto sets it)",
       0, 0, true, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.protocol; }, "");
   add_default(
+      "fabric.nvls", Q::kCount,
+      "nvswitch: 1 if the switches reduce and multicast (NVLink SHARP, NVLS: Hopper and later), else 0", 0, 1, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nvls; }, "0");
+  add_default(
       "protocol.ll.payload_efficiency", Q::kFraction, "NCCL LL: fraction of a link's payload rate its lines carry",
       0.01, 1, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.payload_efficiency; }, "1");
   add_default(

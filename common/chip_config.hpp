@@ -133,6 +133,7 @@ struct ChipConfig {
     // none: the links' payload rate, no launch cost). Set per run by
     // `tpuemu collective --proto` (or its cost model); switched fabrics only.
     std::string protocol;
+    std::uint64_t nvls = 0;  // 1: the switches reduce and multicast (NVLink SHARP, Hopper and later)
     [[nodiscard]] bool switched() const { return kind == "nvswitch"; }
     // switch_links as counts ("5,4,4,5" -> {5, 4, 4, 5}; "" -> {}).
     [[nodiscard]] std::vector<std::uint64_t> links_per_switch() const;

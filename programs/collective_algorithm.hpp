@@ -32,6 +32,8 @@ class CollectiveAlgorithm {
   // participating axes: one stream unless it says otherwise.
   [[nodiscard]] virtual std::uint64_t parts(std::size_t /*axes*/) const { return 1; }
   [[nodiscard]] virtual std::uint64_t directions() const { return 1; }
+  // Why it cannot run on chips like `chip` (naming what is missing), or "".
+  [[nodiscard]] virtual std::string chip_refusal(const ChipConfig& /*chip*/) const { return ""; }
   // Whether it runs under NCCL protocol `protocol` ("LL", "LL128", "Simple";
   // "" none): every one does, but in-network (NCCL runs NVLS with Simple only).
   [[nodiscard]] virtual bool runs_protocol(std::string_view /*protocol*/) const { return true; }

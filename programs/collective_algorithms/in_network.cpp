@@ -165,6 +165,13 @@ class InNetworkAlgorithm final : public CollectiveAlgorithm {
     }
     return "";
   }
+  [[nodiscard]] std::string chip_refusal(const ChipConfig& chip) const override {
+    if (chip.fabric.nvls != 0) return "";
+    return fmt::format(
+        "in-network needs switches that reduce and multicast (NVLS, Hopper and later; fabric.nvls); {}'s have "
+        "none: use ring, two-shot or one-shot",
+        chip.name);
+  }
   // NCCL enables NVLS with the Simple protocol only (src/graph/tuning.cc).
   [[nodiscard]] bool runs_protocol(std::string_view protocol) const override {
     return protocol.empty() || protocol == "Simple";
