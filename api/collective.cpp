@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -103,11 +104,16 @@ programs::CollectivePlan collective_plan(const CollectiveJob& job, const Collect
 void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setup) {
   checked([&] {
     if (job.spec.algorithm == "in-network" && dist::world().size() > 1) {
-      throw BadInput("--algo in-network does not yet run on a pod split over MPI ranks (the switches' reduction "
-                     "rounds live in one process); run it in one process");
+      throw BadInput(
+          "--algo in-network does not yet run on a pod split over MPI ranks (the switches' reduction "
+          "rounds live in one process); run it in one process");
     }
     const ici::Topology& topology = setup.topology;
     const auto shapes = programs::collective_shapes(job.spec, topology);
+    if (const std::string why = programs::collective_algorithm(job.spec.algorithm).chip_refusal(setup.chip);
+        !why.empty()) {
+      throw BadInput(why);
+    }
     const bool data = !job.no_data;
     const double touched = static_cast<double>(topology.chip_count()) *
                            static_cast<double>(shapes.input_bytes * 2 + shapes.output_bytes + shapes.scratch_bytes);
@@ -226,6 +232,7 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
   out.run.report["collective"] = {
       {"op", spec.op},
       {"algorithm", spec.algorithm},
+      {"protocol", setup.chip.fabric.protocol},
       {"dtype", spec.dtype},
       {"bytes", spec.bytes},
       {"size", out.nccl_bytes},
@@ -267,36 +274,63 @@ std::vector<CollectiveAlgorithmInfo> list_collective_algorithms(const Collective
     for (std::size_t x = 0; x < setup.topology.axis_count(); ++x) {
       if (setup.topology.length(x) > 1) axes.push_back(x);
     }
-    for (const auto& [op, kind] : kOps) info.refusals.emplace_back(op, a.refusal(kind, axes, setup.topology));
+    const std::string chip_why = a.chip_refusal(setup.chip);
+    for (const auto& [op, kind] : kOps) {
+      const std::string why = a.refusal(kind, axes, setup.topology);
+      info.refusals.emplace_back(op, why.empty() ? chip_why : why);
+    }
     out.push_back(std::move(info));
   }
   return out;
 }
 
-CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const CollectiveSetup& setup) {
+CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const CollectiveSetup& setup,
+                                             const std::vector<std::string>& algorithms,
+                                             const std::vector<std::string>& protocols) {
   CollectiveChoice choice;
   double best = std::numeric_limits<double>::infinity();
   std::vector<std::string> why_not;
-  for (const std::string& name : programs::collective_algorithm_names()) {
+  const std::vector<std::string> names = algorithms.empty() ? programs::collective_algorithm_names() : algorithms;
+  const std::vector<std::string> under = protocols.empty() ? std::vector<std::string>{""} : protocols;
+  for (const std::string& name : names) {
     programs::CollectiveSpec spec = job.spec;
     spec.algorithm = name;
     try {
       (void)programs::collective_shapes(spec, setup.topology);  // refusals and sizes it cannot split
-      const double t = programs::predict_collective(spec, setup.topology, setup.chip).seconds;
-      choice.predictions.emplace_back(name, t);
-      if (t < best) {  // names in order: a tie keeps the first
-        best = t;
-        choice.algorithm = name;
+      if (const std::string why = programs::collective_algorithm(name).chip_refusal(setup.chip); !why.empty()) {
+        throw std::invalid_argument(why);
+      }
+      for (const std::string& protocol : under) {
+        if (!programs::collective_algorithm(name).runs_protocol(protocol)) continue;
+        ChipConfig chip = setup.chip;
+        if (!protocols.empty()) chip.fabric.protocol = programs::collective_algorithm(name).protocol_params(protocol);
+        const double t = programs::predict_collective(spec, setup.topology, chip).seconds;
+        choice.predictions.emplace_back(protocols.empty() ? name : name + "/" + protocol, t);
+        if (t < best) {  // names in order: a tie keeps the first
+          best = t;
+          choice.algorithm = name;
+          choice.protocol = protocol;
+        }
       }
     } catch (const std::invalid_argument& e) {
       why_not.push_back(fmt::format("{}: {}", name, e.what()));
     }
   }
   if (choice.algorithm.empty()) {
+    if (algorithms.size() == 1 && why_not.size() == 1) throw BadInput(why_not.front());
     throw BadInput(
         fmt::format("--algo auto: no algorithm can run size {} ({})", job.spec.bytes, fmt::join(why_not, "; ")));
   }
   return choice;
+}
+
+std::string collective_protocol_name(const std::string& text) {
+  std::string lower;
+  for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "ll") return "LL";
+  if (lower == "ll128") return "LL128";
+  if (lower == "simple") return "Simple";
+  throw BadInput(fmt::format("--proto '{}' is not an NCCL protocol: LL, LL128, Simple or auto", text));
 }
 
 }  // namespace tpuemu::api

@@ -80,15 +80,26 @@ struct CollectiveAlgorithmInfo {
 };
 std::vector<CollectiveAlgorithmInfo> list_collective_algorithms(const CollectiveSetup& setup);
 
-// `--algo auto`: the algorithm with the least predicted time
-// (programs::predict_collective: latency + bytes / bandwidth) for the job's
-// op and size among those that can run it; ties go to the first name.
+// `--algo auto` and `--proto auto`: the (algorithm, protocol) pair with the
+// least predicted time (programs::predict_collective: latency + bytes /
+// bandwidth, under each NCCL protocol's payload efficiency, hop and base
+// latency, as NCCL's tuning.cc does) for the job's op and size, among
+// `algorithms` (empty: every registered one) that can run it and
+// `protocols` ("LL", "LL128", "Simple"; empty: none, the chip's fabric.protocol
+// as it is). Ties go to the first algorithm name, then the first protocol.
 // Throws BadInput naming each algorithm's reason when none can.
 struct CollectiveChoice {
   std::string algorithm;
-  std::vector<std::pair<std::string, double>> predictions;  // (algorithm, predicted seconds), by name
+  std::string protocol;  // "" when `protocols` was empty
+  // (algorithm, or "algorithm/protocol" when there are protocols; predicted seconds)
+  std::vector<std::pair<std::string, double>> predictions;
 };
-CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const CollectiveSetup& setup);
+CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const CollectiveSetup& setup,
+                                             const std::vector<std::string>& algorithms = {},
+                                             const std::vector<std::string>& protocols = {});
+// "LL", "ll128", "simple" -> "LL", "LL128", "Simple" (NCCL_PROTO's names, any
+// case); throws BadInput for anything else.
+std::string collective_protocol_name(const std::string& text);
 
 // Generates, runs (always in a child process, so the caller stays small and
 // each size's peak RSS is its own) and checks one size. Throws BadInput or

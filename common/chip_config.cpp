@@ -115,6 +115,10 @@ std::vector<ParamSpec> build_params() {
   add("ici.packet_size", Q::kBytes,
       "ICI packet: links forward transfers in packets of this size, store-and-forward per hop (fidelity vs speed)", 32,
       16 * kMiB, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.packet_bytes; });
+  p.push_back(ParamSpec{"ici.payload_efficiency", Q::kFraction,
+                        "fraction of a link's rate that carries payload (headers, flow control, CRC take the rest)",
+                        0.01, 1, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.payload_efficiency; },
+                        "1"});
   add("ici.torus_dims", Q::kCount, "torus dimensionality (1, 2 or 3)", 1, 3,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.torus_dims; });
   add("ici.wrap_multiple", Q::kCount, "an axis has wraparound links iff its length is a multiple of this", 1, 4096,
@@ -150,6 +154,53 @@ std::vector<ParamSpec> build_params() {
       "fabric.link_payload_bandwidth", Q::kBandwidth,
       "nvswitch: payload rate of one link after protocol overhead (NCCL's effective rate; 0: the wire rate)", 0, 1e15,
       false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.link_payload_bandwidth; }, "0B/s");
+  add_default(
+      "fabric.protocol", Q::kCount,
+      "nvswitch: the NCCL protocol of a run's collectives, LL, LL128, Simple or NVLS (in-network's Simple; empty: "
+      "none; tpuemu collective --proto sets it)",
+      0, 0, true, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.protocol; }, "");
+  add_default(
+      "fabric.nvls", Q::kCount,
+      "nvswitch: 1 if the switches reduce and multicast (NVLink SHARP, NVLS: Hopper and later), else 0", 0, 1, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nvls; }, "0");
+  add_default(
+      "protocol.ll.payload_efficiency", Q::kFraction, "NCCL LL: fraction of a link's payload rate its lines carry",
+      0.01, 1, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.payload_efficiency; }, "1");
+  add_default(
+      "protocol.ll.hop_latency", Q::kTime, "NCCL LL: latency of one GPU-to-GPU hop, paid once per message", 0, 1e-3,
+      false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.hop_latency_s; }, "0s");
+  add_default(
+      "protocol.ll.base_latency", Q::kTime, "NCCL LL: base latency of a collective (launch, set-up)", 0, 1e-3, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.base_latency_s; }, "0s");
+  add_default(
+      "protocol.ll128.payload_efficiency", Q::kFraction,
+      "NCCL LL128: fraction of a link's payload rate its lines carry", 0.01, 1, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.payload_efficiency; }, "1");
+  add_default(
+      "protocol.ll128.hop_latency", Q::kTime, "NCCL LL128: latency of one GPU-to-GPU hop, paid once per message", 0,
+      1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.hop_latency_s; }, "0s");
+  add_default(
+      "protocol.ll128.base_latency", Q::kTime, "NCCL LL128: base latency of a collective (launch, set-up)", 0, 1e-3,
+      false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.base_latency_s; }, "0s");
+  add_default(
+      "protocol.simple.payload_efficiency", Q::kFraction, "NCCL Simple: fraction of a link's payload rate it carries",
+      0.01, 1, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.payload_efficiency; }, "1");
+  add_default(
+      "protocol.simple.hop_latency", Q::kTime, "NCCL Simple: latency of one GPU-to-GPU hop, paid once per message", 0,
+      1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.hop_latency_s; }, "0s");
+  add_default(
+      "protocol.simple.base_latency", Q::kTime, "NCCL Simple: base latency of a collective (launch, set-up)", 0, 1e-3,
+      false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.base_latency_s; }, "0s");
+  add_default(
+      "protocol.nvls.payload_efficiency", Q::kFraction,
+      "NCCL NVLS (in-network, Simple): fraction of a link's payload rate it reaches", 0.01, 1, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.payload_efficiency; }, "1");
+  add_default(
+      "protocol.nvls.hop_latency", Q::kTime, "NCCL NVLS: latency of one GPU-to-GPU hop, paid once per message", 0, 1e-3,
+      false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.hop_latency_s; }, "0s");
+  add_default(
+      "protocol.nvls.base_latency", Q::kTime, "NCCL NVLS: base latency of a collective (launch, set-up)", 0, 1e-3,
+      false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.base_latency_s; }, "0s");
   add_default(
       "fabric.switch_ports", Q::kCount, "ports of a scale-out (leaf or spine) switch (0: none)", 0, 4096, false,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_ports; }, "0");
@@ -325,6 +376,20 @@ const ParamSpec* find_param(std::string_view path) {
   return nullptr;
 }
 
+const ChipConfig::Protocol* ChipConfig::active_protocol() const {
+  if (fabric.protocol == "LL") return &protocol.ll;
+  if (fabric.protocol == "LL128") return &protocol.ll128;
+  if (fabric.protocol == "Simple") return &protocol.simple;
+  if (fabric.protocol == "NVLS") return &protocol.nvls;
+  return nullptr;
+}
+
+double ChipConfig::switched_hop_latency() const {
+  const double physical = 2 * ici.hop_latency_s + fabric.switch_latency_s;
+  const Protocol* p = active_protocol();
+  return p != nullptr ? std::max(physical, p->hop_latency_s) : physical;
+}
+
 double ChipConfig::peak_bf16_flops() const {
   return static_cast<double>(mxus_per_chip()) * static_cast<double>(mxu.size * mxu.size) * 2.0 * clock_hz;
 }
@@ -485,6 +550,17 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
   if (c.fabric.kind != "torus" && c.fabric.kind != "nvswitch") {
     throw ConfigError(origin_of("fabric.kind"), "fabric.kind",
                       fmt::format("'{}' is not a fabric: torus or nvswitch", c.fabric.kind));
+  }
+  if (!c.fabric.protocol.empty() && c.fabric.protocol != "LL" && c.fabric.protocol != "LL128" &&
+      c.fabric.protocol != "Simple" && c.fabric.protocol != "NVLS") {
+    throw ConfigError(origin_of("fabric.protocol"), "fabric.protocol",
+                      fmt::format("'{}' is not an NCCL protocol: LL, LL128, Simple or NVLS", c.fabric.protocol));
+  }
+  if (!c.fabric.protocol.empty() && !c.fabric.switched()) {
+    throw ConfigError(origin_of("fabric.protocol"), "fabric.protocol",
+                      fmt::format("NCCL protocols run on switched fabrics; {} is joined by a torus, whose ICI has "
+                                  "none (ici.payload_efficiency is its overhead)",
+                                  c.name));
   }
   if (c.fabric.switched()) {
     const auto counts = parse_counts(c.fabric.switch_links);

@@ -107,6 +107,10 @@ struct ChipConfig {
     std::uint64_t links_per_chip = 0;
     double hop_latency_s = 0;
     std::uint64_t packet_bytes = 0;
+    // The fraction of a link's rate that carries payload (packet headers,
+    // flow control and CRC take the rest): a torus link moves payload at
+    // link_bandwidth x this. Switched chips give fabric.link_payload_bandwidth.
+    double payload_efficiency = 1;
     std::uint64_t torus_dims = 0;
     std::uint64_t wrap_multiple = 0;  // an axis wraps iff its length is a multiple of this
     std::string max_slice;            // e.g. "16x20x28"
@@ -124,10 +128,34 @@ struct ChipConfig {
     double nic_latency_s = 0;           // per scale-out link
     std::uint64_t switch_ports = 0;     // ports of a scale-out (leaf or spine) switch
     double link_payload_bandwidth = 0;  // B/s of payload per NVLink after protocol overhead; 0: the wire rate
+    // The NCCL protocol a run's collectives use ("LL", "LL128", "Simple",
+    // "NVLS": Simple for in-network; ""
+    // none: the links' payload rate, no launch cost). Set per run by
+    // `tpuemu collective --proto` (or its cost model); switched fabrics only.
+    std::string protocol;
+    std::uint64_t nvls = 0;  // 1: the switches reduce and multicast (NVLink SHARP, Hopper and later)
     [[nodiscard]] bool switched() const { return kind == "nvswitch"; }
     // switch_links as counts ("5,4,4,5" -> {5, 4, 4, 5}; "" -> {}).
     [[nodiscard]] std::vector<std::uint64_t> links_per_switch() const;
   } fabric;
+  // One NCCL protocol's parameters (FABRICS.md section 3): the fraction of a
+  // link's payload rate its lines carry, its latency per GPU-to-GPU hop (each
+  // message pays it once; the physical hop, 2 x ici.hop_latency +
+  // fabric.switch_latency, when that is more) and its base latency (per
+  // collective: launch and set-up, paid once at the program's start).
+  struct Protocol {
+    double payload_efficiency = 1;
+    double hop_latency_s = 0;
+    double base_latency_s = 0;
+  };
+  struct Protocols {
+    Protocol ll;
+    Protocol ll128;
+    Protocol simple;
+    // NVLS (in-network): Simple's bulk transfers at NCCL's NVLS efficiency and
+    // latency; what the in-network algorithm runs under when Simple is asked.
+    Protocol nvls;
+  } protocol;
 
   // Parameter path -> where its value came from.
   std::map<std::string, Provenance, std::less<>> provenance;
@@ -141,8 +169,23 @@ struct ChipConfig {
   [[nodiscard]] double ici_bandwidth_per_chip() const;  // all links, one way
   // A switched chip's payload rate per link (fabric.link_payload_bandwidth, else
   // the wire rate) and over all its links: what its transfers move at.
+  // Under fabric.protocol, times that protocol's payload efficiency. A torus
+  // link: ici.link_bandwidth x ici.payload_efficiency.
   [[nodiscard]] double link_payload_rate() const {
-    return fabric.link_payload_bandwidth > 0 ? fabric.link_payload_bandwidth : ici.link_bandwidth;
+    const double rate =
+        fabric.link_payload_bandwidth > 0 ? fabric.link_payload_bandwidth : ici.link_bandwidth * ici.payload_efficiency;
+    const Protocol* p = active_protocol();
+    return p != nullptr ? rate * p->payload_efficiency : rate;
+  }
+  // The protocol fabric.protocol names (null: none).
+  [[nodiscard]] const Protocol* active_protocol() const;
+  // One GPU-to-GPU hop through a switch: 2 x ici.hop_latency +
+  // fabric.switch_latency, or the active protocol's hop latency if that is more.
+  [[nodiscard]] double switched_hop_latency() const;
+  // The active protocol's base latency (0 without one).
+  [[nodiscard]] double launch_latency() const {
+    const Protocol* p = active_protocol();
+    return p != nullptr ? p->base_latency_s : 0.0;
   }
   [[nodiscard]] double switched_egress() const { return link_payload_rate() * static_cast<double>(ici.links_per_chip); }
   [[nodiscard]] std::vector<std::uint64_t> max_slice_dims() const;

@@ -83,6 +83,7 @@ std::string_view base_unit(Quantity kind) {
     case Quantity::kCycles:
       return "cycles";
     case Quantity::kCount:
+    case Quantity::kFraction:
       return "";
   }
   return "";
@@ -102,6 +103,8 @@ std::string_view quantity_name(Quantity kind) {
       return "cycle count";
     case Quantity::kCount:
       return "count";
+    case Quantity::kFraction:
+      return "fraction";
   }
   return "";
 }
@@ -143,6 +146,7 @@ double parse_quantity(std::string_view raw, Quantity kind) {
         expected = "cycles";
         break;
       case Quantity::kCount:
+      case Quantity::kFraction:
         expected = "no unit";
         break;
     }
@@ -196,6 +200,7 @@ std::string format_quantity(double value, Quantity kind) {
     case Quantity::kCycles:
       return fmt::format("{:g} cycles", value);
     case Quantity::kCount:
+    case Quantity::kFraction:
       return fmt::format("{:g}", value);
   }
   return fmt::format("{:g}", value);

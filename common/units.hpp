@@ -17,6 +17,7 @@ enum class Quantity {
   kTime,       // s
   kCycles,     // clock cycles (integer)
   kCount,      // plain integer
+  kFraction,   // a plain number from 0 to 1 (e.g. a payload efficiency)
 };
 
 // Thrown with a message that names what was expected; callers add file and field.

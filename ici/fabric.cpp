@@ -77,8 +77,10 @@ Fabric::Domain Fabric::add_switched_domain(const ChipConfig& chip, std::uint32_t
     const double rate = static_cast<double>(per_switch[s]) * chip.link_payload_rate();
     for (std::uint32_t i = 0; i < count; ++i) {
       const std::uint32_t c = first + i * stride;
+      // GPU -> switch carries the switch's forwarding latency and what the
+      // protocol's hop latency adds (ChipConfig::switched_hop_latency).
       d.up.back().push_back(add_link(
-          LinkInfo{c, node, rate, chip.ici.hop_latency_s + chip.fabric.switch_latency_s, "nvlink", kNoAxis, 0, true}));
+          LinkInfo{c, node, rate, chip.switched_hop_latency() - chip.ici.hop_latency_s, "nvlink", kNoAxis, 0, true}));
       d.down.back().push_back(add_link(LinkInfo{node, c, rate, chip.ici.hop_latency_s, "nvlink", kNoAxis, 0, true}));
     }
   }

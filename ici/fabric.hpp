@@ -92,9 +92,10 @@ class Fabric {
   // One NVSwitch domain over chips first, first + stride, ... (count of them):
   // chip.fabric.links_per_switch() switches, named with `prefix`; per
   // switch s a link each way between every chip and s of
-  // links_per_switch[s] x chip.ici.link_bandwidth, latency
-  // chip.ici.hop_latency (chip to switch, plus the switch's forwarding
-  // latency) and chip.ici.hop_latency (switch to chip). Returns the
+  // links_per_switch[s] x chip.link_payload_rate(), latency
+  // chip.switched_hop_latency() - chip.ici.hop_latency (chip to switch: the
+  // hop, the switch's forwarding latency and what the NCCL protocol adds) and
+  // chip.ici.hop_latency (switch to chip). Returns the
   // switches' node ids; up[s][i] / down[s][i] are the links of the i-th chip.
   Domain add_switched_domain(const ChipConfig& chip, std::uint32_t first, std::uint32_t stride, std::uint32_t count,
                              const std::string& prefix);

@@ -32,6 +32,14 @@ class CollectiveAlgorithm {
   // participating axes: one stream unless it says otherwise.
   [[nodiscard]] virtual std::uint64_t parts(std::size_t /*axes*/) const { return 1; }
   [[nodiscard]] virtual std::uint64_t directions() const { return 1; }
+  // Why it cannot run on chips like `chip` (naming what is missing), or "".
+  [[nodiscard]] virtual std::string chip_refusal(const ChipConfig& /*chip*/) const { return ""; }
+  // Whether it runs under NCCL protocol `protocol` ("LL", "LL128", "Simple";
+  // "" none): every one does, but in-network (NCCL runs NVLS with Simple only).
+  [[nodiscard]] virtual bool runs_protocol(std::string_view /*protocol*/) const { return true; }
+  // The parameters (ChipConfig::fabric.protocol) it runs under for `protocol`:
+  // the same, but in-network's Simple is "NVLS" (NCCL's NVLS efficiency and latency).
+  [[nodiscard]] virtual std::string_view protocol_params(std::string_view protocol) const { return protocol; }
   // The ring family's half rings (CollectivePlan::half_rings).
   [[nodiscard]] virtual bool half_rings() const { return false; }
   // All-to-all and a group of one chip are the same program for every

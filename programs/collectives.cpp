@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <stdexcept>
 
 #include "common/types.hpp"
@@ -339,7 +340,7 @@ SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topolo
   SwitchedHop h;
   for (std::size_t a : plan.axes) h.spans_nodes = h.spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
   h.egress = h.spans_nodes ? chip.fabric.nic_bandwidth : chip.switched_egress();
-  h.latency = h.spans_nodes ? 4 * chip.fabric.nic_latency_s : 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
+  h.latency = h.spans_nodes ? 4 * chip.fabric.nic_latency_s : chip.switched_hop_latency();
   return h;
 }
 
@@ -390,7 +391,14 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
 CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::Topology& topology,
                                         const ChipConfig& chip) {
   const CollectivePlan plan = plan_collective(spec, topology);
-  return collective_algorithm(spec.algorithm).predict(spec, plan, topology, chip);
+  CollectivePrediction p = collective_algorithm(spec.algorithm).predict(spec, plan, topology, chip);
+  // The NCCL protocol's base latency: the program waits it out first (generate_collective).
+  if (const double launch = chip.launch_latency(); launch > 0 && !plan.axes.empty()) {
+    p.latency_seconds += launch;
+    p.seconds += launch;
+    p.formula += fmt::format("; + {} base latency {:g} s", chip.fabric.protocol, launch);
+  }
+  return p;
 }
 
 CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const CollectivePlan& plan,
@@ -398,7 +406,8 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
   if (topology.switched()) return predict_switched(spec, plan, topology, chip);
   CollectivePrediction p;
   const auto v = static_cast<double>(plan.bytes);
-  const double w_one = chip.ici.link_bandwidth;
+  // The payload rate: ici.link_bandwidth x ici.payload_efficiency.
+  const double w_one = chip.link_payload_rate();
   const double w = 2 * w_one;
   const auto n = static_cast<double>(plan.group_size);
   const auto k = static_cast<double>(plan.axes.size());
@@ -450,7 +459,7 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
   p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(hops);
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
-  p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s, T_min = {:g} s, {}", spec.op,
+  p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s (payload), T_min = {:g} s, {}", spec.op,
                           spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
                           lengths.empty() ? "no axis longer than 1" : lengths);
   if (!unwrapped.empty()) {
@@ -1331,8 +1340,37 @@ std::string generate_collective(const CollectiveSpec& spec, const ici::Topology&
   const CollectivePlan plan = plan_collective(spec, topology);
   // All-to-all (direct DMAs) and a group of one chip (a copy) are the same
   // program for every algorithm: the ring family's generator writes them.
-  if (plan.op == Op::kAllToAll || plan.axes.empty()) return ring_family_generate(spec, topology, chip);
-  return collective_algorithm(spec.algorithm).generate(spec, plan, topology, chip);
+  std::string text = plan.op == Op::kAllToAll || plan.axes.empty()
+                         ? ring_family_generate(spec, topology, chip)
+                         : collective_algorithm(spec.algorithm).generate(spec, plan, topology, chip);
+  if (plan.axes.empty()) return text;
+  return with_launch_latency(std::move(text), chip);
+}
+
+std::string with_launch_latency(std::string text, const ChipConfig& chip) {
+  const double launch = chip.launch_latency();
+  if (!(launch > 0)) return text;
+  // Iterations of 6 bundles (the compare-and-decrement, the branch, its 4
+  // delay slots) after the smov: 1 + 6 x iterations cycles. It ends with s63
+  // = 0 and p15 false, as every register starts, so the program after it
+  // sees what it would have without it.
+  const double cycles = std::ceil(launch * chip.clock_hz);
+  const auto iterations = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::llround((cycles - 1) / 6)));
+  std::string loop = fmt::format("// {} base latency {:g} s (launch and set-up): {} x 6 bundles\n",
+                                 chip.fabric.protocol, launch, iterations);
+  loop += fmt::format("{{ %s63 = smov {} }}\n", iterations);
+  loop += "launch_wait:\n";
+  loop += "{ %s63 = ssub.s32 %s63, 1 ;; %p15 = scmp.gt.s32.totalorder %s63, 1 }\n";
+  loop += "{ %999999 = sbr.rel (%p15) target = launch_wait }\n{}\n{}\n{}\n{}\n";
+  // After the first bundle (the operand bindings).
+  std::size_t at = 0;
+  while (at < text.size() && text[at] != '{') {
+    const std::size_t end = text.find('\n', at);
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  const std::size_t end = text.find('\n', at);
+  text.insert(end == std::string::npos ? text.size() : end + 1, loop);
+  return text;
 }
 
 std::string ring_family_generate(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {

@@ -179,7 +179,12 @@ CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topolo
 // The LLO program. Throws std::invalid_argument as collective_shapes does, when
 // the VMEM buffers of an explicit piece_bytes do not fit the chip, and when the
 // chip has too few sync flags (sflag.count: one per stream and ring step).
+// Under an NCCL protocol (chip.fabric.protocol) the program first waits out
+// its base latency (with_launch_latency).
 std::string generate_collective(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip);
+// `text` with a countdown loop of chip.launch_latency() after its first
+// bundle (unchanged without one).
+std::string with_launch_latency(std::string text, const ChipConfig& chip);
 
 // The book's prediction ("How to Scale Your Model", facts.md): bandwidth term
 // + latency term, with W = 2 x chip.ici.link_bandwidth (both directions of an
@@ -201,7 +206,8 @@ struct CollectivePrediction {
 // One chip-to-chip transfer of a group on a switched fabric: whether the
 // group spans a fat tree's nodes, the chip's egress B (its NIC across nodes,
 // else all its NVLinks) and the latency T_hop (4 NIC link latencies across
-// nodes, else 2 x ici.hop_latency + fabric.switch_latency).
+// nodes, else ChipConfig::switched_hop_latency: 2 x ici.hop_latency +
+// fabric.switch_latency, or the NCCL protocol's hop latency if more).
 struct SwitchedHop {
   bool spans_nodes = false;
   double egress = 0;

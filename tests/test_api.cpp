@@ -75,6 +75,39 @@ TEST_CASE("collective sizes parse as nccl-tests writes them", "[api]") {
   CHECK_THROWS_AS(api::parse_collective_sizes("1M:64K"), api::BadInput);
 }
 
+TEST_CASE("collective protocol auto: the cost model picks (algorithm, protocol) per size as NCCL's does", "[api]") {
+  api::CollectiveJob job;
+  job.chip.preset = "h100";
+  job.topology.shape = "node:8";
+  job.spec.op = "all-reduce";
+  job.spec.dtype = "f32";
+  job.spec.axes = {0};
+  const api::CollectiveSetup setup = api::check_collective_setup(job);
+  const std::vector<std::string> protocols{"LL", "LL128", "Simple"};
+  // Ring alone: LL (lowest latency) small, LL128 in between, Simple (no flags, full rate) large.
+  struct Row {
+    std::uint64_t bytes;
+    const char* protocol;
+  };
+  for (const Row& r : {Row{32 << 10, "LL"}, Row{1 << 20, "LL"}, Row{16 << 20, "LL128"}, Row{256 << 20, "Simple"}}) {
+    INFO(r.bytes);
+    job.spec.bytes = r.bytes;
+    const api::CollectiveChoice c = api::choose_collective_algorithm(job, setup, {"ring"}, protocols);
+    CHECK(c.algorithm == "ring");
+    CHECK(c.protocol == r.protocol);
+    REQUIRE(c.predictions.size() == 3);
+    CHECK(c.predictions[0].first == "ring/LL");
+  }
+  // Without protocols: the algorithm alone, named plainly.
+  job.spec.bytes = 1 << 20;
+  const api::CollectiveChoice plain = api::choose_collective_algorithm(job, setup);
+  CHECK(plain.protocol.empty());
+  CHECK(plain.predictions.front().first.find('/') == std::string::npos);
+  CHECK(api::collective_protocol_name("ll128") == "LL128");
+  CHECK(api::collective_protocol_name("SIMPLE") == "Simple");
+  CHECK_THROWS_AS(api::collective_protocol_name("LL64"), api::BadInput);
+}
+
 TEST_CASE("a run in this process and later runs in children give identical results", "[api]") {
   api::Job job;
   job.chip.preset = "v5e";

@@ -341,8 +341,8 @@ TEST_CASE("config: each parameter refuses min-1 and max+1 by name, and accepts m
   for (const ParamSpec& p : chip_params()) {
     if (p.is_text) continue;
     INFO(p.path << " range " << format_range(p));
-    const bool whole =
-        p.quantity != Quantity::kFrequency && p.quantity != Quantity::kBandwidth && p.quantity != Quantity::kTime;
+    const bool whole = p.quantity != Quantity::kFrequency && p.quantity != Quantity::kBandwidth &&
+                       p.quantity != Quantity::kTime && p.quantity != Quantity::kFraction;
     // Out of range: one below (when the minimum is above 0) and one above.
     std::vector<double> outside{whole ? p.max_value + 1 : p.max_value * 2};
     if (p.min_value > 0) outside.push_back(whole ? p.min_value - 1 : p.min_value / 2);
@@ -419,4 +419,50 @@ TEST_CASE("config: a long unknown field is answered without a quadratic suggesti
   const std::string key(100'000, 'x');
   CHECK_THROWS_WITH(parse_chip_spec("{\"" + key + "\": 1}", "long.json"),
                     Catch::EndsWith("unknown field (see `tpuemu params` for the list)"));
+}
+
+TEST_CASE("config: payload efficiency and NCCL protocols, with their sources", "[config]") {
+  // TPU tori: about 95 % of a link's rate carries payload (facts.md, the v5e all-gather).
+  const ChipConfig v5e = preset("v5e");
+  CHECK(v5e.ici.payload_efficiency == 0.95);
+  CHECK(v5e.link_payload_rate() == Approx(4.5e10 * 0.95));
+  CHECK(v5e.provenance.at("ici.payload_efficiency").kind == Provenance::Kind::kSource);
+  CHECK(preset("v5p").link_payload_rate() == Approx(9e10 * 0.95));
+  // GPUs: NCCL's protocols (FABRICS.md section 3), table-driven.
+  struct Row {
+    const char* protocol;
+    double efficiency, hop, base;
+  };
+  for (const Row& r : {Row{"LL", 0.5, 0.6e-6, 6.6e-6}, Row{"LL128", 0.9375, 1.9e-6, 14e-6},
+                       Row{"Simple", 1.0, 3.4e-6, 8.4e-6}}) {
+    INFO(r.protocol);
+    const ChipConfig h100 = preset("h100", {std::string("fabric.protocol=") + r.protocol});
+    REQUIRE(h100.active_protocol() != nullptr);
+    CHECK(h100.link_payload_rate() == Approx(20.6e9 * r.efficiency));
+    CHECK(h100.switched_egress() == Approx(18 * 20.6e9 * r.efficiency));
+    CHECK(h100.switched_hop_latency() == Approx(r.hop));  // the physical hop is 0.6 us: LL's
+    CHECK(h100.launch_latency() == Approx(r.base));
+  }
+  // Without a protocol: the links' payload rate, the physical hop, no launch.
+  const ChipConfig none = preset("h100");
+  CHECK(none.active_protocol() == nullptr);
+  CHECK(none.link_payload_rate() == Approx(20.6e9));
+  CHECK(none.switched_hop_latency() == Approx(0.6e-6));
+  CHECK(none.launch_latency() == 0);
+  // A protocol hop below the physical one does not shorten it.
+  CHECK(preset("h100", {"fabric.protocol=LL", "protocol.ll.hop_latency=100ns"}).switched_hop_latency() ==
+        Approx(0.6e-6));
+  // NVLS (in-network under Simple): NCCL's efficiency per generation and flat 25 us.
+  const ChipConfig nvls = preset("h100", {"fabric.protocol=NVLS"});
+  CHECK(nvls.link_payload_rate() == Approx(20.6e9 * 0.85));
+  CHECK(nvls.launch_latency() == Approx(25e-6));
+  CHECK(nvls.switched_hop_latency() == Approx(0.6e-6));
+  CHECK(preset("b200", {"fabric.protocol=NVLS"}).link_payload_rate() == Approx(40.1e9 * 0.74));
+  CHECK_THAT(set_error({"fabric.protocol=LL256"}), Catch::Contains("'LL256' is not an NCCL protocol: LL, LL128, Simple or NVLS"));
+  try {
+    (void)preset("v5e", {"fabric.protocol=LL"});
+    FAIL("a torus took an NCCL protocol");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("NCCL protocols run on switched fabrics; v5e is joined by a torus"));
+  }
 }

@@ -497,7 +497,9 @@ TEST_CASE("collectives: reference refuses inputs of the wrong count or size", "[
 
 TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]") {
   const ChipConfig v5e = preset("v5e");
-  const double w = 2 * 4.5e10;
+  // W is the payload rate: the link's 45 GB/s x ici.payload_efficiency 0.95.
+  const double w_one = 4.5e10 * 0.95;
+  const double w = 2 * w_one;
   const double v = 64.0 * (1 << 20);
   const ici::Topology t = topo("v5e", "8x16");
   struct Row {
@@ -509,8 +511,8 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
       {"all-gather", "bidir-ring", v / w, 8, "all-gather bidir-ring: V/W + T_min*sum(floor(L/2))"},
       {"reduce-scatter", "bidir-ring", v / w, 8, "V/W + T_min*sum(floor(L/2) + (L odd))"},
       {"all-reduce", "bidir-ring", 2 * v / w, 16, "2V/W + T_min*sum(2*floor(L/2) + (L odd))"},
-      {"all-gather", "ring", v / 4.5e10 * 15 / 16, 15, "V/W_oneway*(N-1)/N + T_min*sum(L-1)"},
-      {"all-reduce", "ring", 2 * v / 4.5e10 * 15 / 16, 30, "2V/W_oneway*(N-1)/N"},
+      {"all-gather", "ring", v / w_one * 15 / 16, 15, "V/W_oneway*(N-1)/N + T_min*sum(L-1)"},
+      {"all-reduce", "ring", 2 * v / w_one * 15 / 16, 30, "2V/W_oneway*(N-1)/N"},
       {"all-to-all", "bidir-ring", v / (4 * w), 8, "V*max(L)/(4*N*W)"},
   };
   for (const Row& r : rows) {
@@ -601,4 +603,26 @@ TEST_CASE("collectives: tree sums own + first child + second child, tree 1 mirro
   }
   CHECK_THAT(error_of([&] { collective_shapes(spec("reduce-scatter", "tree", "f32", 192, {0}), t); }),
              Contains("tree is an all-reduce algorithm"));
+}
+
+TEST_CASE("collectives: an NCCL protocol's base latency is a countdown loop at the program's start", "[collectives]") {
+  const ici::Topology t = topo("h100", "node:8");
+  const CollectiveSpec s = spec("all-reduce", "ring", "f32", 1 << 20, {0});
+  const std::string plain = generate_collective(s, t, preset("h100"));
+  CHECK(plain.find("launch_wait") == std::string::npos);
+  // 6.6 us at 1.98 GHz: 13068 cycles, 1 + 6 x 2178.
+  const std::string ll = generate_collective(s, t, preset("h100", {"fabric.protocol=LL"}));
+  CHECK_THAT(ll, Contains("// LL base latency 6.6e-06 s (launch and set-up): 2178 x 6 bundles\n{ %s63 = smov 2178 }"));
+  // The rest of the program is unchanged.
+  std::string stripped = ll;
+  const std::size_t from = stripped.find("// LL base latency");
+  const std::size_t to = stripped.find("{}\n{}\n{}\n{}\n", from) + 12;
+  stripped.erase(from, to - from);
+  CHECK(stripped == plain);
+  // The prediction carries it (and the protocol's hop and payload rate).
+  const CollectivePrediction none = predict_collective(s, t, preset("h100"));
+  const CollectivePrediction p = predict_collective(s, t, preset("h100", {"fabric.protocol=LL"}));
+  CHECK(p.latency_seconds == Approx(none.latency_seconds + 6.6e-6));
+  CHECK(p.bandwidth_seconds == Approx(2 * none.bandwidth_seconds));  // LL: half the payload
+  CHECK_THAT(p.formula, Contains("+ LL base latency 6.6e-06 s"));
 }

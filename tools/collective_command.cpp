@@ -11,6 +11,7 @@
 #include "common/parse_number.hpp"
 #include "common/units.hpp"
 #include "dist/ranks.hpp"
+#include "programs/collective_algorithm.hpp"
 #include "programs/collectives.hpp"
 #include "tools/cli.hpp"
 #include "tools/options.hpp"
@@ -54,9 +55,13 @@ int collective_command(const std::vector<std::string>& args) {
       "topology", po::value<std::string>()->default_value("8x16"), "pod shape, e.g. 8x16, 4x4x4, 16")(
       "axes", po::value<std::string>(), "participating axes, e.g. y or x,y (default: all)")(
       "algo", po::value<std::string>()->default_value("bidir-ring"),
-      "ring | bidir-ring | multi-axis | tree | halving-doubling | one-shot | two-shot | in-network, several joined by commas, auto (the least predicted "
-      "time per size) or list")("dtype", po::value<std::string>()->default_value("f32"),
-                                "f32 | bf16 (element type; reductions sum in it)")(
+      "ring | bidir-ring | multi-axis | tree | halving-doubling | one-shot | two-shot | in-network, several joined by "
+      "commas, auto (the least predicted "
+      "time per size) or list")(
+      "proto", po::value<std::string>()->default_value("auto"),
+      "switched fabrics: the NCCL protocol, LL | LL128 | Simple, or auto (the least predicted time per size and "
+      "algorithm, as NCCL's cost model picks; NCCL_PROTO's names)")(
+      "dtype", po::value<std::string>()->default_value("f32"), "f32 | bf16 (element type; reductions sum in it)")(
       "sizes", po::value<std::string>()->default_value("64K:64M"),
       "V in bytes: LO:HI doubling, or a list (K, M, G = powers of 1024, as in nccl-tests)")(
       "piece", po::value<std::string>(), "pipelining piece size (default: the generator's choice)")(
@@ -68,7 +73,8 @@ int collective_command(const std::vector<std::string>& args) {
   const auto vm = parse_options(
       "collective",
       "--op all-gather|reduce-scatter|all-reduce|all-to-all [--chip v5e] [--topology 8x16] [--axes y] [--algo "
-      "bidir-ring|auto|list|a,b] [--dtype f32|bf16] [--sizes 64K:1G] [--no-data] [--json out.json] [--plot out.svg]",
+      "bidir-ring|auto|list|a,b] [--proto LL|LL128|Simple|auto] [--dtype f32|bf16] [--sizes 64K:1G] [--no-data] "
+      "[--json out.json] [--plot out.svg]",
       args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
 
@@ -83,7 +89,8 @@ int collective_command(const std::vector<std::string>& args) {
   struct Planned {
     std::string algorithm;
     std::uint64_t bytes;
-    std::string choice;  // --algo auto: the predictions it chose from
+    std::string choice;    // --algo auto / --proto auto: the predictions it chose from
+    std::string protocol;  // switched fabrics: the NCCL protocol (fabric.protocol)
   };
   std::vector<Planned> runs;
   try {
@@ -110,6 +117,23 @@ int collective_command(const std::vector<std::string>& args) {
     }
     if (vm->count("piece") != 0U) spec.piece_bytes = api::parse_collective_size((*vm)["piece"].as<std::string>());
     sizes = api::parse_collective_sizes((*vm)["sizes"].as<std::string>());
+    // NCCL protocols: switched fabrics only (a torus's ICI has none; its
+    // overhead is ici.payload_efficiency). auto: each run's (algorithm,
+    // protocol) by the cost model, as NCCL picks when NCCL_PROTO is unset.
+    const std::string proto_text = (*vm)["proto"].as<std::string>();
+    std::vector<std::string> protocols;
+    if (setup.topology.switched()) {
+      if (proto_text == "auto") {
+        protocols = {"LL", "LL128", "Simple"};
+      } else {
+        protocols = {api::collective_protocol_name(proto_text)};
+      }
+    } else if (proto_text != "auto") {
+      throw api::BadInput(
+          fmt::format("--proto {}: NCCL protocols run on switched fabrics; the torus {} of {} has "
+                      "ICI links (their overhead is ici.payload_efficiency)",
+                      proto_text, setup.topology.shape(), setup.chip.name));
+    }
     std::vector<std::string> algorithms;
     for (std::size_t start = 0;;) {
       const std::size_t comma = algo_text.find(',', start);
@@ -121,17 +145,32 @@ int collective_command(const std::vector<std::string>& args) {
     for (const std::string& algorithm : algorithms) {
       for (const std::uint64_t v : sizes) {
         spec.bytes = v;
-        Planned p{algorithm, v, ""};
-        if (algorithm == "auto") {
-          spec.algorithm = "auto";
-          const api::CollectiveChoice choice = api::choose_collective_algorithm(job, setup);
+        Planned p{algorithm, v, "", ""};
+        if (algorithm == "auto" || protocols.size() > 1) {
+          spec.algorithm = algorithm;
+          const api::CollectiveChoice choice = api::choose_collective_algorithm(
+              job, setup, algorithm == "auto" ? std::vector<std::string>{} : std::vector<std::string>{algorithm},
+              protocols);
           p.algorithm = choice.algorithm;
+          p.protocol = choice.protocol;
           for (const auto& [name, t] : choice.predictions) {
             p.choice += fmt::format("{}{} {:.2f}", p.choice.empty() ? "" : ", ", name, t * 1e6);
           }
+        } else if (protocols.size() == 1) {
+          p.protocol = protocols.front();
+          if (!programs::collective_algorithm(algorithm).runs_protocol(p.protocol)) {
+            throw api::BadInput(fmt::format("--algo {} does not run with --proto {} (NCCL runs NVLS with Simple only)",
+                                            algorithm, p.protocol));
+          }
         }
         spec.algorithm = p.algorithm;
-        api::check_collective_size(job, setup);
+        {
+          api::CollectiveJob checked = job;
+          api::CollectiveSetup checked_setup = setup;
+          checked_setup.chip.fabric.protocol =
+              p.protocol.empty() ? "" : programs::collective_algorithm(p.algorithm).protocol_params(p.protocol);
+          api::check_collective_size(checked, checked_setup);
+        }
         runs.push_back(std::move(p));
       }
     }
@@ -168,9 +207,9 @@ int collective_command(const std::vector<std::string>& args) {
                format_quantity(chip.ici.link_bandwidth, Quantity::kBandwidth),
                format_quantity(chip.ici.hop_latency_s, Quantity::kTime));
   }
-  fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>10} {:>9}  {:<10} {}\n", "size",
-             "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "linkbw", "link%", "predicted",
-             "meas/pred", "algorithm", "check");
+  fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>10} {:>9}  {:<6} {:<10} {}\n",
+             "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "linkbw", "link%",
+             "predicted", "meas/pred", "proto", "algorithm", "check");
   fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>10} {:>7} {:>7} {:>6} {:>7} {:>6} {:>10} {:>9}\n", "(B)",
              "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(GB/s)", "", "(us)", "");
 
@@ -186,11 +225,17 @@ int collective_command(const std::vector<std::string>& args) {
     spec.algorithm = p.algorithm;
     const std::uint64_t v = p.bytes;
     if (!p.choice.empty()) {
-      choices.push_back(fmt::format("# auto: {} B -> {} (predicted us: {})", v, p.algorithm, p.choice));
+      choices.push_back(fmt::format("# auto: {} B -> {}{} (predicted us: {})", v, p.algorithm,
+                                    p.protocol.empty() ? "" : " " + p.protocol, p.choice));
     }
     api::CollectiveResult row;
     try {
-      row = api::run_collective(job);
+      api::CollectiveJob run_job = job;
+      if (!p.protocol.empty()) {
+        run_job.chip.overrides.push_back(
+            "fabric.protocol=" + std::string(programs::collective_algorithm(p.algorithm).protocol_params(p.protocol)));
+      }
+      row = api::run_collective(run_job);
     } catch (const api::BadInput& e) {  // refused before the run (buffers beyond HBM, ...)
       fmt::print(stderr, "tpuemu collective: size {}: {}\n", v, e.what());
       exit_code = kExitBadInput;
@@ -229,13 +274,13 @@ int collective_command(const std::vector<std::string>& args) {
     const api::HostCost& host = row.run.host;
     fmt::print(
         "  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>7.2f} {:>7.2f} {:>6} {:>7} {:>6} {:>10.2f} {:>9.3f}  "
-        "{:<10} {}\n",
+        "{:<6} {:<10} {}\n",
         row.nccl_bytes, row.count, spec.dtype == "bf16" ? "bfloat16" : "float",
         spec.op == "all-reduce" || spec.op == "reduce-scatter" ? "sum" : "none", -1, row.run.seconds * 1e6,
         row.algbw / 1e9, row.busbw / 1e9, row.wrong_elements ? std::to_string(*row.wrong_elements) : "N/A",
         per_link ? fmt::format("{:.2f}", row.linkbw / 1e9) : "-",
         per_link ? fmt::format("{:.1f}%", 100.0 * row.link_fraction) : "-", row.prediction.seconds * 1e6,
-        row.run.seconds / row.prediction.seconds, p.algorithm, row.check);
+        row.run.seconds / row.prediction.seconds, p.protocol.empty() ? "-" : p.protocol, p.algorithm, row.check);
     std::fflush(stdout);
     // The row: the run API's per-size fields (bandwidths, prediction, check, nccl-tests' columns), minus
     // those the whole table shares (op, dtype, axes, group size), plus time and host cost.

@@ -1,7 +1,7 @@
 // Fabric kind "torus": the ICI links of a TPU torus. Link id chip*6 + axis*2
 // + (direction > 0), a slot for every chip, axis and direction (a link the
-// chip lacks is a slot with exists = false); every link has the chip's
-// ici.link_bandwidth and ici.hop_latency. One path per transfer: the routing
+// chip lacks is a slot with exists = false); every link moves payload at the
+// chip's ici.link_bandwidth x ici.payload_efficiency, with ici.hop_latency. One path per transfer: the routing
 // policy's route.
 #include <fmt/format.h>
 
@@ -55,7 +55,7 @@ class TorusKind final : public FabricKind {
   [[nodiscard]] std::unique_ptr<Fabric> build(const Topology& topology, const ChipConfig& chip,
                                               std::string_view routing) const override {
     if (topology.switched()) throw TopologyError("a torus fabric for the switched topology " + topology.shape());
-    return std::make_unique<TorusFabric>(topology, routing_policy(routing), chip.ici.link_bandwidth,
+    return std::make_unique<TorusFabric>(topology, routing_policy(routing), chip.link_payload_rate(),
                                          chip.ici.hop_latency_s);
   }
 };

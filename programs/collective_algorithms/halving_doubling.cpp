@@ -317,7 +317,7 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     const double q = static_cast<double>(plan.chunk_bytes);
     const bool switched = topology.switched();
     const SwitchedHop one = switched_hop(plan, topology, chip);
-    const double bw = switched ? one.egress : chip.ici.link_bandwidth;
+    const double bw = switched ? one.egress : chip.link_payload_rate();
     const auto step = [&](std::uint64_t b) {  // the partner r xor b: its latency
       if (switched) return one.latency;
       for (std::size_t a : plan.axes) {

@@ -167,6 +167,20 @@ class InNetworkAlgorithm final : public CollectiveAlgorithm {
     }
     return "";
   }
+  [[nodiscard]] std::string chip_refusal(const ChipConfig& chip) const override {
+    if (chip.fabric.nvls != 0) return "";
+    return fmt::format(
+        "in-network needs switches that reduce and multicast (NVLS, Hopper and later; fabric.nvls); {}'s have "
+        "none: use ring, two-shot or one-shot",
+        chip.name);
+  }
+  // NCCL enables NVLS with the Simple protocol only (src/graph/tuning.cc).
+  [[nodiscard]] bool runs_protocol(std::string_view protocol) const override {
+    return protocol.empty() || protocol == "Simple";
+  }
+  [[nodiscard]] std::string_view protocol_params(std::string_view protocol) const override {
+    return protocol == "Simple" ? "NVLS" : protocol;
+  }
   [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& /*plan*/,
                                             const ici::Topology& /*topology*/) const override {
     return 0;
@@ -182,15 +196,14 @@ class InNetworkAlgorithm final : public CollectiveAlgorithm {
   }
   // Up into the switches V (reductions) + Q (a multicast's), down Q (a
   // reduction's result) + V (a multicast's), through a chip's NVLinks B;
-  // one chip-to-chip latency (2 x ici.hop_latency + fabric.switch_latency)
-  // per phase.
+  // one chip-to-chip latency (ChipConfig::switched_hop_latency) per phase.
   [[nodiscard]] CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                              const ici::Topology& topology, const ChipConfig& chip) const override {
     CollectivePrediction p;
     const auto v = static_cast<double>(plan.bytes);
     const double q = v / static_cast<double>(plan.group_size);
     const double b = chip.switched_egress();
-    const double hop = 2 * chip.ici.hop_latency_s + chip.fabric.switch_latency_s;
+    const double hop = chip.switched_hop_latency();
     double phases = 1;
     double most = v;  // the larger of the bytes up and down one chip's links
     if (plan.op == Op::kAllReduce) {

@@ -435,7 +435,7 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     CollectivePrediction p;
     const std::uint64_t n = plan.group_size;
     const auto v = static_cast<double>(plan.bytes);
-    double bw = chip.ici.link_bandwidth;
+    double bw = chip.link_payload_rate();
     double hop = chip.ici.hop_latency_s;
     if (topology.switched()) {
       const SwitchedHop one = switched_hop(plan, topology, chip);
