@@ -124,8 +124,10 @@ TEST_CASE("presets: headline numbers match shared/facts.md", "[config]") {
 }
 
 TEST_CASE("presets: every number in a shipped preset says where it comes from", "[config]") {
-  // Resolved with its base presets; only the fabric parameters of a torus
-  // chip, which its preset leaves out, take their defaults.
+  // Resolved with its base presets; only the switched-fabric and NCCL
+  // protocol parameters of a torus chip, which its preset leaves out, and
+  // fabric.protocol, a run's choice (`tpuemu collective --proto`), take their
+  // defaults.
   for (const std::string& name : preset_names()) {
     INFO(name);
     const ChipConfig c = resolve_chip(chip_layers(name));
@@ -134,8 +136,8 @@ TEST_CASE("presets: every number in a shipped preset says where it comes from", 
       const Provenance& prov = c.provenance.at(p.path);
       CHECK(prov.kind != Provenance::Kind::kUser);
       CHECK(!prov.text.empty());
-      if (prov.text == "default") {
-        CHECK(p.path.starts_with("fabric."));
+      if (prov.text == "default" && p.path != "fabric.protocol") {
+        CHECK((p.path.starts_with("fabric.") || p.path.starts_with("protocol.")));
         CHECK(c.fabric.kind == "torus");
       }
     }
