@@ -81,7 +81,7 @@ class MatmulGen {
 
  private:
   // Allocation ids.
-  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6, kStage = 7;
+  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6, kStage = 7, kZero = 8;
 
   void plan() {
     if (s_.m == 0 || s_.k == 0 || s_.n == 0) throw std::invalid_argument("matmul: M, K and N must be positive");
@@ -137,7 +137,7 @@ class MatmulGen {
   // ceil((latency + bytes / bandwidth) / T) blocks ahead keep HBM streaming.
   // Bounded by the DMA queue (two DMAs per k-block, two output DMAs), by
   // VMEM and by the number of k-blocks. P <= 2 keeps the double-buffered schedule (register swaps, no ring
-  // arithmetic); P >= 3 is the ring schedule (ring_issue / ring_consume).
+  // arithmetic); P >= 3 is the ring schedule (ring_issue / ring_consume_b / ring_consume_a).
   void plan_depth() {
     depth_ = s_.double_buffer ? 2 : 1;
     if (!s_.double_buffer || chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return;
@@ -167,6 +167,13 @@ class MatmulGen {
   // Accumulating in the ring schedule: C's next column block streams into a
   // staging buffer while this one computes (see stage_next).
   bool staged() const { return ring() && s_.accumulate && chip_.branch_delay_slots <= 8; }
+  // Ring schedule, not accumulating: the accumulator is never zeroed. The
+  // pops of a column block's first k-block load the tiles they add to from a
+  // zeroed block (one iteration's rows, zeroed once) instead of the
+  // accumulator, so the sums are the same (+0.0 + partial) and the zero loop
+  // (G2 x 2w tile stores per column block) is gone. s37 is the pops' load
+  // base (the zero block or s7), p10 says the pops belong to k-block 0.
+  bool fresh() const { return ring() && !s_.accumulate; }
 
   static std::uint64_t align(std::uint64_t v) { return ceil_div(v, 4096) * 4096; }
   std::uint64_t kr8(std::uint64_t kb) const { return std::min<std::uint64_t>(16, k8_ - kb * 16); }
@@ -215,6 +222,12 @@ class MatmulGen {
       w_.raw(fmt::format("#allocation{} [shape = 'f32[{},{}]', space=vmem, size = 0x{:x}, tag = 'accumulator {}']",
                          kAcc + p, g2_ * 16, wfull_ * 128, acc_bytes_, p));
     }
+    if (fresh()) {
+      w_.raw(fmt::format(
+          "#allocation{} [shape = 'f32[16,{}]', space=vmem, size = 0x{:x}, tag = 'zeros: what the first k-block "
+          "adds to']",
+          kZero, wfull_ * 128, 2 * wfull_ * 4096, 2 * wfull_ * 4096));
+    }
     if (ring()) {
       w_.raw(fmt::format(
           "#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'flags: A0..A{} B0..B{} C0 C1{}']",
@@ -249,6 +262,16 @@ class MatmulGen {
       w_.op(S::kSalu, fmt::format("%s20 = smov [#allocation{} + $0x{:x}]", kFlags, 2 * depth_ + 1), {}, {"s20"});
       w_.op(S::kSalu, "%p8 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p8"});
       w_.op(S::kSalu, "%p9 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p9"});
+      if (fresh()) {
+        w_.op(S::kSalu, fmt::format("%s48 = smov [#allocation{}]", kZero), {}, {"s48"});
+        w_.op(S::kValu, "%v0 = vmov 0", {}, {"v0"});
+        for (std::uint64_t t = 0; t < 2 * wfull_; ++t) {
+          w_.op(S::kStore,
+                fmt::format("%{} = vst [vmem:[%s48{}] sm:$0xff] /*vst_source=*/%v0", next_token(),
+                            t == 0 ? std::string() : fmt::format(" + $0x{:x}", t * 8)),
+                {"s48", "v0"}, {});
+        }
+      }
       w_.flush();
       ring_prologue();
       return;
@@ -447,20 +470,25 @@ class MatmulGen {
     w_.op(S::kSalu, "%s38 = sadd.s32 %s38, 1", {"s38"}, {"s38"});
   }
 
-  // Points s9/s11 (A/B rows) and s13/s15 (their flags) at slot s39, the
-  // k-block about to compute, and advances s39.
-  void ring_consume() {
-    const char* a_index = resident_ ? "s4" : "s39";
-    w_.op(S::kSalu, fmt::format("%s44 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s44"});
-    if (resident_) w_.op(S::kSalu, "%p0 = scmp.eq.s32.totalorder %s3, 0", {"s3"}, {"p0"});
-    w_.op(S::kSalu, fmt::format("%s9 = smov [#allocation{}]", kBufA), {}, {"s9"});
-    w_.op(S::kSalu, "%s9 = sadd.s32 %s9, %s44", {"s9", "s44"}, {"s9"});
-    w_.op(S::kSalu, fmt::format("%s45 = smul.u32 {}, %s39", b_slot_rows()), {"s39"}, {"s45"});
-    w_.op(S::kSalu, fmt::format("%s11 = smov [#allocation{}]", kBufB), {}, {"s11"});
-    w_.op(S::kSalu, "%s11 = sadd.s32 %s11, %s45", {"s11", "s45"}, {"s11"});
+  // Points s11 (B rows) and s13/s15 (the A/B flags) at slot s39, the
+  // k-block about to compute.
+  void ring_consume_b() {
     w_.op(S::kSalu, fmt::format("%s13 = smov [#allocation{}]", kFlags), {}, {"s13"});
     w_.op(S::kSalu, "%s13 = sadd.s32 %s13, %s39", {"s13", "s39"}, {"s13"});
     w_.op(S::kSalu, fmt::format("%s15 = sadd.s32 %s13, {}", depth_), {"s13"}, {"s15"});
+    w_.op(S::kSalu, fmt::format("%s45 = smul.u32 {}, %s39", b_slot_rows()), {"s39"}, {"s45"});
+    w_.op(S::kSalu, fmt::format("%s11 = smov [#allocation{}]", kBufB), {}, {"s11"});
+    w_.op(S::kSalu, "%s11 = sadd.s32 %s11, %s45", {"s11", "s45"}, {"s11"});
+    if (resident_) w_.op(S::kSalu, "%p0 = scmp.eq.s32.totalorder %s3, 0", {"s3"}, {"p0"});
+  }
+
+  // Points s9 (A rows) at the k-block about to compute (its slot s39, or kb
+  // with A resident) and advances s39.
+  void ring_consume_a() {
+    const char* a_index = resident_ ? "s4" : "s39";
+    w_.op(S::kSalu, fmt::format("%s44 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s44"});
+    w_.op(S::kSalu, fmt::format("%s9 = smov [#allocation{}]", kBufA), {}, {"s9"});
+    w_.op(S::kSalu, "%s9 = sadd.s32 %s9, %s44", {"s9", "s44"}, {"s9"});
     w_.op(S::kSalu, "%s39 = sadd.s32 %s39, 1", {"s39"}, {"s39"});
     w_.op(S::kSalu, fmt::format("%p14 = scmp.eq.s32.totalorder %s39, {}", depth_), {"s39"}, {"p14"});
     w_.op(S::kSalu, "%s39 = scalar_select /*predicate=*/%p14, /*on_true=*/0, /*on_false=*/%s39", {"p14", "s39"},
@@ -583,13 +611,15 @@ class MatmulGen {
       copy_accumulator(w, dst, copy_from);
       return;
     }
-    w_.comment(fmt::format("zero the accumulator ({} tiles)", tiles));
+    w_.comment(fresh() ? std::string("start the accumulator: k-block 0's pops add to the zero block")
+                       : fmt::format("zero the accumulator ({} tiles)", tiles));
     w_.op(S::kValu, "%v0 = vmov 0", {}, {"v0"});
     w_.op(S::kSalu, fmt::format("%s21 = sadd.s32 %{}, 0", dst), {dst}, {"s21"});
     w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
     w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated_immediate(d_ * acc_stride)), {"s17"}, {"s7"});
     w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
+    if (fresh()) return;  // k-block 0's pops add to the zero block instead (see fresh())
     w_.flush();
     const std::string loop = fmt::format("zero_{}", label_++);
     w_.label(loop);
@@ -675,8 +705,11 @@ class MatmulGen {
     const std::uint64_t b_granules = rows8 * w * tile_gr_;
     // 1. DMAs.
     if (ring()) {
-      ring_issue();
-      ring_consume();
+      // The next k-block's DMAs are issued after this one's weight pushes
+      // (below): their scalar address arithmetic fills the pushes' free
+      // scalar slots instead of delaying the pushes.
+      ring_consume_b();
+      ring_consume_a();
     } else if (s_.double_buffer) {
       if (next_exists) {
         // Prefetch k-block kb+1 into the other buffers while this one computes.
@@ -711,13 +744,17 @@ class MatmulGen {
       issue_block_dmas("s4", "s3", std::to_string(w * tile_gr_), "s9", "s11", "s13", "s15", "s28", "");
     }
     // 2. Wait for this k-block's operands.
-    // (A resident: only column block 0 fetched A; p0 = s3 == 0, from ring_consume.)
+    // (A resident: only column block 0 fetched A; p0 = s3 == 0, from ring_consume_b.)
     const std::uint64_t a_granules = g_ * tile_gr_;
     const std::string ap = resident_ ? " (%p0)" : "";
     std::vector<std::string> ar{"s13"};
     if (resident_) ar.push_back("p0");
-    w_.op(S::kSync, fmt::format("%{} = dma.done.wait{} %s13, {}", next_token(), ap, a_granules), ar, {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd{} %s13, {}", next_token(), ap, negated_immediate(a_granules)), ar, {});
+    auto wait_a = [&] {
+      w_.op(S::kSync, fmt::format("%{} = dma.done.wait{} %s13, {}", next_token(), ap, a_granules), ar, {});
+      w_.op(S::kSync, fmt::format("%{} = vsyncadd{} %s13, {}", next_token(), ap, negated_immediate(a_granules)), ar,
+            {});
+    };
+    wait_a();
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s15, {}", next_token(), b_granules), {"s15"}, {});
     w_.op(S::kSync, fmt::format("%{} = vsyncadd %s15, {}", next_token(), negated_immediate(b_granules)), {"s15"}, {});
     // 3. Weights: row tile r of the block holds K rows 8r..8r+7; the last push must hold rows 0..7.
@@ -753,6 +790,7 @@ class MatmulGen {
               {fmt::format("v{}", 28 + m)}, {fmt::format("mxu{}", m)});
       }
     }
+    if (ring()) ring_issue();
     // 4. The row loop.
     row_loop(w, masked);
     // 5. Next k-block's buffers become current (the ring recomputes them per k-block).
@@ -777,6 +815,7 @@ class MatmulGen {
     w_.op(S::kSalu, "%s6 = sadd.s32 %s9, 0", {"s9"}, {"s6"});
     w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
     w_.op(S::kSalu, fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_), {"s8"}, {"p1"});
+    if (fresh()) first_kblock_predicate(g2_ + d_);
     w_.flush();
     iteration(w, masked, /*latch=*/true, /*drain=*/false, "", pair_rows, g2_);
     if (g2_ > 1) {
@@ -793,10 +832,20 @@ class MatmulGen {
     if (total < d_) w_.op(S::kSalu, "%s7 = sadd.s32 %s17, 0", {"s17"}, {"s7"});  // nothing was popped yet
     w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
     w_.op(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p1"});
+    // With fewer iterations than D, the drain pops iteration s8 - total, not s8 - D.
+    if (fresh()) first_kblock_predicate(g2_ + count);
     w_.flush();
     const std::string loop = fmt::format("drain_{}", label_++);
     if (count > 1) w_.label(loop);
     iteration(w, false, false, /*drain=*/true, count > 1 ? loop : "", 0, count);
+  }
+
+  // p10: the pops of iteration s8 (of iteration s8 - D, or s8 - KT G2 in a
+  // drain of fewer than D) belong to k-block 0: s8 < `limit`. The row pairs'
+  // bundle 14 recomputes it for the next iteration with the same limit.
+  void first_kblock_predicate(std::uint64_t limit) {
+    first_limit_ = limit;
+    w_.op(S::kSalu, fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", limit), {"s8"}, {"p10"});
   }
 
   void iteration(std::uint64_t w, bool masked, bool latch, bool drain, const std::string& loop, std::uint64_t pair_rows,
@@ -842,9 +891,11 @@ class MatmulGen {
       for (std::uint64_t m = 0; m < w; ++m) {
         const std::uint64_t row = base + m * 8;
         const std::string addr = row == 0 ? "%s7" : fmt::format("%s7 + $0x{:x}", row);
+        const std::string base_reg = fresh() ? "%s37" : "%s7";  // the zero block in k-block 0 (fresh())
+        const std::string load_addr = row == 0 ? base_reg : fmt::format("{} + $0x{:x}", base_reg, row);
         const int mi = static_cast<int>(m);
         b[load_bundle + (m < 3 ? 0 : 1)].push_back(
-            fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + mi, addr));
+            fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + mi, load_addr));
         b[add_bundle].push_back(fmt::format("%v{} = vadd.f32 (%p1) %v{}, %v{}", sum + mi, acc + mi, pop + mi));
         b[store_bundle + mi].push_back(
             fmt::format("%{} = vst (%p1) [vmem:[{}] sm:$0xff] /*vst_source=*/%v{}", next_token(), addr, sum + mi));
@@ -857,6 +908,12 @@ class MatmulGen {
     b[12].push_back("%s5 = sadd.s32 %s5, 1");
     b[12].push_back("%s8 = sadd.s32 %s8, 1");
     b[13].push_back(fmt::format("%s33 = sadd.s32 %s7, {}", acc_stride));
+    if (fresh()) {
+      // The load base of this iteration's pops (s7 is final from the previous iteration's bundle 15),
+      // and whether the next iteration's pops are k-block 0's (s8 advanced in bundle 12).
+      b[0].push_back("%s37 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s7");
+      b[14].push_back(fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", first_limit_));
+    }
     b[14].push_back("%p7 = scmp.eq.s32.totalorder %s33, %s32");
     if (!drain) b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_));
     b[15].push_back("%s7 = scalar_select /*predicate=*/%p7, /*on_true=*/%s17, /*on_false=*/%s33");
@@ -875,6 +932,7 @@ class MatmulGen {
   std::uint64_t tile_bytes_ = 0, tile_gr_ = 0, g_ = 0, g2_ = 0, kt_ = 0, nt_ = 0, k8_ = 0, wfull_ = 0;
   std::uint64_t a_block_tiles_ = 0, a_block_shift_ = 0;  // KC: 128-column tiles per column block of A, log2(KC)
   std::uint64_t latency_ = 0, d_ = 0;
+  std::uint64_t first_limit_ = 0;  // first_kblock_predicate()
   std::uint64_t depth_ = 2;  // prefetch depth P (plan_depth)
   bool resident_ = false;    // A kept in VMEM across column blocks (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
