@@ -137,7 +137,7 @@ class MatmulGen {
   // ceil((latency + bytes / bandwidth) / T) blocks ahead keep HBM streaming.
   // Bounded by the DMA queue (two DMAs per k-block, two output DMAs), by
   // VMEM and by the number of k-blocks. P <= 2 keeps the double-buffered schedule (register swaps, no ring
-  // arithmetic); P >= 3 is the ring schedule (ring_issue / ring_consume_b / ring_consume_a).
+  // arithmetic); P >= 3 is the ring schedule (ring_prepare / ring_fire / ring_consume_b / ring_consume_a).
   void plan_depth() {
     depth_ = s_.double_buffer ? 2 : 1;
     if (!s_.double_buffer || chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return;
@@ -305,53 +305,63 @@ class MatmulGen {
   // Issues the DMAs of k-block `kb_reg` (a register holding kb) for column
   // block `nb` (register s3) into the buffers in `a_rows`/`b_rows` with flags
   // `fa`/`fb`; `b_granules_reg` holds the size of the B transfer. `guard`
-  // ("" or "%p3") predicates them.
+  // ("" or "%p3") predicates them. `deferred` (the ring schedule): only
+  // computes the DMAs' addresses, into s49 (A in HBM), s50 (A in VMEM), s51
+  // (B in HBM) and s52 (B in VMEM), and issues nothing; ring_fire issues them.
   void issue_block_dmas(const std::string& kb_reg, const std::string& nb_reg, const std::string& b_block,
                         const std::string& a_rows, const std::string& b_rows, const std::string& fa,
                         const std::string& fb, const std::string& b_granules_reg, const std::string& guard,
-                        const std::string& a_guard_or_same = "=") {
+                        const std::string& a_guard_or_same = "=", bool deferred = false) {
+    const std::string r21 = deferred ? "s49" : "s21", r23 = deferred ? "s50" : "s23";
+    const std::string r24 = deferred ? "s51" : "s24", r27 = deferred ? "s52" : "s27";
     const std::string a_guard = a_guard_or_same == "=" ? guard : a_guard_or_same;  // predicates A's DMA
-    const std::string ga = a_guard.empty() ? "" : " (" + a_guard + ")";
-    const std::string g = guard.empty() ? "" : " (" + guard + ")";
-    std::vector<std::string> greads;
-    if (!guard.empty()) greads.push_back(guard.substr(1));
-    std::vector<std::string> areads;
-    if (!a_guard.empty()) areads.push_back(a_guard.substr(1));
     // A[:, kb]: G tiles, one per row tile, every KT tiles in HBM (every KC
     // tiles of column block kb / KC at its start, with column blocks).
-    w_.op(S::kSalu, "%s21 = sshll.u32 %s0, 4", {"s0"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %s0, 4", r21), {"s0"}, {r21});
     w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %{}", tile_gr_, kb_reg), {kb_reg}, {"s22"});
-    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s22", r21), {r21, "s22"}, {r21});
     if (s_.a_column_blocks > 1) {
       // Tile kb = q * KC + c sits at q * G * KC + c = kb + q * (G - 1) * KC tiles.
       w_.op(S::kSalu, fmt::format("%s22 = sshrl.u32 %{}, {}", kb_reg, a_block_shift_), {kb_reg}, {"s22"});
       w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s22", (g_ - 1) * a_block_tiles_ * tile_gr_), {"s22"}, {"s22"});
-      w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+      w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s22", r21), {r21, "s22"}, {r21});
     }
-    w_.op(S::kSalu, fmt::format("%s23 = sshll.u32 %{}, 4", a_rows), {a_rows}, {"s23"});
-    auto reads = areads;
-    reads.insert(reads.end(), {"s21", "s23", fa});
-    w_.op(
-        S::kDma,
-        fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%s21, /*size_in_granules=*/{}, /*vmem=*/%s23, "
-                    "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
-                    next_token(), ga, g_ * tile_gr_, fa, tile_gr_, a_block_tiles_ * tile_gr_),
-        reads, {});
+    w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %{}, 4", r23, a_rows), {a_rows}, {r23});
+    if (!deferred) a_dma("s21", "s23", fa, a_guard);
     // B[kb block, column block]: up to 16 row tiles of w tiles, every NT tiles.
-    w_.op(S::kSalu, "%s24 = sshll.u32 %s1, 4", {"s1"}, {"s24"});
+    w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %s1, 4", r24), {"s1"}, {r24});
     w_.op(S::kSalu, fmt::format("%s25 = smul.u32 {}, %{}", 16 * nt_ * tile_gr_, kb_reg), {kb_reg}, {"s25"});
-    w_.op(S::kSalu, "%s24 = sadd.s32 %s24, %s25", {"s24", "s25"}, {"s24"});
+    w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s25", r24), {r24, "s25"}, {r24});
     w_.op(S::kSalu, fmt::format("%s26 = smul.u32 {}, %{}", wfull_ * tile_gr_, nb_reg), {nb_reg}, {"s26"});
-    w_.op(S::kSalu, "%s24 = sadd.s32 %s24, %s26", {"s24", "s26"}, {"s24"});
-    w_.op(S::kSalu, fmt::format("%s27 = sshll.u32 %{}, 4", b_rows), {b_rows}, {"s27"});
-    reads = greads;
-    reads.insert(reads.end(), {"s24", "s27", fb, b_granules_reg});
-    if (b_block.starts_with("%")) reads.push_back(b_block.substr(1));
+    w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s26", r24), {r24, "s26"}, {r24});
+    w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %{}, 4", r27, b_rows), {b_rows}, {r27});
+    if (!deferred) b_dma("s24", "s27", fb, b_granules_reg, b_block, guard);
+  }
+
+  // The DMA of A's k-block (HBM address in `hbm`, VMEM in `vmem`, granules)
+  // and of B's, as issue_block_dmas computed them.
+  void a_dma(const std::string& hbm, const std::string& vmem, const std::string& fa, const std::string& a_guard) {
+    std::vector<std::string> reads;
+    if (!a_guard.empty()) reads.push_back(a_guard.substr(1));
+    reads.insert(reads.end(), {hbm, vmem, fa});
+    const std::string ga = a_guard.empty() ? "" : " (" + a_guard + ")";
     w_.op(S::kDma,
-          fmt::format(
-              "%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%s24, /*size_in_granules=*/%{}, /*vmem=*/%s27, "
-              "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
-              next_token(), g, b_granules_reg, fb, b_block, nt_ * tile_gr_),
+          fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%{}, /*size_in_granules=*/{}, /*vmem=*/%{}, "
+                      "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                      next_token(), ga, hbm, g_ * tile_gr_, vmem, fa, tile_gr_, a_block_tiles_ * tile_gr_),
+          reads, {});
+  }
+  void b_dma(const std::string& hbm, const std::string& vmem, const std::string& fb, const std::string& b_granules_reg,
+             const std::string& b_block, const std::string& guard) {
+    std::vector<std::string> reads;
+    if (!guard.empty()) reads.push_back(guard.substr(1));
+    reads.insert(reads.end(), {hbm, vmem, fb, b_granules_reg});
+    if (b_block.starts_with("%")) reads.push_back(b_block.substr(1));
+    const std::string g = guard.empty() ? "" : " (" + guard + ")";
+    w_.op(S::kDma,
+          fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%{}, /*size_in_granules=*/%{}, /*vmem=*/%{}, "
+                      "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                      next_token(), g, hbm, b_granules_reg, vmem, fb, b_block, nt_ * tile_gr_),
           reads, {});
   }
 
@@ -379,7 +389,11 @@ class MatmulGen {
       fill_accumulator(wfull_, "s46", /*copy_from=*/"");
       stage_next(/*first=*/true);
     }
-    for (std::uint64_t i = 0; i + 1 < depth_; ++i) ring_issue();
+    for (std::uint64_t i = 0; i + 1 < depth_; ++i) {
+      ring_prepare();
+      ring_fire();
+    }
+    ring_prepare();  // k-block 0 fires it
     w_.flush();
   }
 
@@ -410,10 +424,21 @@ class MatmulGen {
     w_.flush();
   }
 
-  // Issues the DMAs of the next k-block in issue order (k-blocks ascending
-  // within column blocks ascending) into slot s36, if one is left, and
-  // advances the issue cursor.
-  void ring_issue() {
+  // Issues the DMAs ring_prepare computed (nothing past the last k-block:
+  // p3 is false then).
+  void ring_fire() {
+    const std::uint64_t tail = nt_ % wfull_;
+    a_dma("s49", "s50", "s14", resident_ ? "%p12" : "%p3");
+    b_dma("s51", "s52", "s16", "s28", tail > 0 ? "%s31" : std::to_string(wfull_ * tile_gr_), "%p3");
+  }
+
+  // Computes the DMAs of the next k-block in issue order (k-blocks ascending
+  // within column blocks ascending) into slot s36, if one is left, for
+  // ring_fire, and advances the issue cursor. Everything ring_fire reads
+  // (s14, s16, s28, s31, s49..s52, p3, p12) is left alone until it fires, so
+  // a k-block prepares its successor's issue in its weight pushes' free
+  // scalar slots and the DMAs go first thing in the next k-block.
+  void ring_prepare() {
     const std::uint64_t full_blocks = nt_ / wfull_;
     const std::uint64_t tail = nt_ % wfull_;
     const std::uint64_t total = kt_ * (full_blocks + (tail > 0 ? 1 : 0));
@@ -454,7 +479,8 @@ class MatmulGen {
       w_.op(S::kSalu, "%p12 = pnand %p12, %p3", {"p12", "p3"}, {"p12"});
       w_.op(S::kSalu, "%p12 = pneg %p12", {"p12"}, {"p12"});
     }
-    issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3", resident_ ? "%p12" : "=");
+    issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3", resident_ ? "%p12" : "=",
+                     /*deferred=*/true);
     // Advance: next k-block (wrapping into the next column block), next slot.
     w_.op(S::kSalu, "%s34 = sadd.s32 %s34, 1", {"s34"}, {"s34"});
     w_.op(S::kSalu, fmt::format("%p11 = scmp.eq.s32.totalorder %s34, {}", kt_), {"s34"}, {"p11"});
@@ -619,7 +645,10 @@ class MatmulGen {
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
     w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated_immediate(d_ * acc_stride)), {"s17"}, {"s7"});
     w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
-    if (fresh()) return;  // k-block 0's pops add to the zero block instead (see fresh())
+    if (fresh()) {  // k-block 0's pops add to the zero block instead (see fresh())
+      first_kblock_predicate(g2_ + d_);  // s8 = 0: true
+      return;
+    }
     w_.flush();
     const std::string loop = fmt::format("zero_{}", label_++);
     w_.label(loop);
@@ -705,9 +734,10 @@ class MatmulGen {
     const std::uint64_t b_granules = rows8 * w * tile_gr_;
     // 1. DMAs.
     if (ring()) {
-      // The next k-block's DMAs are issued after this one's weight pushes
-      // (below): their scalar address arithmetic fills the pushes' free
-      // scalar slots instead of delaying the pushes.
+      // The DMAs the previous k-block prepared go first; the next ones are
+      // prepared after this k-block's weight pushes (below), their scalar
+      // address arithmetic in the pushes' free scalar slots.
+      ring_fire();
       ring_consume_b();
       ring_consume_a();
     } else if (s_.double_buffer) {
@@ -790,7 +820,7 @@ class MatmulGen {
               {fmt::format("v{}", 28 + m)}, {fmt::format("mxu{}", m)});
       }
     }
-    if (ring()) ring_issue();
+    if (ring()) ring_prepare();
     // 4. The row loop.
     row_loop(w, masked);
     // 5. Next k-block's buffers become current (the ring recomputes them per k-block).
@@ -815,7 +845,8 @@ class MatmulGen {
     w_.op(S::kSalu, "%s6 = sadd.s32 %s9, 0", {"s9"}, {"s6"});
     w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
     w_.op(S::kSalu, fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_), {"s8"}, {"p1"});
-    if (fresh()) first_kblock_predicate(g2_ + d_);
+    // p10 (fresh()) needs no op here: the column block's start set it, and every row pair's
+    // bundle 14 recomputes it for the next (s8 runs on across k-blocks).
     w_.flush();
     iteration(w, masked, /*latch=*/true, /*drain=*/false, "", pair_rows, g2_);
     if (g2_ > 1) {
@@ -832,8 +863,9 @@ class MatmulGen {
     if (total < d_) w_.op(S::kSalu, "%s7 = sadd.s32 %s17, 0", {"s17"}, {"s7"});  // nothing was popped yet
     w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
     w_.op(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p1"});
-    // With fewer iterations than D, the drain pops iteration s8 - total, not s8 - D.
-    if (fresh()) first_kblock_predicate(g2_ + count);
+    // With fewer iterations than D, the drain pops iteration s8 - total, not s8 - D
+    // (else p10 is still right from the last row pair).
+    if (fresh() && count < d_) first_kblock_predicate(g2_ + count);
     w_.flush();
     const std::string loop = fmt::format("drain_{}", label_++);
     if (count > 1) w_.label(loop);
