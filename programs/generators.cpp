@@ -262,7 +262,9 @@ class MatmulGen {
       w_.op(S::kSalu, fmt::format("%s20 = smov [#allocation{} + $0x{:x}]", kFlags, 2 * depth_ + 1), {}, {"s20"});
       w_.op(S::kSalu, "%p8 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p8"});
       w_.op(S::kSalu, "%p9 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p9"});
-      if (fresh()) {
+      w_.flush();
+      ring_prologue();
+      if (fresh()) {  // after the first DMAs, which it would only delay
         w_.op(S::kSalu, fmt::format("%s48 = smov [#allocation{}]", kZero), {}, {"s48"});
         w_.op(S::kValu, "%v0 = vmov 0", {}, {"v0"});
         for (std::uint64_t t = 0; t < 2 * wfull_; ++t) {
@@ -271,9 +273,8 @@ class MatmulGen {
                             t == 0 ? std::string() : fmt::format(" + $0x{:x}", t * 8)),
                 {"s48", "v0"}, {});
         }
+        w_.flush();
       }
-      w_.flush();
-      ring_prologue();
       return;
     }
     // Buffer registers: current/next A and B buffers and their flags, accumulator buffers.
@@ -393,8 +394,7 @@ class MatmulGen {
       ring_prepare();
       ring_fire();
     }
-    ring_prepare();  // k-block 0 fires it
-    w_.flush();
+    ring_prepare();  // k-block 0 fires it (the caller flushes: the zero block's stores share these bundles)
   }
 
   // Staged accumulation: issues the DMA of C's block of column block s3 + 1
