@@ -137,7 +137,7 @@ class MatmulGen {
   // ceil((latency + bytes / bandwidth) / T) blocks ahead keep HBM streaming.
   // Bounded by the DMA queue (two DMAs per k-block, two output DMAs), by
   // VMEM and by the number of k-blocks. P <= 2 keeps the double-buffered schedule (register swaps, no ring
-  // arithmetic); P >= 3 is the ring schedule (ring_prepare / ring_fire / ring_consume_b / ring_consume_a).
+  // arithmetic); P >= 3 is the ring schedule (ring_prepare / ring_fire / ring_consume).
   void plan_depth() {
     depth_ = s_.double_buffer ? 2 : 1;
     if (!s_.double_buffer || chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return;
@@ -391,10 +391,11 @@ class MatmulGen {
       stage_next(/*first=*/true);
     }
     for (std::uint64_t i = 0; i + 1 < depth_; ++i) {
-      ring_prepare();
-      ring_fire();
+      ring_prepare(!fresh());
+      if (fresh()) ring_fire();
     }
-    ring_prepare();  // k-block 0 fires it (the caller flushes: the zero block's stores share these bundles)
+    // k-block 0 fires it (the caller flushes: the zero block's stores share these bundles)
+    if (fresh()) ring_prepare(false);
   }
 
   // Staged accumulation: issues the DMA of C's block of column block s3 + 1
@@ -434,11 +435,14 @@ class MatmulGen {
 
   // Computes the DMAs of the next k-block in issue order (k-blocks ascending
   // within column blocks ascending) into slot s36, if one is left, for
-  // ring_fire, and advances the issue cursor. Everything ring_fire reads
+  // ring_fire (with `now`: issues them itself, the DMAs amid the address
+  // arithmetic), and advances the issue cursor. Everything ring_fire reads
   // (s14, s16, s28, s31, s49..s52, p3, p12) is left alone until it fires, so
   // a k-block prepares its successor's issue in its weight pushes' free
   // scalar slots and the DMAs go first thing in the next k-block.
-  void ring_prepare() {
+  // Only fresh() programs prepare ahead: accumulating ones (staged) keep issuing
+  // at the start of each k-block (`now`), which measured faster for them.
+  void ring_prepare(bool now) {
     const std::uint64_t full_blocks = nt_ / wfull_;
     const std::uint64_t tail = nt_ % wfull_;
     const std::uint64_t total = kt_ * (full_blocks + (tail > 0 ? 1 : 0));
@@ -480,7 +484,7 @@ class MatmulGen {
       w_.op(S::kSalu, "%p12 = pneg %p12", {"p12"}, {"p12"});
     }
     issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3", resident_ ? "%p12" : "=",
-                     /*deferred=*/true);
+                     /*deferred=*/!now);
     // Advance: next k-block (wrapping into the next column block), next slot.
     w_.op(S::kSalu, "%s34 = sadd.s32 %s34, 1", {"s34"}, {"s34"});
     w_.op(S::kSalu, fmt::format("%p11 = scmp.eq.s32.totalorder %s34, {}", kt_), {"s34"}, {"p11"});
@@ -496,25 +500,20 @@ class MatmulGen {
     w_.op(S::kSalu, "%s38 = sadd.s32 %s38, 1", {"s38"}, {"s38"});
   }
 
-  // Points s11 (B rows) and s13/s15 (the A/B flags) at slot s39, the
-  // k-block about to compute.
-  void ring_consume_b() {
-    w_.op(S::kSalu, fmt::format("%s13 = smov [#allocation{}]", kFlags), {}, {"s13"});
-    w_.op(S::kSalu, "%s13 = sadd.s32 %s13, %s39", {"s13", "s39"}, {"s13"});
-    w_.op(S::kSalu, fmt::format("%s15 = sadd.s32 %s13, {}", depth_), {"s13"}, {"s15"});
+  // Points s9/s11 (A/B rows) and s13/s15 (their flags) at slot s39, the
+  // k-block about to compute, and advances s39.
+  void ring_consume() {
+    const char* a_index = resident_ ? "s4" : "s39";
+    w_.op(S::kSalu, fmt::format("%s44 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s44"});
+    if (resident_) w_.op(S::kSalu, "%p0 = scmp.eq.s32.totalorder %s3, 0", {"s3"}, {"p0"});
+    w_.op(S::kSalu, fmt::format("%s9 = smov [#allocation{}]", kBufA), {}, {"s9"});
+    w_.op(S::kSalu, "%s9 = sadd.s32 %s9, %s44", {"s9", "s44"}, {"s9"});
     w_.op(S::kSalu, fmt::format("%s45 = smul.u32 {}, %s39", b_slot_rows()), {"s39"}, {"s45"});
     w_.op(S::kSalu, fmt::format("%s11 = smov [#allocation{}]", kBufB), {}, {"s11"});
     w_.op(S::kSalu, "%s11 = sadd.s32 %s11, %s45", {"s11", "s45"}, {"s11"});
-    if (resident_) w_.op(S::kSalu, "%p0 = scmp.eq.s32.totalorder %s3, 0", {"s3"}, {"p0"});
-  }
-
-  // Points s9 (A rows) at the k-block about to compute (its slot s39, or kb
-  // with A resident) and advances s39.
-  void ring_consume_a() {
-    const char* a_index = resident_ ? "s4" : "s39";
-    w_.op(S::kSalu, fmt::format("%s44 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s44"});
-    w_.op(S::kSalu, fmt::format("%s9 = smov [#allocation{}]", kBufA), {}, {"s9"});
-    w_.op(S::kSalu, "%s9 = sadd.s32 %s9, %s44", {"s9", "s44"}, {"s9"});
+    w_.op(S::kSalu, fmt::format("%s13 = smov [#allocation{}]", kFlags), {}, {"s13"});
+    w_.op(S::kSalu, "%s13 = sadd.s32 %s13, %s39", {"s13", "s39"}, {"s13"});
+    w_.op(S::kSalu, fmt::format("%s15 = sadd.s32 %s13, {}", depth_), {"s13"}, {"s15"});
     w_.op(S::kSalu, "%s39 = sadd.s32 %s39, 1", {"s39"}, {"s39"});
     w_.op(S::kSalu, fmt::format("%p14 = scmp.eq.s32.totalorder %s39, {}", depth_), {"s39"}, {"p14"});
     w_.op(S::kSalu, "%s39 = scalar_select /*predicate=*/%p14, /*on_true=*/0, /*on_false=*/%s39", {"p14", "s39"},
@@ -737,9 +736,12 @@ class MatmulGen {
       // The DMAs the previous k-block prepared go first; the next ones are
       // prepared after this k-block's weight pushes (below), their scalar
       // address arithmetic in the pushes' free scalar slots.
-      ring_fire();
-      ring_consume_b();
-      ring_consume_a();
+      if (fresh()) {
+        ring_fire();
+      } else {
+        ring_prepare(/*now=*/true);
+      }
+      ring_consume();
     } else if (s_.double_buffer) {
       if (next_exists) {
         // Prefetch k-block kb+1 into the other buffers while this one computes.
@@ -774,7 +776,7 @@ class MatmulGen {
       issue_block_dmas("s4", "s3", std::to_string(w * tile_gr_), "s9", "s11", "s13", "s15", "s28", "");
     }
     // 2. Wait for this k-block's operands.
-    // (A resident: only column block 0 fetched A; p0 = s3 == 0, from ring_consume_b.)
+    // (A resident: only column block 0 fetched A; p0 = s3 == 0, from ring_consume.)
     const std::uint64_t a_granules = g_ * tile_gr_;
     const std::string ap = resident_ ? " (%p0)" : "";
     std::vector<std::string> ar{"s13"};
@@ -820,7 +822,7 @@ class MatmulGen {
               {fmt::format("v{}", 28 + m)}, {fmt::format("mxu{}", m)});
       }
     }
-    if (ring()) ring_prepare();
+    if (fresh()) ring_prepare(/*now=*/false);
     // 4. The row loop.
     row_loop(w, masked);
     // 5. Next k-block's buffers become current (the ring recomputes them per k-block).
