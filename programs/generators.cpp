@@ -145,6 +145,7 @@ class MatmulGen {
     const double transfer = block_bytes / chip_.hbm.bandwidth;
     const double compute = static_cast<double>(16 * g2_) / chip_.clock_hz;
     const double period = std::max(transfer, compute);
+    compute_bound_ = compute >= transfer;
     const auto ahead = static_cast<std::uint64_t>(std::ceil((chip_.hbm.latency_s + transfer) / period - 1e-9));
     std::uint64_t depth = ahead + 1;
     if (chip_.dma.max_in_flight >= 4) depth = std::min<std::uint64_t>(depth, (chip_.dma.max_in_flight - 2) / 2 + 1);
@@ -174,6 +175,14 @@ class MatmulGen {
   // (G2 x 2w tile stores per column block) is gone. s37 is the pops' load
   // base (the zero block or s7), p10 says the pops belong to k-block 0.
   bool fresh() const { return ring() && !s_.accumulate; }
+  // Fresh and a k-block computes for at least its transfer: each k-block
+  // prepares the next one's DMAs in its weight pushes' free scalar slots and
+  // fires them first thing in the next k-block (ring_prepare / ring_fire),
+  // which takes the address arithmetic off the MXU's path. HBM-bound programs
+  // (and accumulating ones) issue at the start of each k-block as before:
+  // they have time to spare there, and issuing earlier measured slower for
+  // them (more DMAs sharing HBM at once).
+  bool early() const { return fresh() && compute_bound_; }
 
   static std::uint64_t align(std::uint64_t v) { return ceil_div(v, 4096) * 4096; }
   std::uint64_t kr8(std::uint64_t kb) const { return std::min<std::uint64_t>(16, k8_ - kb * 16); }
@@ -391,11 +400,11 @@ class MatmulGen {
       stage_next(/*first=*/true);
     }
     for (std::uint64_t i = 0; i + 1 < depth_; ++i) {
-      ring_prepare(!fresh());
-      if (fresh()) ring_fire();
+      ring_prepare(!early());
+      if (early()) ring_fire();
     }
     // k-block 0 fires it (the caller flushes: the zero block's stores share these bundles)
-    if (fresh()) ring_prepare(false);
+    if (early()) ring_prepare(false);
   }
 
   // Staged accumulation: issues the DMA of C's block of column block s3 + 1
@@ -440,8 +449,8 @@ class MatmulGen {
   // (s14, s16, s28, s31, s49..s52, p3, p12) is left alone until it fires, so
   // a k-block prepares its successor's issue in its weight pushes' free
   // scalar slots and the DMAs go first thing in the next k-block.
-  // Only fresh() programs prepare ahead: accumulating ones (staged) keep issuing
-  // at the start of each k-block (`now`), which measured faster for them.
+  // Only early() programs prepare ahead; the others issue at the start of each
+  // k-block (`now`).
   void ring_prepare(bool now) {
     const std::uint64_t full_blocks = nt_ / wfull_;
     const std::uint64_t tail = nt_ % wfull_;
@@ -736,7 +745,7 @@ class MatmulGen {
       // The DMAs the previous k-block prepared go first; the next ones are
       // prepared after this k-block's weight pushes (below), their scalar
       // address arithmetic in the pushes' free scalar slots.
-      if (fresh()) {
+      if (early()) {
         ring_fire();
       } else {
         ring_prepare(/*now=*/true);
@@ -822,7 +831,7 @@ class MatmulGen {
               {fmt::format("v{}", 28 + m)}, {fmt::format("mxu{}", m)});
       }
     }
-    if (fresh()) ring_prepare(/*now=*/false);
+    if (early()) ring_prepare(/*now=*/false);
     // 4. The row loop.
     row_loop(w, masked);
     // 5. Next k-block's buffers become current (the ring recomputes them per k-block).
@@ -969,6 +978,7 @@ class MatmulGen {
   std::uint64_t first_limit_ = 0;  // first_kblock_predicate()
   std::uint64_t depth_ = 2;  // prefetch depth P (plan_depth)
   bool resident_ = false;    // A kept in VMEM across column blocks (plan_depth)
+  bool compute_bound_ = false;  // a k-block computes for at least its transfer (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
   std::uint32_t token_ = 100;
   int label_ = 0;
