@@ -81,7 +81,7 @@ class MatmulGen {
 
  private:
   // Allocation ids.
-  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6, kStage = 7;
+  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6, kStage = 7, kZero = 8;
 
   void plan() {
     if (s_.m == 0 || s_.k == 0 || s_.n == 0) throw std::invalid_argument("matmul: M, K and N must be positive");
@@ -137,7 +137,7 @@ class MatmulGen {
   // ceil((latency + bytes / bandwidth) / T) blocks ahead keep HBM streaming.
   // Bounded by the DMA queue (two DMAs per k-block, two output DMAs), by
   // VMEM and by the number of k-blocks. P <= 2 keeps the double-buffered schedule (register swaps, no ring
-  // arithmetic); P >= 3 is the ring schedule (ring_issue / ring_consume).
+  // arithmetic); P >= 3 is the ring schedule (ring_prepare / ring_fire / ring_consume).
   void plan_depth() {
     depth_ = s_.double_buffer ? 2 : 1;
     if (!s_.double_buffer || chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return;
@@ -145,6 +145,7 @@ class MatmulGen {
     const double transfer = block_bytes / chip_.hbm.bandwidth;
     const double compute = static_cast<double>(16 * g2_) / chip_.clock_hz;
     const double period = std::max(transfer, compute);
+    compute_bound_ = compute >= transfer;
     const auto ahead = static_cast<std::uint64_t>(std::ceil((chip_.hbm.latency_s + transfer) / period - 1e-9));
     std::uint64_t depth = ahead + 1;
     if (chip_.dma.max_in_flight >= 4) depth = std::min<std::uint64_t>(depth, (chip_.dma.max_in_flight - 2) / 2 + 1);
@@ -167,6 +168,21 @@ class MatmulGen {
   // Accumulating in the ring schedule: C's next column block streams into a
   // staging buffer while this one computes (see stage_next).
   bool staged() const { return ring() && s_.accumulate && chip_.branch_delay_slots <= 8; }
+  // Ring schedule, not accumulating: the accumulator is never zeroed. The
+  // pops of a column block's first k-block load the tiles they add to from a
+  // zeroed block (one iteration's rows, zeroed once) instead of the
+  // accumulator, so the sums are the same (+0.0 + partial) and the zero loop
+  // (G2 x 2w tile stores per column block) is gone. s37 is the pops' load
+  // base (the zero block or s7), p10 says the pops belong to k-block 0.
+  bool fresh() const { return ring() && !s_.accumulate; }
+  // Fresh and a k-block computes for at least its transfer: each k-block
+  // prepares the next one's DMAs in its weight pushes' free scalar slots and
+  // fires them first thing in the next k-block (ring_prepare / ring_fire),
+  // which takes the address arithmetic off the MXU's path. HBM-bound programs
+  // (and accumulating ones) issue at the start of each k-block as before:
+  // they have time to spare there, and issuing earlier measured slower for
+  // them (more DMAs sharing HBM at once).
+  bool early() const { return fresh() && compute_bound_; }
 
   static std::uint64_t align(std::uint64_t v) { return ceil_div(v, 4096) * 4096; }
   std::uint64_t kr8(std::uint64_t kb) const { return std::min<std::uint64_t>(16, k8_ - kb * 16); }
@@ -215,6 +231,12 @@ class MatmulGen {
       w_.raw(fmt::format("#allocation{} [shape = 'f32[{},{}]', space=vmem, size = 0x{:x}, tag = 'accumulator {}']",
                          kAcc + p, g2_ * 16, wfull_ * 128, acc_bytes_, p));
     }
+    if (fresh()) {
+      w_.raw(fmt::format(
+          "#allocation{} [shape = 'f32[16,{}]', space=vmem, size = 0x{:x}, tag = 'zeros: what the first k-block "
+          "adds to']",
+          kZero, wfull_ * 128, 2 * wfull_ * 4096, 2 * wfull_ * 4096));
+    }
     if (ring()) {
       w_.raw(fmt::format(
           "#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'flags: A0..A{} B0..B{} C0 C1{}']",
@@ -251,6 +273,17 @@ class MatmulGen {
       w_.op(S::kSalu, "%p9 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p9"});
       w_.flush();
       ring_prologue();
+      if (fresh()) {  // after the first DMAs, which it would only delay
+        w_.op(S::kSalu, fmt::format("%s48 = smov [#allocation{}]", kZero), {}, {"s48"});
+        w_.op(S::kValu, "%v0 = vmov 0", {}, {"v0"});
+        for (std::uint64_t t = 0; t < 2 * wfull_; ++t) {
+          w_.op(S::kStore,
+                fmt::format("%{} = vst [vmem:[%s48{}] sm:$0xff] /*vst_source=*/%v0", next_token(),
+                            t == 0 ? std::string() : fmt::format(" + $0x{:x}", t * 8)),
+                {"s48", "v0"}, {});
+        }
+        w_.flush();
+      }
       return;
     }
     // Buffer registers: current/next A and B buffers and their flags, accumulator buffers.
@@ -282,53 +315,63 @@ class MatmulGen {
   // Issues the DMAs of k-block `kb_reg` (a register holding kb) for column
   // block `nb` (register s3) into the buffers in `a_rows`/`b_rows` with flags
   // `fa`/`fb`; `b_granules_reg` holds the size of the B transfer. `guard`
-  // ("" or "%p3") predicates them.
+  // ("" or "%p3") predicates them. `deferred` (the ring schedule): only
+  // computes the DMAs' addresses, into s49 (A in HBM), s50 (A in VMEM), s51
+  // (B in HBM) and s52 (B in VMEM), and issues nothing; ring_fire issues them.
   void issue_block_dmas(const std::string& kb_reg, const std::string& nb_reg, const std::string& b_block,
                         const std::string& a_rows, const std::string& b_rows, const std::string& fa,
                         const std::string& fb, const std::string& b_granules_reg, const std::string& guard,
-                        const std::string& a_guard_or_same = "=") {
+                        const std::string& a_guard_or_same = "=", bool deferred = false) {
+    const std::string r21 = deferred ? "s49" : "s21", r23 = deferred ? "s50" : "s23";
+    const std::string r24 = deferred ? "s51" : "s24", r27 = deferred ? "s52" : "s27";
     const std::string a_guard = a_guard_or_same == "=" ? guard : a_guard_or_same;  // predicates A's DMA
-    const std::string ga = a_guard.empty() ? "" : " (" + a_guard + ")";
-    const std::string g = guard.empty() ? "" : " (" + guard + ")";
-    std::vector<std::string> greads;
-    if (!guard.empty()) greads.push_back(guard.substr(1));
-    std::vector<std::string> areads;
-    if (!a_guard.empty()) areads.push_back(a_guard.substr(1));
     // A[:, kb]: G tiles, one per row tile, every KT tiles in HBM (every KC
     // tiles of column block kb / KC at its start, with column blocks).
-    w_.op(S::kSalu, "%s21 = sshll.u32 %s0, 4", {"s0"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %s0, 4", r21), {"s0"}, {r21});
     w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %{}", tile_gr_, kb_reg), {kb_reg}, {"s22"});
-    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s22", r21), {r21, "s22"}, {r21});
     if (s_.a_column_blocks > 1) {
       // Tile kb = q * KC + c sits at q * G * KC + c = kb + q * (G - 1) * KC tiles.
       w_.op(S::kSalu, fmt::format("%s22 = sshrl.u32 %{}, {}", kb_reg, a_block_shift_), {kb_reg}, {"s22"});
       w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s22", (g_ - 1) * a_block_tiles_ * tile_gr_), {"s22"}, {"s22"});
-      w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+      w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s22", r21), {r21, "s22"}, {r21});
     }
-    w_.op(S::kSalu, fmt::format("%s23 = sshll.u32 %{}, 4", a_rows), {a_rows}, {"s23"});
-    auto reads = areads;
-    reads.insert(reads.end(), {"s21", "s23", fa});
-    w_.op(
-        S::kDma,
-        fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%s21, /*size_in_granules=*/{}, /*vmem=*/%s23, "
-                    "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
-                    next_token(), ga, g_ * tile_gr_, fa, tile_gr_, a_block_tiles_ * tile_gr_),
-        reads, {});
+    w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %{}, 4", r23, a_rows), {a_rows}, {r23});
+    if (!deferred) a_dma("s21", "s23", fa, a_guard);
     // B[kb block, column block]: up to 16 row tiles of w tiles, every NT tiles.
-    w_.op(S::kSalu, "%s24 = sshll.u32 %s1, 4", {"s1"}, {"s24"});
+    w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %s1, 4", r24), {"s1"}, {r24});
     w_.op(S::kSalu, fmt::format("%s25 = smul.u32 {}, %{}", 16 * nt_ * tile_gr_, kb_reg), {kb_reg}, {"s25"});
-    w_.op(S::kSalu, "%s24 = sadd.s32 %s24, %s25", {"s24", "s25"}, {"s24"});
+    w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s25", r24), {r24, "s25"}, {r24});
     w_.op(S::kSalu, fmt::format("%s26 = smul.u32 {}, %{}", wfull_ * tile_gr_, nb_reg), {nb_reg}, {"s26"});
-    w_.op(S::kSalu, "%s24 = sadd.s32 %s24, %s26", {"s24", "s26"}, {"s24"});
-    w_.op(S::kSalu, fmt::format("%s27 = sshll.u32 %{}, 4", b_rows), {b_rows}, {"s27"});
-    reads = greads;
-    reads.insert(reads.end(), {"s24", "s27", fb, b_granules_reg});
-    if (b_block.starts_with("%")) reads.push_back(b_block.substr(1));
+    w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s26", r24), {r24, "s26"}, {r24});
+    w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %{}, 4", r27, b_rows), {b_rows}, {r27});
+    if (!deferred) b_dma("s24", "s27", fb, b_granules_reg, b_block, guard);
+  }
+
+  // The DMA of A's k-block (HBM address in `hbm`, VMEM in `vmem`, granules)
+  // and of B's, as issue_block_dmas computed them.
+  void a_dma(const std::string& hbm, const std::string& vmem, const std::string& fa, const std::string& a_guard) {
+    std::vector<std::string> reads;
+    if (!a_guard.empty()) reads.push_back(a_guard.substr(1));
+    reads.insert(reads.end(), {hbm, vmem, fa});
+    const std::string ga = a_guard.empty() ? "" : " (" + a_guard + ")";
     w_.op(S::kDma,
-          fmt::format(
-              "%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%s24, /*size_in_granules=*/%{}, /*vmem=*/%s27, "
-              "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
-              next_token(), g, b_granules_reg, fb, b_block, nt_ * tile_gr_),
+          fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%{}, /*size_in_granules=*/{}, /*vmem=*/%{}, "
+                      "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                      next_token(), ga, hbm, g_ * tile_gr_, vmem, fa, tile_gr_, a_block_tiles_ * tile_gr_),
+          reads, {});
+  }
+  void b_dma(const std::string& hbm, const std::string& vmem, const std::string& fb, const std::string& b_granules_reg,
+             const std::string& b_block, const std::string& guard) {
+    std::vector<std::string> reads;
+    if (!guard.empty()) reads.push_back(guard.substr(1));
+    reads.insert(reads.end(), {hbm, vmem, fb, b_granules_reg});
+    if (b_block.starts_with("%")) reads.push_back(b_block.substr(1));
+    const std::string g = guard.empty() ? "" : " (" + guard + ")";
+    w_.op(S::kDma,
+          fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%{}, /*size_in_granules=*/%{}, /*vmem=*/%{}, "
+                      "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                      next_token(), g, hbm, b_granules_reg, vmem, fb, b_block, nt_ * tile_gr_),
           reads, {});
   }
 
@@ -356,8 +399,12 @@ class MatmulGen {
       fill_accumulator(wfull_, "s46", /*copy_from=*/"");
       stage_next(/*first=*/true);
     }
-    for (std::uint64_t i = 0; i + 1 < depth_; ++i) ring_issue();
-    w_.flush();
+    for (std::uint64_t i = 0; i + 1 < depth_; ++i) {
+      ring_prepare(!early());
+      if (early()) ring_fire();
+    }
+    // k-block 0 fires it (the caller flushes: the zero block's stores share these bundles)
+    if (early()) ring_prepare(false);
   }
 
   // Staged accumulation: issues the DMA of C's block of column block s3 + 1
@@ -387,10 +434,24 @@ class MatmulGen {
     w_.flush();
   }
 
-  // Issues the DMAs of the next k-block in issue order (k-blocks ascending
-  // within column blocks ascending) into slot s36, if one is left, and
-  // advances the issue cursor.
-  void ring_issue() {
+  // Issues the DMAs ring_prepare computed (nothing past the last k-block:
+  // p3 is false then).
+  void ring_fire() {
+    const std::uint64_t tail = nt_ % wfull_;
+    a_dma("s49", "s50", "s14", resident_ ? "%p12" : "%p3");
+    b_dma("s51", "s52", "s16", "s28", tail > 0 ? "%s31" : std::to_string(wfull_ * tile_gr_), "%p3");
+  }
+
+  // Computes the DMAs of the next k-block in issue order (k-blocks ascending
+  // within column blocks ascending) into slot s36, if one is left, for
+  // ring_fire (with `now`: issues them itself, the DMAs amid the address
+  // arithmetic), and advances the issue cursor. Everything ring_fire reads
+  // (s14, s16, s28, s31, s49..s52, p3, p12) is left alone until it fires, so
+  // a k-block prepares its successor's issue in its weight pushes' free
+  // scalar slots and the DMAs go first thing in the next k-block.
+  // Only early() programs prepare ahead; the others issue at the start of each
+  // k-block (`now`).
+  void ring_prepare(bool now) {
     const std::uint64_t full_blocks = nt_ / wfull_;
     const std::uint64_t tail = nt_ % wfull_;
     const std::uint64_t total = kt_ * (full_blocks + (tail > 0 ? 1 : 0));
@@ -431,7 +492,8 @@ class MatmulGen {
       w_.op(S::kSalu, "%p12 = pnand %p12, %p3", {"p12", "p3"}, {"p12"});
       w_.op(S::kSalu, "%p12 = pneg %p12", {"p12"}, {"p12"});
     }
-    issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3", resident_ ? "%p12" : "=");
+    issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3", resident_ ? "%p12" : "=",
+                     /*deferred=*/!now);
     // Advance: next k-block (wrapping into the next column block), next slot.
     w_.op(S::kSalu, "%s34 = sadd.s32 %s34, 1", {"s34"}, {"s34"});
     w_.op(S::kSalu, fmt::format("%p11 = scmp.eq.s32.totalorder %s34, {}", kt_), {"s34"}, {"p11"});
@@ -583,13 +645,18 @@ class MatmulGen {
       copy_accumulator(w, dst, copy_from);
       return;
     }
-    w_.comment(fmt::format("zero the accumulator ({} tiles)", tiles));
+    w_.comment(fresh() ? std::string("start the accumulator: k-block 0's pops add to the zero block")
+                       : fmt::format("zero the accumulator ({} tiles)", tiles));
     w_.op(S::kValu, "%v0 = vmov 0", {}, {"v0"});
     w_.op(S::kSalu, fmt::format("%s21 = sadd.s32 %{}, 0", dst), {dst}, {"s21"});
     w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
     w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated_immediate(d_ * acc_stride)), {"s17"}, {"s7"});
     w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
+    if (fresh()) {  // k-block 0's pops add to the zero block instead (see fresh())
+      first_kblock_predicate(g2_ + d_);  // s8 = 0: true
+      return;
+    }
     w_.flush();
     const std::string loop = fmt::format("zero_{}", label_++);
     w_.label(loop);
@@ -675,7 +742,14 @@ class MatmulGen {
     const std::uint64_t b_granules = rows8 * w * tile_gr_;
     // 1. DMAs.
     if (ring()) {
-      ring_issue();
+      // The DMAs the previous k-block prepared go first; the next ones are
+      // prepared after this k-block's weight pushes (below), their scalar
+      // address arithmetic in the pushes' free scalar slots.
+      if (early()) {
+        ring_fire();
+      } else {
+        ring_prepare(/*now=*/true);
+      }
       ring_consume();
     } else if (s_.double_buffer) {
       if (next_exists) {
@@ -716,8 +790,12 @@ class MatmulGen {
     const std::string ap = resident_ ? " (%p0)" : "";
     std::vector<std::string> ar{"s13"};
     if (resident_) ar.push_back("p0");
-    w_.op(S::kSync, fmt::format("%{} = dma.done.wait{} %s13, {}", next_token(), ap, a_granules), ar, {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd{} %s13, {}", next_token(), ap, negated_immediate(a_granules)), ar, {});
+    auto wait_a = [&] {
+      w_.op(S::kSync, fmt::format("%{} = dma.done.wait{} %s13, {}", next_token(), ap, a_granules), ar, {});
+      w_.op(S::kSync, fmt::format("%{} = vsyncadd{} %s13, {}", next_token(), ap, negated_immediate(a_granules)), ar,
+            {});
+    };
+    wait_a();
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s15, {}", next_token(), b_granules), {"s15"}, {});
     w_.op(S::kSync, fmt::format("%{} = vsyncadd %s15, {}", next_token(), negated_immediate(b_granules)), {"s15"}, {});
     // 3. Weights: row tile r of the block holds K rows 8r..8r+7; the last push must hold rows 0..7.
@@ -753,6 +831,7 @@ class MatmulGen {
               {fmt::format("v{}", 28 + m)}, {fmt::format("mxu{}", m)});
       }
     }
+    if (early()) ring_prepare(/*now=*/false);
     // 4. The row loop.
     row_loop(w, masked);
     // 5. Next k-block's buffers become current (the ring recomputes them per k-block).
@@ -777,6 +856,8 @@ class MatmulGen {
     w_.op(S::kSalu, "%s6 = sadd.s32 %s9, 0", {"s9"}, {"s6"});
     w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
     w_.op(S::kSalu, fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_), {"s8"}, {"p1"});
+    // p10 (fresh()) needs no op here: the column block's start set it, and every row pair's
+    // bundle 14 recomputes it for the next (s8 runs on across k-blocks).
     w_.flush();
     iteration(w, masked, /*latch=*/true, /*drain=*/false, "", pair_rows, g2_);
     if (g2_ > 1) {
@@ -793,10 +874,21 @@ class MatmulGen {
     if (total < d_) w_.op(S::kSalu, "%s7 = sadd.s32 %s17, 0", {"s17"}, {"s7"});  // nothing was popped yet
     w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
     w_.op(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p1"});
+    // With fewer iterations than D, the drain pops iteration s8 - total, not s8 - D
+    // (else p10 is still right from the last row pair).
+    if (fresh() && count < d_) first_kblock_predicate(g2_ + count);
     w_.flush();
     const std::string loop = fmt::format("drain_{}", label_++);
     if (count > 1) w_.label(loop);
     iteration(w, false, false, /*drain=*/true, count > 1 ? loop : "", 0, count);
+  }
+
+  // p10: the pops of iteration s8 (of iteration s8 - D, or s8 - KT G2 in a
+  // drain of fewer than D) belong to k-block 0: s8 < `limit`. The row pairs'
+  // bundle 14 recomputes it for the next iteration with the same limit.
+  void first_kblock_predicate(std::uint64_t limit) {
+    first_limit_ = limit;
+    w_.op(S::kSalu, fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", limit), {"s8"}, {"p10"});
   }
 
   void iteration(std::uint64_t w, bool masked, bool latch, bool drain, const std::string& loop, std::uint64_t pair_rows,
@@ -842,9 +934,11 @@ class MatmulGen {
       for (std::uint64_t m = 0; m < w; ++m) {
         const std::uint64_t row = base + m * 8;
         const std::string addr = row == 0 ? "%s7" : fmt::format("%s7 + $0x{:x}", row);
+        const std::string base_reg = fresh() ? "%s37" : "%s7";  // the zero block in k-block 0 (fresh())
+        const std::string load_addr = row == 0 ? base_reg : fmt::format("{} + $0x{:x}", base_reg, row);
         const int mi = static_cast<int>(m);
         b[load_bundle + (m < 3 ? 0 : 1)].push_back(
-            fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + mi, addr));
+            fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + mi, load_addr));
         b[add_bundle].push_back(fmt::format("%v{} = vadd.f32 (%p1) %v{}, %v{}", sum + mi, acc + mi, pop + mi));
         b[store_bundle + mi].push_back(
             fmt::format("%{} = vst (%p1) [vmem:[{}] sm:$0xff] /*vst_source=*/%v{}", next_token(), addr, sum + mi));
@@ -857,6 +951,12 @@ class MatmulGen {
     b[12].push_back("%s5 = sadd.s32 %s5, 1");
     b[12].push_back("%s8 = sadd.s32 %s8, 1");
     b[13].push_back(fmt::format("%s33 = sadd.s32 %s7, {}", acc_stride));
+    if (fresh()) {
+      // The load base of this iteration's pops (s7 is final from the previous iteration's bundle 15),
+      // and whether the next iteration's pops are k-block 0's (s8 advanced in bundle 12).
+      b[0].push_back("%s37 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s7");
+      b[14].push_back(fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", first_limit_));
+    }
     b[14].push_back("%p7 = scmp.eq.s32.totalorder %s33, %s32");
     if (!drain) b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_));
     b[15].push_back("%s7 = scalar_select /*predicate=*/%p7, /*on_true=*/%s17, /*on_false=*/%s33");
@@ -875,8 +975,10 @@ class MatmulGen {
   std::uint64_t tile_bytes_ = 0, tile_gr_ = 0, g_ = 0, g2_ = 0, kt_ = 0, nt_ = 0, k8_ = 0, wfull_ = 0;
   std::uint64_t a_block_tiles_ = 0, a_block_shift_ = 0;  // KC: 128-column tiles per column block of A, log2(KC)
   std::uint64_t latency_ = 0, d_ = 0;
+  std::uint64_t first_limit_ = 0;  // first_kblock_predicate()
   std::uint64_t depth_ = 2;  // prefetch depth P (plan_depth)
   bool resident_ = false;    // A kept in VMEM across column blocks (plan_depth)
+  bool compute_bound_ = false;  // a k-block computes for at least its transfer (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
   std::uint32_t token_ = 100;
   int label_ = 0;

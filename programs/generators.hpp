@@ -23,7 +23,14 @@
 // of k-blocks); the DMAs run in the same k-block order. In the ring schedule,
 // with more than one column block, A stays in VMEM (one slot per k-block,
 // fetched with column block 0 only) when it fits, instead of being read again
-// for every column block. P <= 2 keeps the double-buffered schedule above.
+// for every column block. The ring schedule (without accumulate) never zeroes
+// its accumulator: the pops of a column block's first k-block add to a block
+// of zeros (one row pair's tiles, zeroed once per program) and store into the
+// accumulator, the same +0.0 + partial; and where a k-block computes for at
+// least its transfer, each k-block computes the next k-block's DMA addresses
+// in its weight pushes' free scalar slots, the DMAs going out first thing in
+// the next k-block (HBM-bound and accumulating programs issue at the start of
+// each k-block). P <= 2 keeps the double-buffered schedule above.
 // The program leaves every sync flag at 0 (so it can be a step of a chain
 // before a program that expects zeroed flags, such as a collective).
 // With accumulate, each accumulator block starts from C's block (its bits)
