@@ -276,7 +276,14 @@ class ShardedMatmulWorkload final : public Workload {
       const std::string file = fmt::format("{}_{}.llo", spec.op, spec.bytes);
       std::map<std::uint32_t, std::string> buffers{{0, in}, {1, out}};
       if (spec.op != "all-gather") buffers[2] = "scratch";
-      return api::Step{api::assemble(programs::generate_collective(spec, topology, chip), file), file, buffers};
+      // Its own sync flags: after a matmul step, a chip that finishes first
+      // starts the collective while its peers still run the matmul.
+      std::uint64_t next_flag = kCollectiveFlagBase;
+      return api::Step{
+          api::assemble(with_own_flags(programs::generate_collective(spec, topology, chip), next_flag, chip,
+                                       "sharded-matmul"),
+                        file),
+          file, buffers};
     };
     const std::string a_input = l.gathered == 'A' ? "A shard" : "A";
     const std::string b_input = l.gathered == 'B' ? "B shard" : "B";
