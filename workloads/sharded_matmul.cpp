@@ -301,6 +301,7 @@ class ShardedMatmulWorkload final : public Workload {
         break;
     }
     built.phases = plan.phases;
+    for (Phase& phase : built.phases) phase.own_flags = phase.communication;  // collective_step's flags
     built.model_flops = 2.0 * static_cast<double>(mm.m) * static_cast<double>(mm.k) * static_cast<double>(mm.n);
 
     // 2. Host data and every chip's input blocks.
