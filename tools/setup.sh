@@ -18,6 +18,7 @@ packages=(
   clang libclang-rt-14-dev
   gtkwave
   graphviz  # --graph F.svg renders with its dot
+  jq  # the CLI test scripts read --json reports with it
   python3-numpy  # the docs' steps make and read .npy files with numpy
   python3-dev pybind11-dev python3-pybind11 python3-pytest  # the Python module (python/) and its tests
   libopenmpi-dev openmpi-bin  # one pod over several processes (mpirun)
