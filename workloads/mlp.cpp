@@ -393,10 +393,10 @@ class MlpWorkload final : public Workload {
     built.model_flops = 12 * bd * dd * fd;
 
     // 3. Host data; every chip's blocks, shards and references.
-    const auto in_all = std::make_shared<const std::vector<float>>(programs::random_bf16_values(B * D, seed));
-    const auto wi_all = std::make_shared<const std::vector<float>>(programs::random_bf16_values(D * F, seed + 1));
-    const auto wo_all = std::make_shared<const std::vector<float>>(programs::random_bf16_values(F * D, seed + 2));
-    const auto g_all = std::make_shared<const std::vector<float>>(programs::random_bf16_values(B * D, seed + 3));
+    const LazyBf16 in_all = lazy_bf16_values(B * D, seed);
+    const LazyBf16 wi_all = lazy_bf16_values(D * F, seed + 1);
+    const LazyBf16 wo_all = lazy_bf16_values(F * D, seed + 2);
+    const LazyBf16 g_all = lazy_bf16_values(B * D, seed + 3);
     const std::uint32_t chips = topology.chip_count();
     const auto data_index = [=](std::uint32_t id) {  // the chip's weight shard (fsdp)
       return shard_index(chip_coords(topology, id), lengths, axes.data);
@@ -414,12 +414,12 @@ class MlpWorkload final : public Workload {
       std::vector<std::vector<std::uint8_t>> y_bytes, dwo_bytes, dwi_bytes, dx_bytes;
       for (std::uint32_t id = 0; id < chips; ++id) {
         const std::uint64_t xi = token_index(id), yi = model_index(id);
-        R.in_rows.push_back(matrix_block(*in_all, D, (xi * my + yi) * r, r, 0, D));
-        R.in_gathered.push_back(matrix_block(*in_all, D, xi * b, b, 0, D));
-        R.g_rows.push_back(matrix_block(*g_all, D, (xi * my + yi) * r, r, 0, D));
-        R.g_gathered.push_back(matrix_block(*g_all, D, xi * b, b, 0, D));
-        R.wi.push_back(matrix_block(*wi_all, F, 0, D, yi * f, f));
-        R.wo.push_back(matrix_block(*wo_all, D, yi * f, f, 0, D));
+        R.in_rows.push_back(matrix_block(in_all->get(), D, (xi * my + yi) * r, r, 0, D));
+        R.in_gathered.push_back(matrix_block(in_all->get(), D, xi * b, b, 0, D));
+        R.g_rows.push_back(matrix_block(g_all->get(), D, (xi * my + yi) * r, r, 0, D));
+        R.g_gathered.push_back(matrix_block(g_all->get(), D, xi * b, b, 0, D));
+        R.wi.push_back(matrix_block(wi_all->get(), F, 0, D, yi * f, f));
+        R.wo.push_back(matrix_block(wo_all->get(), D, yi * f, f, 0, D));
         R.h.push_back(programs::matmul_reference(R.in_gathered[id], R.wi[id], b, D, f));
         std::vector<float> a(R.h[id].size());
         for (std::size_t e = 0; e < a.size(); ++e) a[e] = bf16_round(std::max(R.h[id][e], 0.0F));

@@ -9,8 +9,14 @@
 #include "chip/host_io.hpp"
 #include "common/npy.hpp"
 #include "common/units.hpp"
+#include "programs/reference.hpp"
 
 namespace tpuemu::workloads {
+
+const std::vector<float>& LazyBf16Values::get() const {
+  std::call_once(once_, [this] { values_ = programs::random_bf16_values(count_, seed_); });
+  return values_;
+}
 
 std::vector<std::uint32_t> axis_lengths(const ici::Topology& topology) {
   std::vector<std::uint32_t> lengths;

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -23,6 +25,25 @@ namespace tpuemu::workloads {
 constexpr std::uint64_t kBf16TileRows = 16;
 constexpr std::uint64_t kF32TileRows = 8;
 constexpr std::uint64_t kTileCols = 128;
+
+// A host tensor of random bf16 values (programs::random_bf16_values), made on
+// first use: a timing-only run, which never asks for inputs or checks, never
+// pays for it (the 70B MLP's activations are 134 GB of floats). Thread-safe.
+class LazyBf16Values {
+ public:
+  LazyBf16Values(std::uint64_t count, std::uint32_t seed) : count_(count), seed_(seed) {}
+  [[nodiscard]] const std::vector<float>& get() const;
+
+ private:
+  std::uint64_t count_;
+  std::uint32_t seed_;
+  mutable std::once_flag once_;
+  mutable std::vector<float> values_;
+};
+using LazyBf16 = std::shared_ptr<const LazyBf16Values>;
+inline LazyBf16 lazy_bf16_values(std::uint64_t count, std::uint32_t seed) {
+  return std::make_shared<const LazyBf16Values>(count, seed);
+}
 
 // The topology's axis lengths, x first.
 std::vector<std::uint32_t> axis_lengths(const ici::Topology& topology);

@@ -305,17 +305,17 @@ class ShardedMatmulWorkload final : public Workload {
     built.model_flops = 2.0 * static_cast<double>(mm.m) * static_cast<double>(mm.k) * static_cast<double>(mm.n);
 
     // 2. Host data and every chip's input blocks.
-    const auto a = std::make_shared<const std::vector<float>>(programs::random_bf16_values(mm.m * mm.k, seed));
-    const auto b = std::make_shared<const std::vector<float>>(programs::random_bf16_values(mm.k * mm.n, seed + 1));
+    const LazyBf16 a = lazy_bf16_values(mm.m * mm.k, seed);
+    const LazyBf16 b = lazy_bf16_values(mm.k * mm.n, seed + 1);
     const auto lengths = axis_lengths(topology);
-    const auto input = [&](std::shared_ptr<const std::vector<float>> host, Blocks blocks, std::uint64_t rows,
+    const auto input = [&](LazyBf16 host, Blocks blocks, std::uint64_t rows,
                            std::uint64_t cols, std::string origin) {
       api::Input in;
       in.origin = origin;
       in.device_provider = [host, blocks, rows, cols, origin, topology, lengths](std::uint32_t id,
                                                                                  const chip::OperandBinding&) {
         const Block blk = block_of(blocks, rows, cols, chip_coords(topology, id), lengths);
-        return device_matrix(matrix_block(*host, cols, blk.row0, blk.rows, blk.col0, blk.cols), blk.rows, blk.cols,
+        return device_matrix(matrix_block(host->get(), cols, blk.row0, blk.rows, blk.col0, blk.cols), blk.rows, blk.cols,
                              "bf16", origin);
       };
       return in;
@@ -336,8 +336,8 @@ class ShardedMatmulWorkload final : public Workload {
         auto it = products.find(key);
         if (it == products.end()) {
           it = products
-                   .emplace(key, programs::matmul_reference(matrix_block(*a, mm.k, ab.row0, ab.rows, ab.col0, ab.cols),
-                                                            matrix_block(*b, mm.n, bb.row0, bb.rows, bb.col0, bb.cols),
+                   .emplace(key, programs::matmul_reference(matrix_block(a->get(), mm.k, ab.row0, ab.rows, ab.col0, ab.cols),
+                                                            matrix_block(b->get(), mm.n, bb.row0, bb.rows, bb.col0, bb.cols),
                                                             ab.rows, ab.cols, bb.cols))
                    .first;
         }
