@@ -107,8 +107,20 @@ class MatmulGen {
 
   std::string run_chunked() {
     const std::uint64_t blocks = column_blocks();
+    const std::uint64_t acc_stride = 2 * wfull_ * 8;
     w_.comment(fmt::format("=== {} chunks x {} column blocks of {} MXUs: {} k-blocks each ===", cr_.chunks, blocks,
                            wfull_, ktc_));
+    // The pipeline registers, once: the pops of iteration s8 - D go to s7,
+    // in the accumulator s17 .. s32 (s18 = the first, s20 = the end of the
+    // last); chunk_pointer() moves them on.
+    w_.op(S::kSalu, fmt::format("%s18 = smov [#allocation{}]", kAcc), {}, {"s18"});
+    w_.op(S::kSalu, "%s17 = sadd.s32 %s18, 0", {"s18"}, {"s17"});
+    w_.op(S::kSalu, fmt::format("%s20 = sadd.s32 %s18, {}", blocks * acc_rows()), {"s18"}, {"s20"});
+    w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s18, {}", g2_ * acc_stride), {"s18"}, {"s32"});
+    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s18, {}", negated_immediate(d_ * acc_stride)), {"s18"}, {"s7"});
+    w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
+    w_.op(S::kSalu, "%s63 = smov 0", {}, {"s63"});
+    w_.op(S::kSalu, "%s57 = smov 0", {}, {"s57"});
     w_.op(S::kSalu, "%s3 = smov 0", {}, {"s3"});
     w_.op(S::kSalu, "%s54 = smov 0", {}, {"s54"});
     w_.label("segment_loop");
@@ -118,10 +130,16 @@ class MatmulGen {
     w_.op(S::kSalu, fmt::format("%p5 = scmp.eq.s32.totalorder %s3, {}", blocks), {"s3"}, {"p5"});
     w_.op(S::kSalu, "%s3 = scalar_select /*predicate=*/%p5, /*on_true=*/0, /*on_false=*/%s3", {"p5", "s3"}, {"s3"});
     w_.op(S::kSalu, "%s40 = sadd.s32 %s54, 1", {"s54"}, {"s40"});
-    w_.op(S::kSalu, "%s54 = scalar_select /*predicate=*/%p5, /*on_true=*/%s40, /*on_false=*/%s54", {"p5", "s40", "s54"},
-          {"s54"});
+    w_.op(S::kSalu, "%s54 = scalar_select /*predicate=*/%p5, /*on_true=*/%s40, /*on_false=*/%s54",
+          {"p5", "s40", "s54"}, {"s54"});
     w_.op(S::kSalu, fmt::format("%p5 = scmp.lt.s32.totalorder %s54, {}", cr_.chunks), {"s54"}, {"p5"});
     w_.op(S::kBranch, "sbr.rel (%p5) target = segment_loop", {"p5"}, {});
+    w_.flush();
+    drain(wfull_);
+    w_.comment("the last column block's accumulator -> C");
+    w_.op(S::kSalu, fmt::format("%s30 = smov {}", blocks - 1), {}, {"s30"});
+    w_.op(S::kSalu, "%p9 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p9"});
+    output_block(wfull_);
     w_.flush();
     w_.comment("=== wait for C's column blocks and for the sends to have left, then leave (flags at 0) ===");
     const std::uint64_t c_total = g_ * nt_ * 128;
@@ -135,18 +153,11 @@ class MatmulGen {
     return w_.text();
   }
 
-  // One segment: chunk s54's k-blocks into column block s3's accumulator.
+  // One segment: chunk s54's k-blocks into column block s3's accumulator
+  // (the pipeline carries on from the segment before: no drain). Then the
+  // segment before's accumulator, whose last pops are done by now (a segment
+  // has at least D iterations), goes to C if it was the last chunk's.
   void segment(std::uint64_t w) {
-    w_.op(S::kSalu, fmt::format("%s17 = smul.u32 {}, %s3", acc_rows()), {"s3"}, {"s17"});
-    w_.op(S::kSalu, fmt::format("%s40 = smov [#allocation{}]", kAcc), {}, {"s40"});
-    w_.op(S::kSalu, "%s17 = sadd.s32 %s17, %s40", {"s17", "s40"}, {"s17"});
-    // Chunk 0's first k-block adds to the zero block (fresh()); later chunks
-    // add to the accumulator from their first pop (s57: the pops before
-    // iteration s57 are the first k-block's).
-    w_.op(S::kSalu, "%p9 = scmp.eq.s32.totalorder %s54, 0", {"s54"}, {"p9"});
-    w_.op(S::kSalu, fmt::format("%s57 = scalar_select /*predicate=*/%p9, /*on_true=*/{}, /*on_false=*/0", g2_ + d_),
-          {"p9"}, {"s57"});
-    fill_accumulator(w, "s17", "");
     w_.op(S::kSalu, fmt::format("%s4 = smul.u32 {}, %s54", ktc_), {"s54"}, {"s4"});
     w_.op(S::kSalu, fmt::format("%s58 = sadd.s32 %s4, {}", ktc_), {"s4"}, {"s58"});
     kblock(w, 16, ktc_ > 1, false, false);
@@ -161,16 +172,29 @@ class MatmulGen {
       w_.op(S::kBranch, fmt::format("sbr.rel (%p4) target = {}", loop), {"p4"}, {});
       w_.flush();
     }
-    drain(w);
-    w_.comment("the last chunk: accumulator block -> C");
+    w_.comment("the last chunk: the segment before's accumulator -> C");
     w_.op(S::kSalu, fmt::format("%p9 = scmp.eq.s32.totalorder %s54, {}", cr_.chunks - 1), {"s54"}, {"p9"});
-    c_block_addresses();
+    w_.op(S::kSalu, "%p15 = scmp.ge.s32.totalorder %s3, 1", {"s3"}, {"p15"});
+    w_.op(S::kSalu, "%p9 = pnand %p9, %p15", {"p9", "p15"}, {"p9"});
+    w_.op(S::kSalu, "%p9 = pneg %p9", {"p9"}, {"p9"});
+    w_.op(S::kSalu, fmt::format("%s30 = sadd.s32 %s3, {}", negated_immediate(1)), {"s3"}, {"s30"});
+    output_block(w);
+    w_.flush();
+  }
+
+  // Column block s30's accumulator to C, if p9, through the flag in s19.
+  void output_block(std::uint64_t w) {
+    w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s30", wfull_ * 128), {"s30"}, {"s22"});
+    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s23 = smul.u32 {}, %s30", acc_rows()), {"s30"}, {"s23"});
+    w_.op(S::kSalu, "%s23 = sadd.s32 %s23, %s18", {"s23", "s18"}, {"s23"});
+    w_.op(S::kSalu, "%s23 = sshll.u32 %s23, 4", {"s23"}, {"s23"});
     w_.op(S::kDma,
           fmt::format("%{} = dma.vmem_to_hbm.strided [thread:$0] (%p9) /*vmem=*/%s23, /*size_in_granules=*/{}, "
                       "/*hbm=*/%s21, /*dst_syncflagno=*/%s19, /*block_granules=*/{}, /*hbm_stride=*/{}",
                       next_token(), g_ * w * 128, w * 128, nt_ * 128),
           {"p9", "s23", "s21", "s19"}, {});
-    w_.flush();
   }
 
   // The ring's sends: the neighbour one step down the axis (s59), this core
@@ -1144,7 +1168,7 @@ class MatmulGen {
     w_.op(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p1"});
     // With fewer iterations than D, the drain pops iteration s8 - total, not s8 - D
     // (else p10 is still right from the last row pair).
-    if (fresh() && count < d_) first_kblock_predicate(g2_ + count);
+    if (fresh() && !chunked() && count < d_) first_kblock_predicate(g2_ + count);
     w_.flush();
     const std::string loop = fmt::format("drain_{}", label_++);
     if (count > 1) w_.label(loop);
@@ -1216,6 +1240,61 @@ class MatmulGen {
             fmt::format("%{} = vst (%p1) [vmem:[{}] sm:$0xff] /*vst_source=*/%v{}", next_token(), addr, sum + mi));
       }
     }
+    if (chunked()) {
+      chunked_pointer(b, drain, loop, iterations, acc_stride);
+    } else {
+      plain_pointer(b, drain, loop, iterations, acc_stride);
+    }
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      w_.bundle(b[i], i == 0 ? (drain   ? "drain: results still in flight"
+                                : latch ? "row pair 0: latch the weights"
+                                        : "row pair t")
+                             : "");
+    }
+  }
+
+  // The collective matmul's pop pointer (its scalar ops in the row pair's
+  // bundles, at most 2 a bundle): the pipeline runs on across segments. s7
+  // advances one row pair per iteration; at the end of the accumulator (p7)
+  // it goes back to its start (s17) for the segment's next k-block (s63
+  // counts the pops' k-blocks), or, after the segment's last k-block, on to
+  // the next segment's accumulator (s17 + one accumulator, back to the first
+  // (s18) after the last (s20): the next chunk), s17 / s32 moving with it.
+  // p10 (the pops' k-block is the first of a chunk-0 segment, so they add to
+  // the zero block) is s63 == s57, s57 = 0 in chunk 0 and KC + 1 (never)
+  // from the first wrap to the first accumulator on. Temporaries: s22, s25,
+  // s26, s29, s30, p6, p9, p15 (dead outside the row loop's bundles here).
+  void chunked_pointer(std::array<std::vector<std::string>, 16>& b, bool drain, const std::string& loop,
+                       std::uint64_t iterations, std::uint64_t acc_stride) {
+    b[0].push_back("%p10 = scmp.eq.s32.totalorder %s63, %s57");
+    b[1].push_back("%s37 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s7");
+    b[1].push_back(fmt::format("%s33 = sadd.s32 %s7, {}", acc_stride));
+    b[2].push_back("%p7 = scmp.eq.s32.totalorder %s33, %s32");
+    b[2].push_back("%s25 = sadd.s32 %s63, 1");
+    b[3].push_back(fmt::format("%p9 = scmp.eq.s32.totalorder %s25, {}", ktc_));
+    b[3].push_back(fmt::format("%s26 = sadd.s32 %s17, {}", acc_rows()));
+    b[4].push_back("%p6 = scmp.eq.s32.totalorder %s26, %s20");
+    b[5].push_back("%s26 = scalar_select /*predicate=*/%p6, /*on_true=*/%s18, /*on_false=*/%s26");
+    b[5].push_back("%p15 = pnand %p9, %p6");
+    b[6].push_back("%s25 = scalar_select /*predicate=*/%p9, /*on_true=*/0, /*on_false=*/%s25");
+    b[6].push_back(fmt::format("%s29 = scalar_select /*predicate=*/%p15, /*on_true=*/%s57, /*on_false=*/{}", ktc_ + 1));
+    b[7].push_back(fmt::format("%s30 = sadd.s32 %s26, {}", g2_ * acc_stride));
+    b[7].push_back("%s22 = scalar_select /*predicate=*/%p9, /*on_true=*/%s26, /*on_false=*/%s17");
+    b[8].push_back(fmt::format("%p2 = scmp.lt.s32.totalorder %s5, {}", iterations - 1));
+    b[8].push_back("%p9 = pnand %p9, %p7");
+    b[9].push_back("%s63 = scalar_select /*predicate=*/%p7, /*on_true=*/%s25, /*on_false=*/%s63");
+    b[9].push_back("%s57 = scalar_select /*predicate=*/%p7, /*on_true=*/%s29, /*on_false=*/%s57");
+    b[10].push_back("%s17 = scalar_select /*predicate=*/%p9, /*on_true=*/%s17, /*on_false=*/%s26");
+    b[10].push_back("%s32 = scalar_select /*predicate=*/%p9, /*on_true=*/%s32, /*on_false=*/%s30");
+    if (!loop.empty()) b[11].push_back(fmt::format("%{} = sbr.rel (%p2) target = {}", next_token(), loop));
+    b[12].push_back("%s5 = sadd.s32 %s5, 1");
+    b[12].push_back("%s8 = sadd.s32 %s8, 1");
+    if (!drain) b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_));
+    b[15].push_back("%s7 = scalar_select /*predicate=*/%p7, /*on_true=*/%s22, /*on_false=*/%s33");
+  }
+
+  void plain_pointer(std::array<std::vector<std::string>, 16>& b, bool drain, const std::string& loop,
+                     std::uint64_t iterations, std::uint64_t acc_stride) {
     // Loop control: continue while t < iterations - 1 (t before the increment). The pop
     // pointer advances one iteration and wraps at the end of the accumulator.
     b[8].push_back(fmt::format("%p2 = scmp.lt.s32.totalorder %s5, {}", iterations - 1));
@@ -1227,18 +1306,11 @@ class MatmulGen {
       // The load base of this iteration's pops (s7 is final from the previous iteration's bundle 15),
       // and whether the next iteration's pops are k-block 0's (s8 advanced in bundle 12).
       b[0].push_back("%s37 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s7");
-      b[14].push_back(chunked() ? std::string("%p10 = scmp.lt.s32.totalorder %s8, %s57")
-                                : fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", first_limit_));
+      b[14].push_back(fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", first_limit_));
     }
     b[14].push_back("%p7 = scmp.eq.s32.totalorder %s33, %s32");
     if (!drain) b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_));
     b[15].push_back("%s7 = scalar_select /*predicate=*/%p7, /*on_true=*/%s17, /*on_false=*/%s33");
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      w_.bundle(b[i], i == 0 ? (drain   ? "drain: results still in flight"
-                                : latch ? "row pair 0: latch the weights"
-                                        : "row pair t")
-                             : "");
-    }
   }
 
   const MatmulSpec& s_;
