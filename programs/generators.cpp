@@ -130,8 +130,8 @@ class MatmulGen {
     w_.op(S::kSalu, fmt::format("%p5 = scmp.eq.s32.totalorder %s3, {}", blocks), {"s3"}, {"p5"});
     w_.op(S::kSalu, "%s3 = scalar_select /*predicate=*/%p5, /*on_true=*/0, /*on_false=*/%s3", {"p5", "s3"}, {"s3"});
     w_.op(S::kSalu, "%s40 = sadd.s32 %s54, 1", {"s54"}, {"s40"});
-    w_.op(S::kSalu, "%s54 = scalar_select /*predicate=*/%p5, /*on_true=*/%s40, /*on_false=*/%s54",
-          {"p5", "s40", "s54"}, {"s54"});
+    w_.op(S::kSalu, "%s54 = scalar_select /*predicate=*/%p5, /*on_true=*/%s40, /*on_false=*/%s54", {"p5", "s40", "s54"},
+          {"s54"});
     w_.op(S::kSalu, fmt::format("%p5 = scmp.lt.s32.totalorder %s54, {}", cr_.chunks), {"s54"}, {"p5"});
     w_.op(S::kBranch, "sbr.rel (%p5) target = segment_loop", {"p5"}, {});
     w_.flush();

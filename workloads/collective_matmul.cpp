@@ -136,9 +136,14 @@ class CollectiveMatmulWorkload final : public Workload {
     std::shared_ptr<const isa::Program> program;
     try {
       refuse_other_mxu(chip, "collective-matmul");
-      program = api::assemble(programs::generate_collective_matmul(spec, topology, chip), "collective_matmul.llo");
     } catch (const std::invalid_argument& e) {
       throw api::BadInput(e.what());
+    }
+    try {
+      program = api::assemble(programs::generate_collective_matmul(spec, topology, chip), "collective_matmul.llo");
+    } catch (const std::invalid_argument& e) {
+      throw api::BadInput(
+          fmt::format("--m {} --k {} --n {} (per chip {}x{}x{}): {}", m, k, n, rows, chunk, cols, e.what()));
     }
 
     // The book's costs: the per-chip matmul [rows, D, cols] by its roofline
