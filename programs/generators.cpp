@@ -38,13 +38,26 @@ void check_operands_fit_hbm(std::string_view what, std::initializer_list<Operand
   }
 }
 
+// The collective matmul's ring (generate_collective_matmul): T chunks of K
+// shifted one step down a topology axis of `length` chips (linear ids
+// `stride` apart).
+struct ChunkRing {
+  std::uint64_t chunks = 1;
+  char axis = 'y';
+  std::uint64_t length = 1, stride = 1;
+};
+
 // Matmul generator state: the fixed register plan and VMEM layout of one program.
 class MatmulGen {
  public:
-  MatmulGen(const MatmulSpec& spec, const ChipConfig& chip) : s_(spec), chip_(chip), w_(chip) { plan(); }
+  MatmulGen(const MatmulSpec& spec, const ChipConfig& chip, const ChunkRing& ring = {})
+      : s_(spec), chip_(chip), w_(chip), cr_(ring) {
+    plan();
+  }
 
   std::string run() {
     header();
+    if (chunked()) return run_chunked();
     const std::uint64_t full_blocks = nt_ / wfull_;
     const std::uint64_t tail = nt_ % wfull_;
     if (full_blocks > 0) {
@@ -71,17 +84,182 @@ class MatmulGen {
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p9) %s20, {}", next_token(), last_amount), {"p9", "s20"}, {});
     // Leave the flags at 0, as every step of a chain must (the next program,
     // e.g. a collective after a matmul, starts from zeroed flags).
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated_immediate(full_amount)), {"p8", "s19"},
-          {});
-    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p9) %s20, {}", next_token(), negated_immediate(last_amount)), {"p9", "s20"},
-          {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated_immediate(full_amount)),
+          {"p8", "s19"}, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p9) %s20, {}", next_token(), negated_immediate(last_amount)),
+          {"p9", "s20"}, {});
     w_.flush();
     return w_.text();
   }
 
  private:
   // Allocation ids.
-  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6, kStage = 7, kZero = 8;
+  static constexpr int kBufA = 0, kBufB = 2, kAcc = 4, kFlags = 6, kStage = 7, kZero = 8, kShift = 9;
+
+  // Collective matmul (generate_collective_matmul): the segments (chunk t in
+  // s54, column block nb in s3) in order t-major; each multiplies the chunk's
+  // k-blocks into column block nb's own accumulator, which the last chunk's
+  // segment DMAs to C.
+  bool chunked() const { return cr_.chunks > 1; }
+  std::uint64_t column_blocks() const { return nt_ / wfull_; }
+  std::uint64_t shift_granules() const { return g_ * ktc_ * tile_gr_; }  // one chunk of A
+  std::uint64_t acc_rows() const { return align(acc_bytes_) / 512; }
+
+  std::string run_chunked() {
+    const std::uint64_t blocks = column_blocks();
+    const std::uint64_t acc_stride = 2 * wfull_ * 8;
+    w_.comment(fmt::format("=== {} chunks x {} column blocks of {} MXUs: {} k-blocks each ===", cr_.chunks, blocks,
+                           wfull_, ktc_));
+    // The pipeline registers, once: the pops of iteration s8 - D go to s7,
+    // in the accumulator s17 .. s32 (s18 = the first, s20 = the end of the
+    // last); chunk_pointer() moves them on.
+    w_.op(S::kSalu, fmt::format("%s18 = smov [#allocation{}]", kAcc), {}, {"s18"});
+    w_.op(S::kSalu, "%s17 = sadd.s32 %s18, 0", {"s18"}, {"s17"});
+    w_.op(S::kSalu, fmt::format("%s20 = sadd.s32 %s18, {}", blocks * acc_rows()), {"s18"}, {"s20"});
+    w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s18, {}", g2_ * acc_stride), {"s18"}, {"s32"});
+    w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s18, {}", negated_immediate(d_ * acc_stride)), {"s18"}, {"s7"});
+    w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
+    w_.op(S::kSalu, "%s63 = smov 0", {}, {"s63"});
+    w_.op(S::kSalu, "%s57 = smov 0", {}, {"s57"});
+    w_.op(S::kSalu, "%s3 = smov 0", {}, {"s3"});
+    w_.op(S::kSalu, "%s54 = smov 0", {}, {"s54"});
+    w_.label("segment_loop");
+    segment(wfull_);
+    // Next column block; after the last, the next chunk.
+    w_.op(S::kSalu, "%s3 = sadd.s32 %s3, 1", {"s3"}, {"s3"});
+    w_.op(S::kSalu, fmt::format("%p5 = scmp.eq.s32.totalorder %s3, {}", blocks), {"s3"}, {"p5"});
+    w_.op(S::kSalu, "%s3 = scalar_select /*predicate=*/%p5, /*on_true=*/0, /*on_false=*/%s3", {"p5", "s3"}, {"s3"});
+    w_.op(S::kSalu, "%s40 = sadd.s32 %s54, 1", {"s54"}, {"s40"});
+    w_.op(S::kSalu, "%s54 = scalar_select /*predicate=*/%p5, /*on_true=*/%s40, /*on_false=*/%s54", {"p5", "s40", "s54"},
+          {"s54"});
+    w_.op(S::kSalu, fmt::format("%p5 = scmp.lt.s32.totalorder %s54, {}", cr_.chunks), {"s54"}, {"p5"});
+    w_.op(S::kBranch, "sbr.rel (%p5) target = segment_loop", {"p5"}, {});
+    w_.flush();
+    drain(wfull_);
+    w_.comment("the last column block's accumulator -> C");
+    w_.op(S::kSalu, fmt::format("%s30 = smov {}", blocks - 1), {}, {"s30"});
+    w_.op(S::kSalu, "%p9 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p9"});
+    output_block(wfull_);
+    w_.flush();
+    w_.comment("=== wait for C's column blocks and for the sends to have left, then leave (flags at 0) ===");
+    const std::uint64_t c_total = g_ * nt_ * 128;
+    const std::uint64_t sent = (cr_.chunks - 1) * shift_granules();
+    w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s19, {}", next_token(), c_total), {"s19"}, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd %s19, {}", next_token(), negated_immediate(c_total)), {"s19"}, {});
+    w_.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation{}], {}", next_token(), kShift, sent), {}, {});
+    w_.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation{}], {}", next_token(), kShift, negated_immediate(sent)),
+          {}, {});
+    w_.flush();
+    return w_.text();
+  }
+
+  // One segment: chunk s54's k-blocks into column block s3's accumulator
+  // (the pipeline carries on from the segment before: no drain). Then the
+  // segment before's accumulator, whose last pops are done by now (a segment
+  // has at least D iterations), goes to C if it was the last chunk's.
+  void segment(std::uint64_t w) {
+    w_.op(S::kSalu, fmt::format("%s4 = smul.u32 {}, %s54", ktc_), {"s54"}, {"s4"});
+    w_.op(S::kSalu, fmt::format("%s58 = sadd.s32 %s4, {}", ktc_), {"s4"}, {"s58"});
+    kblock(w, 16, ktc_ > 1, false, false);
+    if (ktc_ > 1) {
+      w_.comment("the chunk's other k-blocks");
+      w_.op(S::kSalu, "%s4 = sadd.s32 %s4, 1", {"s4"}, {"s4"});
+      const std::string loop = fmt::format("kblock_loop_{}", label_++);
+      w_.label(loop);
+      kblock(w, 16, true, false, /*runtime=*/true);
+      w_.op(S::kSalu, "%s4 = sadd.s32 %s4, 1", {"s4"}, {"s4"});
+      w_.op(S::kSalu, "%p4 = scmp.lt.s32.totalorder %s4, %s58", {"s4", "s58"}, {"p4"});
+      w_.op(S::kBranch, fmt::format("sbr.rel (%p4) target = {}", loop), {"p4"}, {});
+      w_.flush();
+    }
+    w_.comment("the last chunk: the segment before's accumulator -> C");
+    w_.op(S::kSalu, fmt::format("%p9 = scmp.eq.s32.totalorder %s54, {}", cr_.chunks - 1), {"s54"}, {"p9"});
+    w_.op(S::kSalu, "%p15 = scmp.ge.s32.totalorder %s3, 1", {"s3"}, {"p15"});
+    w_.op(S::kSalu, "%p9 = pnand %p9, %p15", {"p9", "p15"}, {"p9"});
+    w_.op(S::kSalu, "%p9 = pneg %p9", {"p9"}, {"p9"});
+    w_.op(S::kSalu, fmt::format("%s30 = sadd.s32 %s3, {}", negated_immediate(1)), {"s3"}, {"s30"});
+    output_block(w);
+    w_.flush();
+  }
+
+  // Column block s30's accumulator to C, if p9, through the flag in s19.
+  void output_block(std::uint64_t w) {
+    w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s30", wfull_ * 128), {"s30"}, {"s22"});
+    w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
+    w_.op(S::kSalu, fmt::format("%s23 = smul.u32 {}, %s30", acc_rows()), {"s30"}, {"s23"});
+    w_.op(S::kSalu, "%s23 = sadd.s32 %s23, %s18", {"s23", "s18"}, {"s23"});
+    w_.op(S::kSalu, "%s23 = sshll.u32 %s23, 4", {"s23"}, {"s23"});
+    w_.op(S::kDma,
+          fmt::format("%{} = dma.vmem_to_hbm.strided [thread:$0] (%p9) /*vmem=*/%s23, /*size_in_granules=*/{}, "
+                      "/*hbm=*/%s21, /*dst_syncflagno=*/%s19, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                      next_token(), g_ * w * 128, w * 128, nt_ * 128),
+          {"p9", "s23", "s21", "s19"}, {});
+  }
+
+  // The ring's sends: the neighbour one step down the axis (s59), this core
+  // (s60), chunk 0 sent; s61 = the HBM address (granules) of the next chunk to
+  // forward. s53 = the issue index (s38) of chunk 1's first k-block, s55 = A's
+  // offset for the issue cursor's chunk, s56 = the end of its k-range.
+  void chunk_ring_start() {
+    const std::uint64_t n = shift_granules();
+    w_.comment(fmt::format("ring: send chunk 0 ({} granules) to the chip one step down {} ({} chips)", n, cr_.axis,
+                           cr_.length));
+    w_.op(S::kSalu, fmt::format("%s62 = sid.{}", cr_.axis), {}, {"s62"});
+    w_.op(S::kSalu, "%s63 = sid.chip", {}, {"s63"});
+    w_.op(S::kSalu, "%p6 = scmp.eq.s32.totalorder %s62, 0", {"s62"}, {"p6"});
+    w_.op(S::kSalu, fmt::format("%s60 = sadd.s32 %s63, {}", (cr_.length - 1) * cr_.stride), {"s63"}, {"s60"});
+    w_.op(S::kSalu, fmt::format("%s59 = ssub.s32 %s63, {}", cr_.stride), {"s63"}, {"s59"});
+    w_.op(S::kSalu, "%s59 = scalar_select %p6, %s60, %s59", {"p6", "s60", "s59"}, {"s59"});
+    w_.op(S::kSalu, "%s60 = sid.core", {}, {"s60"});
+    w_.op(S::kSalu, "%s61 = sshll.u32 %s0, 4", {"s0"}, {"s61"});
+    w_.op(S::kSalu, fmt::format("%s62 = sadd.s32 %s61, {}", n), {"s61"}, {"s62"});
+    send_chunk("");
+    w_.op(S::kSalu, "%s61 = sadd.s32 %s62, 0", {"s62"}, {"s61"});
+    w_.op(S::kSalu, fmt::format("%s53 = smov {}", column_blocks() * ktc_), {}, {"s53"});
+    w_.op(S::kSalu, "%s55 = smov 0", {}, {"s55"});
+    w_.op(S::kSalu, fmt::format("%s56 = smov {}", ktc_), {}, {"s56"});
+    w_.flush();
+  }
+
+  // One remote DMA: the chunk at s61 to s62 on chip s59, core s60.
+  void send_chunk(const std::string& guard) {
+    std::vector<std::string> reads{"s61", "s62", "s59", "s60"};
+    if (!guard.empty()) reads.push_back(guard.substr(1));
+    w_.op(S::kDma,
+          fmt::format("%{} = dma.remote.hbm_to_hbm [thread:$0]{} /*src=*/%s61, /*size_in_granules=*/{}, /*chip=*/%s59, "
+                      "/*core=*/%s60, /*dst=*/%s62, /*src_syncflagno=*/[#allocation{}], "
+                      "/*dst_syncflagno=*/[#allocation{} + $0x1]",
+                      next_token(), guard.empty() ? "" : " (" + guard + ")", shift_granules(), kShift, kShift),
+          reads, {});
+  }
+
+  // Before the ring issues the first k-block of chunk t >= 1 (issue index s38
+  // = s53): wait for the chunk to have arrived (its flag back to 0), forward
+  // it unless it is the last, and move s53 / s61 on.
+  void chunk_arrival() {
+    const std::uint64_t n = shift_granules();
+    const std::uint64_t per_chunk = column_blocks() * ktc_;
+    w_.op(S::kSalu, "%p6 = scmp.eq.s32.totalorder %s38, %s53", {"s38", "s53"}, {"p6"});
+    w_.op(S::kSalu, "%p6 = pnand %p6, %p3", {"p6", "p3"}, {"p6"});
+    w_.op(S::kSalu, "%p6 = pneg %p6", {"p6"}, {"p6"});
+    w_.op(S::kSalu, fmt::format("%p15 = scmp.lt.s32.totalorder %s38, {}", (cr_.chunks - 1) * per_chunk), {"s38"},
+          {"p15"});
+    w_.op(S::kSalu, "%p15 = pnand %p15, %p6", {"p15", "p6"}, {"p15"});
+    w_.op(S::kSalu, "%p15 = pneg %p15", {"p15"}, {"p15"});
+    w_.op(S::kSalu, fmt::format("%s62 = sadd.s32 %s61, {}", n), {"s61"}, {"s62"});
+    w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p6) [#allocation{} + $0x1], {}", next_token(), kShift, n),
+          {"p6"}, {});
+    w_.op(S::kSync,
+          fmt::format("%{} = vsyncadd (%p6) [#allocation{} + $0x1], {}", next_token(), kShift, negated_immediate(n)),
+          {"p6"}, {});
+    send_chunk("%p15");
+    w_.op(S::kSalu, fmt::format("%s40 = sadd.s32 %s53, {}", per_chunk), {"s53"}, {"s40"});
+    w_.op(S::kSalu, "%s53 = scalar_select /*predicate=*/%p6, /*on_true=*/%s40, /*on_false=*/%s53", {"p6", "s40", "s53"},
+          {"s53"});
+    w_.op(S::kSalu, "%s61 = scalar_select /*predicate=*/%p6, /*on_true=*/%s62, /*on_false=*/%s61", {"p6", "s62", "s61"},
+          {"s61"});
+  }
 
   void plan() {
     if (s_.m == 0 || s_.k == 0 || s_.n == 0) throw std::invalid_argument("matmul: M, K and N must be positive");
@@ -113,6 +291,24 @@ class MatmulGen {
     // Pops of g1 sit 5 bundles into an iteration, its multiply at bundle 10:
     // the pop of iteration t-D must come after the result is ready.
     d_ = ceil_div(latency_ + 5 + 1, 16);
+    if (chunked()) {
+      ktc_ = kt_ / cr_.chunks;
+      a_block_tiles_ = ktc_;  // A as T column blocks [M, KC]
+      if (!bf16_ || s_.k % (cr_.chunks * 128) != 0) {
+        throw std::invalid_argument(fmt::format(
+            "collective matmul: bf16 chunks of whole 128-column tiles (K = {} in {} chunks)", s_.k, cr_.chunks));
+      }
+      if (nt_ % wfull_ != 0) {
+        throw std::invalid_argument(
+            fmt::format("collective matmul: N = {} must be whole column blocks of {} columns", s_.n, wfull_ * 128));
+      }
+      if (ktc_ * g2_ < d_) {
+        throw std::invalid_argument(fmt::format(
+            "collective matmul: a chunk's {} row pairs x {} k-blocks are fewer than the MXU pipeline's {} iterations "
+            "(M or the chunk too small)",
+            g2_, ktc_, d_));
+      }
+    }
     if (2 * d_ > chip_.mxu.result_fifo_depth) {
       throw std::invalid_argument(
           fmt::format("matmul: the MXU latency ({} cycles) needs {} results in flight per MXU, more than "
@@ -140,6 +336,10 @@ class MatmulGen {
   // arithmetic); P >= 3 is the ring schedule (ring_prepare / ring_fire / ring_consume).
   void plan_depth() {
     depth_ = s_.double_buffer ? 2 : 1;
+    if (chunked()) {
+      plan_chunked_depth();
+      return;
+    }
     if (!s_.double_buffer || chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return;
     const double block_bytes = static_cast<double>((16 * wfull_ + g_) * tile_bytes_);
     const double transfer = block_bytes / chip_.hbm.bandwidth;
@@ -163,6 +363,33 @@ class MatmulGen {
     const std::uint64_t blocks = ceil_div(nt_, wfull_);
     resident_ = ring() && blocks > 1 &&
                 kt_ * align(a_buf_bytes_) + depth_ * align(b_buf_bytes_) + fixed <= chip_.vmem.size_bytes;
+  }
+  // Collective matmul: the ring schedule always (P >= 3), A resident (one
+  // slot per k-block of K), one accumulator per column block, the zero
+  // block; one DMA slot fewer for the ring (a send is in flight).
+  void plan_chunked_depth() {
+    compute_bound_ = false;
+    std::uint64_t depth = 3;
+    if (chip_.hbm.bandwidth > 0 && chip_.clock_hz > 0) {
+      const double block_bytes = static_cast<double>((16 * wfull_ + g_) * tile_bytes_);
+      const double transfer = block_bytes / chip_.hbm.bandwidth;
+      const double compute = static_cast<double>(16 * g2_) / chip_.clock_hz;
+      compute_bound_ = compute >= transfer;
+      const auto ahead =
+          static_cast<std::uint64_t>(std::ceil((chip_.hbm.latency_s + transfer) / std::max(transfer, compute) - 1e-9));
+      depth = std::max<std::uint64_t>(depth, ahead + 1);
+    }
+    if (chip_.dma.max_in_flight >= 5) depth = std::min<std::uint64_t>(depth, (chip_.dma.max_in_flight - 3) / 2 + 1);
+    if (chip_.sflag.count >= 8) depth = std::min<std::uint64_t>(depth, (chip_.sflag.count - 4) / 2);
+    const std::uint64_t fixed = column_blocks() * align(acc_bytes_) + 2 * wfull_ * 4096 + kt_ * align(a_buf_bytes_);
+    const std::uint64_t slot = align(b_buf_bytes_);
+    if (fixed + 3 * slot > chip_.vmem.size_bytes) {
+      throw std::invalid_argument(fmt::format(
+          "collective matmul: needs {} bytes of VMEM (the accumulators, A and a ring of 3), the chip has {}",
+          fixed + 3 * slot, chip_.vmem.size_bytes));
+    }
+    depth_ = std::max<std::uint64_t>(3, std::min<std::uint64_t>(depth, (chip_.vmem.size_bytes - fixed) / slot));
+    resident_ = true;
   }
   bool ring() const { return depth_ > 2; }
   // Accumulating in the ring schedule: C's next column block streams into a
@@ -197,6 +424,12 @@ class MatmulGen {
                          s_.a_column_blocks, s_.m, s_.k / s_.a_column_blocks));
     }
     if (s_.accumulate) w_.raw("// Accumulates: C = C + A @ B (MatmulSpec::accumulate).");
+    if (chunked()) {
+      w_.raw(fmt::format(
+          "// Collective matmul (generate_collective_matmul): A as {} chunks [{}, {}] shifted one step down {} while "
+          "they multiply; chunk-major, every column block's accumulator resident in VMEM.",
+          cr_.chunks, s_.m, s_.k / cr_.chunks, cr_.axis));
+    }
     w_.raw("// C (f32) = A @ B, weight-stationary on the MXUs; see programs/generators.hpp for the schedule");
     w_.raw("// and the accumulation order. Operands: 0 = A, 1 = B (inputs), 2 = C (output), tiled layouts in HBM.");
     w_.raw(
@@ -227,9 +460,17 @@ class MatmulGen {
             b_buf_bytes_, b_buf_bytes_, p));
       }
     }
-    for (int p = 0; p < 2; ++p) {
-      w_.raw(fmt::format("#allocation{} [shape = 'f32[{},{}]', space=vmem, size = 0x{:x}, tag = 'accumulator {}']",
-                         kAcc + p, g2_ * 16, wfull_ * 128, acc_bytes_, p));
+    if (chunked()) {
+      w_.raw(fmt::format(
+          "#allocation{} [shape = 'u8[{}]', space=vmem, size = 0x{:x}, tag = 'accumulators: one per column block "
+          "({} of f32[{},{}]), resident across the chunks']",
+          kAcc, column_blocks() * align(acc_bytes_), column_blocks() * align(acc_bytes_), column_blocks(), g2_ * 16,
+          wfull_ * 128));
+    } else {
+      for (int p = 0; p < 2; ++p) {
+        w_.raw(fmt::format("#allocation{} [shape = 'f32[{},{}]', space=vmem, size = 0x{:x}, tag = 'accumulator {}']",
+                           kAcc + p, g2_ * 16, wfull_ * 128, acc_bytes_, p));
+      }
     }
     if (fresh()) {
       w_.raw(fmt::format(
@@ -239,8 +480,9 @@ class MatmulGen {
     }
     if (ring()) {
       w_.raw(fmt::format(
-          "#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'flags: A0..A{} B0..B{} C0 C1{}']",
-          kFlags, flags(), 4 * flags(), depth_ - 1, depth_ - 1, staged() ? " stage" : ""));
+          "#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}{}, tag = 'flags: A0..A{} B0..B{} C0 C1{}']",
+          kFlags, flags(), 4 * flags(), chunked() ? ", offset = 0x0" : "", depth_ - 1, depth_ - 1,
+          staged() ? " stage" : ""));
       if (staged()) {
         w_.raw(fmt::format(
             "#allocation{} [shape = 'f32[{},{}]', space=vmem, size = 0x{:x}, tag = 'staging: C of the next column "
@@ -250,6 +492,12 @@ class MatmulGen {
     } else {
       w_.raw(fmt::format("#allocation{} [shape = 's32[6]', space=sflag, size = 0x18, tag = 'flags: A0 A1 B0 B1 C0 C1']",
                          kFlags));
+    }
+    if (chunked()) {  // after the others: an allocation with an offset does not move them
+      w_.raw(fmt::format(
+          "#allocation{} [shape = 's32[2]{{0}}', space=sflag, size = 0x8, offset = 0x{:x}, tag = 'ring shift: sent, "
+          "arrived']",
+          kShift, (chip_.sflag.count - 2) * 4));
     }
     const std::string in_dtype = s_.dtype;
     w_.bundle(
@@ -266,12 +514,13 @@ class MatmulGen {
     if (ring()) {
       // Output flags C0 C1 follow the ring's; the ring's registers are set per k-block.
       w_.op(S::kSalu, fmt::format("%s17 = smov [#allocation{}]", kAcc), {}, {"s17"});
-      w_.op(S::kSalu, fmt::format("%s18 = smov [#allocation{}]", kAcc + 1), {}, {"s18"});
+      if (!chunked()) w_.op(S::kSalu, fmt::format("%s18 = smov [#allocation{}]", kAcc + 1), {}, {"s18"});
       w_.op(S::kSalu, fmt::format("%s19 = smov [#allocation{} + $0x{:x}]", kFlags, 2 * depth_), {}, {"s19"});
       w_.op(S::kSalu, fmt::format("%s20 = smov [#allocation{} + $0x{:x}]", kFlags, 2 * depth_ + 1), {}, {"s20"});
       w_.op(S::kSalu, "%p8 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p8"});
       w_.op(S::kSalu, "%p9 = scmp.ne.s32.totalorder %s0, %s0", {"s0"}, {"p9"});
       w_.flush();
+      if (chunked()) chunk_ring_start();
       ring_prologue();
       if (fresh()) {  // after the first DMAs, which it would only delay
         w_.op(S::kSalu, fmt::format("%s48 = smov [#allocation{}]", kZero), {}, {"s48"});
@@ -330,7 +579,10 @@ class MatmulGen {
     w_.op(S::kSalu, fmt::format("%{} = sshll.u32 %s0, 4", r21), {"s0"}, {r21});
     w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %{}", tile_gr_, kb_reg), {kb_reg}, {"s22"});
     w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s22", r21), {r21, "s22"}, {r21});
-    if (s_.a_column_blocks > 1) {
+    if (chunked()) {
+      // The issue cursor's chunk t: + t (G - 1) KC tiles (s55, kept by ring_prepare).
+      w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s55", r21), {r21, "s55"}, {r21});
+    } else if (s_.a_column_blocks > 1) {
       // Tile kb = q * KC + c sits at q * G * KC + c = kb + q * (G - 1) * KC tiles.
       w_.op(S::kSalu, fmt::format("%s22 = sshrl.u32 %{}, {}", kb_reg, a_block_shift_), {kb_reg}, {"s22"});
       w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s22", (g_ - 1) * a_block_tiles_ * tile_gr_), {"s22"}, {"s22"});
@@ -368,11 +620,12 @@ class MatmulGen {
     reads.insert(reads.end(), {hbm, vmem, fb, b_granules_reg});
     if (b_block.starts_with("%")) reads.push_back(b_block.substr(1));
     const std::string g = guard.empty() ? "" : " (" + guard + ")";
-    w_.op(S::kDma,
-          fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%{}, /*size_in_granules=*/%{}, /*vmem=*/%{}, "
-                      "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
-                      next_token(), g, hbm, b_granules_reg, vmem, fb, b_block, nt_ * tile_gr_),
-          reads, {});
+    w_.op(
+        S::kDma,
+        fmt::format("%{} = dma.hbm_to_vmem.strided [thread:$0]{} /*hbm=*/%{}, /*size_in_granules=*/%{}, /*vmem=*/%{}, "
+                    "/*dst_syncflagno=*/%{}, /*block_granules=*/{}, /*hbm_stride=*/{}",
+                    next_token(), g, hbm, b_granules_reg, vmem, fb, b_block, nt_ * tile_gr_),
+        reads, {});
   }
 
   std::uint64_t flags() const { return ring() ? 2 * depth_ + (staged() ? 3 : 2) : 6; }
@@ -492,8 +745,13 @@ class MatmulGen {
       w_.op(S::kSalu, "%p12 = pnand %p12, %p3", {"p12", "p3"}, {"p12"});
       w_.op(S::kSalu, "%p12 = pneg %p12", {"p12"}, {"p12"});
     }
+    if (chunked()) chunk_arrival();
     issue_block_dmas("s34", "s35", block, "s10", "s12", "s14", "s16", "s28", "%p3", resident_ ? "%p12" : "=",
                      /*deferred=*/!now);
+    if (chunked()) {
+      advance_chunked();
+      return;
+    }
     // Advance: next k-block (wrapping into the next column block), next slot.
     w_.op(S::kSalu, "%s34 = sadd.s32 %s34, 1", {"s34"}, {"s34"});
     w_.op(S::kSalu, fmt::format("%p11 = scmp.eq.s32.totalorder %s34, {}", kt_), {"s34"}, {"p11"});
@@ -502,6 +760,39 @@ class MatmulGen {
     w_.op(S::kSalu, "%s40 = sadd.s32 %s35, 1", {"s35"}, {"s40"});
     w_.op(S::kSalu, "%s35 = scalar_select /*predicate=*/%p11, /*on_true=*/%s40, /*on_false=*/%s35",
           {"p11", "s40", "s35"}, {"s35"});
+    w_.op(S::kSalu, "%s36 = sadd.s32 %s36, 1", {"s36"}, {"s36"});
+    w_.op(S::kSalu, fmt::format("%p13 = scmp.eq.s32.totalorder %s36, {}", depth_), {"s36"}, {"p13"});
+    w_.op(S::kSalu, "%s36 = scalar_select /*predicate=*/%p13, /*on_true=*/0, /*on_false=*/%s36", {"p13", "s36"},
+          {"s36"});
+    w_.op(S::kSalu, "%s38 = sadd.s32 %s38, 1", {"s38"}, {"s38"});
+  }
+
+  // The issue cursor of the collective matmul: s34 = the global k-block, s35
+  // = the column block, s56 = the end of the chunk's k-range, s55 = A's
+  // offset for the chunk; the chunk's k-blocks, then the next column block,
+  // then the next chunk. Then the next slot, as ring_prepare.
+  void advance_chunked() {
+    const std::uint64_t a_step = (g_ - 1) * ktc_ * tile_gr_;
+    w_.op(S::kSalu, "%s34 = sadd.s32 %s34, 1", {"s34"}, {"s34"});
+    w_.op(S::kSalu, "%p11 = scmp.eq.s32.totalorder %s34, %s56", {"s34", "s56"}, {"p11"});
+    w_.op(S::kSalu, fmt::format("%s40 = sadd.s32 %s34, {}", negated_immediate(ktc_)), {"s34"}, {"s40"});
+    w_.op(S::kSalu, "%s34 = scalar_select /*predicate=*/%p11, /*on_true=*/%s40, /*on_false=*/%s34",
+          {"p11", "s40", "s34"}, {"s34"});
+    w_.op(S::kSalu, "%s40 = sadd.s32 %s35, 1", {"s35"}, {"s40"});
+    w_.op(S::kSalu, "%s35 = scalar_select /*predicate=*/%p11, /*on_true=*/%s40, /*on_false=*/%s35",
+          {"p11", "s40", "s35"}, {"s35"});
+    w_.op(S::kSalu, fmt::format("%p13 = scmp.eq.s32.totalorder %s35, {}", column_blocks()), {"s35"}, {"p13"});
+    w_.op(S::kSalu, "%s35 = scalar_select /*predicate=*/%p13, /*on_true=*/0, /*on_false=*/%s35", {"p13", "s35"},
+          {"s35"});
+    w_.op(S::kSalu, fmt::format("%s40 = sadd.s32 %s34, {}", ktc_), {"s34"}, {"s40"});
+    w_.op(S::kSalu, "%s34 = scalar_select /*predicate=*/%p13, /*on_true=*/%s40, /*on_false=*/%s34",
+          {"p13", "s40", "s34"}, {"s34"});
+    w_.op(S::kSalu, fmt::format("%s40 = sadd.s32 %s56, {}", ktc_), {"s56"}, {"s40"});
+    w_.op(S::kSalu, "%s56 = scalar_select /*predicate=*/%p13, /*on_true=*/%s40, /*on_false=*/%s56",
+          {"p13", "s40", "s56"}, {"s56"});
+    w_.op(S::kSalu, fmt::format("%s40 = sadd.s32 %s55, {}", a_step), {"s55"}, {"s40"});
+    w_.op(S::kSalu, "%s55 = scalar_select /*predicate=*/%p13, /*on_true=*/%s40, /*on_false=*/%s55",
+          {"p13", "s40", "s55"}, {"s55"});
     w_.op(S::kSalu, "%s36 = sadd.s32 %s36, 1", {"s36"}, {"s36"});
     w_.op(S::kSalu, fmt::format("%p13 = scmp.eq.s32.totalorder %s36, {}", depth_), {"s36"}, {"p13"});
     w_.op(S::kSalu, "%s36 = scalar_select /*predicate=*/%p13, /*on_true=*/0, /*on_false=*/%s36", {"p13", "s36"},
@@ -538,7 +829,8 @@ class MatmulGen {
     const std::uint64_t prior = g_ * wfull_ * 128;
     {
       w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p8) %s19, {}", next_token(), prior), {"p8", "s19"}, {});
-      w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated_immediate(prior)), {"p8", "s19"}, {});
+      w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated_immediate(prior)),
+            {"p8", "s19"}, {});
     }
     w_.op(S::kSalu, "%s4 = smov 0", {}, {"s4"});
     if (s_.double_buffer && !ring()) {
@@ -653,7 +945,7 @@ class MatmulGen {
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
     w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated_immediate(d_ * acc_stride)), {"s17"}, {"s7"});
     w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
-    if (fresh()) {  // k-block 0's pops add to the zero block instead (see fresh())
+    if (fresh()) {                       // k-block 0's pops add to the zero block instead (see fresh())
       first_kblock_predicate(g2_ + d_);  // s8 = 0: true
       return;
     }
@@ -876,7 +1168,7 @@ class MatmulGen {
     w_.op(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p1"});
     // With fewer iterations than D, the drain pops iteration s8 - total, not s8 - D
     // (else p10 is still right from the last row pair).
-    if (fresh() && count < d_) first_kblock_predicate(g2_ + count);
+    if (fresh() && !chunked() && count < d_) first_kblock_predicate(g2_ + count);
     w_.flush();
     const std::string loop = fmt::format("drain_{}", label_++);
     if (count > 1) w_.label(loop);
@@ -888,6 +1180,10 @@ class MatmulGen {
   // bundle 14 recomputes it for the next iteration with the same limit.
   void first_kblock_predicate(std::uint64_t limit) {
     first_limit_ = limit;
+    if (chunked()) {  // the segment set the limit in s57 (0 after chunk 0: no pop is the first k-block's)
+      w_.op(S::kSalu, "%p10 = scmp.lt.s32.totalorder %s8, %s57", {"s8", "s57"}, {"p10"});
+      return;
+    }
     w_.op(S::kSalu, fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", limit), {"s8"}, {"p10"});
   }
 
@@ -944,6 +1240,61 @@ class MatmulGen {
             fmt::format("%{} = vst (%p1) [vmem:[{}] sm:$0xff] /*vst_source=*/%v{}", next_token(), addr, sum + mi));
       }
     }
+    if (chunked()) {
+      chunked_pointer(b, drain, loop, iterations, acc_stride);
+    } else {
+      plain_pointer(b, drain, loop, iterations, acc_stride);
+    }
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      w_.bundle(b[i], i == 0 ? (drain   ? "drain: results still in flight"
+                                : latch ? "row pair 0: latch the weights"
+                                        : "row pair t")
+                             : "");
+    }
+  }
+
+  // The collective matmul's pop pointer (its scalar ops in the row pair's
+  // bundles, at most 2 a bundle): the pipeline runs on across segments. s7
+  // advances one row pair per iteration; at the end of the accumulator (p7)
+  // it goes back to its start (s17) for the segment's next k-block (s63
+  // counts the pops' k-blocks), or, after the segment's last k-block, on to
+  // the next segment's accumulator (s17 + one accumulator, back to the first
+  // (s18) after the last (s20): the next chunk), s17 / s32 moving with it.
+  // p10 (the pops' k-block is the first of a chunk-0 segment, so they add to
+  // the zero block) is s63 == s57, s57 = 0 in chunk 0 and KC + 1 (never)
+  // from the first wrap to the first accumulator on. Temporaries: s22, s25,
+  // s26, s29, s30, p6, p9, p15 (dead outside the row loop's bundles here).
+  void chunked_pointer(std::array<std::vector<std::string>, 16>& b, bool drain, const std::string& loop,
+                       std::uint64_t iterations, std::uint64_t acc_stride) {
+    b[0].push_back("%p10 = scmp.eq.s32.totalorder %s63, %s57");
+    b[1].push_back("%s37 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s7");
+    b[1].push_back(fmt::format("%s33 = sadd.s32 %s7, {}", acc_stride));
+    b[2].push_back("%p7 = scmp.eq.s32.totalorder %s33, %s32");
+    b[2].push_back("%s25 = sadd.s32 %s63, 1");
+    b[3].push_back(fmt::format("%p9 = scmp.eq.s32.totalorder %s25, {}", ktc_));
+    b[3].push_back(fmt::format("%s26 = sadd.s32 %s17, {}", acc_rows()));
+    b[4].push_back("%p6 = scmp.eq.s32.totalorder %s26, %s20");
+    b[5].push_back("%s26 = scalar_select /*predicate=*/%p6, /*on_true=*/%s18, /*on_false=*/%s26");
+    b[5].push_back("%p15 = pnand %p9, %p6");
+    b[6].push_back("%s25 = scalar_select /*predicate=*/%p9, /*on_true=*/0, /*on_false=*/%s25");
+    b[6].push_back(fmt::format("%s29 = scalar_select /*predicate=*/%p15, /*on_true=*/%s57, /*on_false=*/{}", ktc_ + 1));
+    b[7].push_back(fmt::format("%s30 = sadd.s32 %s26, {}", g2_ * acc_stride));
+    b[7].push_back("%s22 = scalar_select /*predicate=*/%p9, /*on_true=*/%s26, /*on_false=*/%s17");
+    b[8].push_back(fmt::format("%p2 = scmp.lt.s32.totalorder %s5, {}", iterations - 1));
+    b[8].push_back("%p9 = pnand %p9, %p7");
+    b[9].push_back("%s63 = scalar_select /*predicate=*/%p7, /*on_true=*/%s25, /*on_false=*/%s63");
+    b[9].push_back("%s57 = scalar_select /*predicate=*/%p7, /*on_true=*/%s29, /*on_false=*/%s57");
+    b[10].push_back("%s17 = scalar_select /*predicate=*/%p9, /*on_true=*/%s17, /*on_false=*/%s26");
+    b[10].push_back("%s32 = scalar_select /*predicate=*/%p9, /*on_true=*/%s32, /*on_false=*/%s30");
+    if (!loop.empty()) b[11].push_back(fmt::format("%{} = sbr.rel (%p2) target = {}", next_token(), loop));
+    b[12].push_back("%s5 = sadd.s32 %s5, 1");
+    b[12].push_back("%s8 = sadd.s32 %s8, 1");
+    if (!drain) b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_));
+    b[15].push_back("%s7 = scalar_select /*predicate=*/%p7, /*on_true=*/%s22, /*on_false=*/%s33");
+  }
+
+  void plain_pointer(std::array<std::vector<std::string>, 16>& b, bool drain, const std::string& loop,
+                     std::uint64_t iterations, std::uint64_t acc_stride) {
     // Loop control: continue while t < iterations - 1 (t before the increment). The pop
     // pointer advances one iteration and wraps at the end of the accumulator.
     b[8].push_back(fmt::format("%p2 = scmp.lt.s32.totalorder %s5, {}", iterations - 1));
@@ -960,12 +1311,6 @@ class MatmulGen {
     b[14].push_back("%p7 = scmp.eq.s32.totalorder %s33, %s32");
     if (!drain) b[15].push_back(fmt::format("%p1 = scmp.ge.s32.totalorder %s8, {}", d_));
     b[15].push_back("%s7 = scalar_select /*predicate=*/%p7, /*on_true=*/%s17, /*on_false=*/%s33");
-    for (std::size_t i = 0; i < b.size(); ++i) {
-      w_.bundle(b[i], i == 0 ? (drain   ? "drain: results still in flight"
-                                : latch ? "row pair 0: latch the weights"
-                                        : "row pair t")
-                             : "");
-    }
   }
 
   const MatmulSpec& s_;
@@ -975,10 +1320,12 @@ class MatmulGen {
   std::uint64_t tile_bytes_ = 0, tile_gr_ = 0, g_ = 0, g2_ = 0, kt_ = 0, nt_ = 0, k8_ = 0, wfull_ = 0;
   std::uint64_t a_block_tiles_ = 0, a_block_shift_ = 0;  // KC: 128-column tiles per column block of A, log2(KC)
   std::uint64_t latency_ = 0, d_ = 0;
+  ChunkRing cr_;                   // the collective matmul's chunks (chunks 1: a plain matmul)
+  std::uint64_t ktc_ = 0;          // k-blocks per chunk
   std::uint64_t first_limit_ = 0;  // first_kblock_predicate()
-  std::uint64_t depth_ = 2;  // prefetch depth P (plan_depth)
-  bool resident_ = false;    // A kept in VMEM across column blocks (plan_depth)
-  bool compute_bound_ = false;  // a k-block computes for at least its transfer (plan_depth)
+  std::uint64_t depth_ = 2;        // prefetch depth P (plan_depth)
+  bool resident_ = false;          // A kept in VMEM across column blocks (plan_depth)
+  bool compute_bound_ = false;     // a k-block computes for at least its transfer (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
   std::uint32_t token_ = 100;
   int label_ = 0;
@@ -999,6 +1346,33 @@ std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip) {
   }
   if (chip.mxu.size < 128) return generate_small_matmul(spec, chip);
   MatmulGen gen(spec, chip);
+  return gen.run();
+}
+
+std::string generate_collective_matmul(const CollectiveMatmulSpec& spec, const ici::Topology& topology,
+                                       const ChipConfig& chip) {
+  if (spec.axis >= topology.axis_count()) {
+    throw std::invalid_argument(fmt::format("collective matmul: axis {} is not one of the topology's {} axes",
+                                            ici::axis_name(spec.axis), topology.axis_count()));
+  }
+  const std::uint64_t length = topology.length(spec.axis);
+  if (spec.chunks < 2 || spec.chunks != length) {
+    throw std::invalid_argument(
+        fmt::format("collective matmul: {} chunks on an axis of {} chips (needs 2 or more, one "
+                    "per chip of the axis)",
+                    spec.chunks, length));
+  }
+  if (chip.mxu.count == 0 || chip.mxu.size != 128) {
+    throw std::invalid_argument(fmt::format(
+        "collective matmul: {} has no 128x128 MXUs; the generator targets them (e.g. --chip v5e)", chip.name));
+  }
+  if (spec.m == 0 || spec.k_chunk == 0 || spec.n == 0) {
+    throw std::invalid_argument("collective matmul: M, the chunk and N must be positive");
+  }
+  std::uint64_t stride = 1;  // linear ids: x + X*(y + Y*z)
+  for (std::size_t a = 0; a < spec.axis; ++a) stride *= topology.length(a);
+  const MatmulSpec matmul{spec.m, spec.k_chunk * spec.chunks, spec.n, "bf16", true};
+  MatmulGen gen(matmul, chip, ChunkRing{spec.chunks, ici::axis_name(spec.axis), length, stride});
   return gen.run();
 }
 
@@ -1059,11 +1433,13 @@ std::string generate_add(const AddSpec& spec, const ChipConfig& chip) {
     const std::uint64_t bytes_i = i + 1 == chunks ? last : chunk;
     const std::uint64_t n = bytes_i / 32;
     w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation6 + $0x{:x}], {}", token++, p, 2 * n), {}, {});
-    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, p, negated_immediate(2 * n)), {}, {});
+    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, p, negated_immediate(2 * n)), {},
+         {});
     if (i >= 2) {  // the C buffer's previous output DMA must have left
       const std::uint64_t prev = chunk / 32;
       w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation6 + $0x{:x}], {}", token++, 2 + p, prev), {}, {});
-      w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, 2 + p, negated_immediate(prev)), {}, {});
+      w.op(S::kSync,
+           fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, 2 + p, negated_immediate(prev)), {}, {});
     }
     w.op(S::kSalu, fmt::format("%s3 = smov [#allocation{}]", p), {}, {"s3"});
     w.op(S::kSalu, fmt::format("%s4 = smov [#allocation{}]", 2 + p), {}, {"s4"});
@@ -1099,7 +1475,8 @@ std::string generate_add(const AddSpec& spec, const ChipConfig& chip) {
   for (std::uint64_t i = chunks >= 2 ? chunks - 2 : 0; i < chunks; ++i) {
     const std::uint64_t n = (i + 1 == chunks ? last : chunk) / 32;
     w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation6 + $0x{:x}], {}", token++, 2 + i % 2, n), {}, {});
-    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, 2 + i % 2, negated_immediate(n)), {}, {});
+    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation6 + $0x{:x}], {}", token++, 2 + i % 2, negated_immediate(n)),
+         {}, {});
   }
   w.flush();
   return w.text();

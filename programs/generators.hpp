@@ -81,6 +81,44 @@ struct MatmulSpec {
   bool accumulate = false;
 };
 
+// Collective matmul (the book's jax-stuff.md example) as one program per
+// chip: C[M,N] (f32) = sum over the chunks t = 0 .. T-1 of A_t[M,KC] @
+// B[t KC .. (t+1) KC, N], bf16, where A_t is the A chunk in hand at step t:
+// chunk 0 is the chip's own, chunk t+1 is the chunk the chip one step up
+// `axis` (c + 1 mod L) held at step t. The chip sends each chunk it holds
+// (t < T-1) to the chip one step down (c - 1 mod L) with one remote DMA,
+// issued as soon as the chunk is in hand, while it multiplies.
+// Operands: 0 = A, bf16 [M, T KC] in HBM as T column blocks [M, KC] one after
+// another (MatmulSpec::a_column_blocks' layout), block 0 the chip's own chunk
+// (input) and blocks 1.. receiving the shifts (each written once, by the
+// neighbour's DMA); 1 = B, bf16 [T KC, N] (row block t multiplies A_t);
+// 2 = C, f32 [M, N] (output).
+// Schedule: the generated matmul's ring schedule (generate_matmul) with the
+// loops turned around: for each chunk t, for each column block of 4 MXUs,
+// for each of the chunk's k-blocks; every column block's accumulator stays
+// in VMEM across the chunks (one per column block, never read from or
+// written to HBM before the last chunk, whose column blocks DMA it to C).
+// A's k-blocks stay in VMEM (one slot per k-block of K = T KC), read from
+// HBM with column block 0 of their chunk. Before the prefetch ring issues the
+// first DMA of chunk t >= 1's k-blocks, the program waits for chunk t to have
+// arrived, and then forwards it (t < T-1). Flags: the ring's, and the two at
+// the top of the flag space (sent, arrived) as the ring shift's; all end at 0.
+// Accumulation order (bit for bit what a host reference must reproduce): for
+// every C element, for t = 0, 1, ..., T-1, for the chunk's k-blocks kb in
+// increasing order: acc = +0.0 + partial (t = 0, first k-block), else acc =
+// acc + partial (f32), partial as in generate_matmul. That is generate_matmul's
+// order over K = T KC with B's rows in chunk order (programs::matmul_reference
+// over the chunks one after another with c_in).
+// Limits (std::invalid_argument): T >= 2, KC a multiple of 128, N a multiple
+// of 128 x min(mxu.count, N / 128) (whole column blocks), M / 16 row pairs x
+// KC / 128 k-blocks at least the MXU pipeline's depth, VMEM for the
+// accumulators, A and the ring.
+struct CollectiveMatmulSpec {
+  std::uint64_t m = 0, k_chunk = 0, n = 0;  // per chip: A_t [m, k_chunk], C [m, n]
+  std::uint64_t chunks = 0;                 // T: the ring's length (the axis' length)
+  std::size_t axis = 1;                     // the topology axis the chunks shift along
+};
+
 struct AddSpec {
   std::uint64_t n = 0;                  // f32 elements
   std::uint64_t chunk_bytes = 1 << 20;  // bytes of A (and of B, C) per DMA
@@ -92,6 +130,8 @@ std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip);
 // The mxu.size < 128 schedule above (generate_matmul picks it by itself).
 std::string generate_small_matmul(const MatmulSpec& spec, const ChipConfig& chip);
 std::string generate_add(const AddSpec& spec, const ChipConfig& chip);
+std::string generate_collective_matmul(const CollectiveMatmulSpec& spec, const ici::Topology& topology,
+                                       const ChipConfig& chip);
 
 // A ring shift (ppermute) of `bytes` along one topology axis, in two
 // programs so that other steps of a chain can run while it travels:

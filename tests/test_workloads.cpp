@@ -229,6 +229,31 @@ TEST_CASE("the matmul's column-block and accumulate forms, and the ring shift, a
              Contains(fmt::format("offset = 0x{:x}", (chip.sflag.count - 2) * 4)));
 }
 
+TEST_CASE("the collective matmul program: its ring's flags, and refusals where it cannot run") {
+  const ChipConfig chip = test::preset("v5e");
+  const ici::Topology t = topo("2x4");
+  const std::string text = programs::generate_collective_matmul({256, 512, 1024, 4, 1}, t, chip);
+  // The shift's two flags at the top of the flag space; the ring's pinned at 0 below them.
+  CHECK_THAT(text,
+             Contains(fmt::format("offset = 0x{:x}, tag = 'ring shift: sent, arrived'", (chip.sflag.count - 2) * 4)));
+  CHECK_THAT(text, Contains("offset = 0x0, tag = 'flags:"));
+  CHECK_THAT(text, Contains("accumulators: one per column block (2 of f32[256,512])"));
+  CHECK_THAT(text, Contains("dma.remote.hbm_to_hbm"));
+  CHECK_THAT(text, Contains("sid.y"));
+  CHECK_THROWS_WITH(programs::generate_collective_matmul({256, 512, 1024, 2, 1}, t, chip),
+                    Contains("2 chunks on an axis of 4 chips"));
+  CHECK_THROWS_WITH(programs::generate_collective_matmul({256, 512, 1024, 4, 2}, t, chip), Contains("axis z"));
+  CHECK_THROWS_WITH(programs::generate_collective_matmul({256, 500, 1024, 4, 1}, t, chip),
+                    Contains("whole 128-column tiles"));
+  CHECK_THROWS_WITH(programs::generate_collective_matmul({256, 512, 768, 4, 1}, t, chip),
+                    Contains("whole column blocks of 512 columns"));
+  CHECK_THROWS_WITH(programs::generate_collective_matmul({64, 512, 1024, 4, 1}, t, chip),
+                    Contains("fewer than the MXU pipeline's"));
+  const ici::Topology line = topo("2x1");
+  CHECK_THROWS_WITH(programs::generate_collective_matmul({256, 512, 1024, 1, 1}, line, chip),
+                    Contains("needs 2 or more"));
+}
+
 // The mlp workload's strategies and the book's thresholds (workloads/mlp.hpp).
 TEST_CASE("mlp strategies name their data and model axes") {
   CHECK(parse_mlp_strategy("fsdp+tp") == MlpStrategy::kFsdpTp);

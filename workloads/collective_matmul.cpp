@@ -1,22 +1,32 @@
 // The collective-matmul workload (the book's jax-stuff.md example;
 // ../shared/WORKLOADS.md section 1): out[B_X, F_Y] = A[B_X, D_Y] @ W[D, F_Y]
-// on a mesh (X, Y) = the topology's axes x and y, in three variants:
+// on a mesh (X, Y) = the topology's axes x and y, in four variants:
 //   blocking    all-gather A over Y, then one matmul (sharded-matmul's ag plan);
-//   overlapped  N = Y chunk matmuls out += A_c @ W[D_c, F_Y], the A chunk in
-//               hand shifted one step down the Y ring while the chunk is
-//               multiplied (programs::generate_ring_shift_send / _wait around
-//               an accumulating matmul, MatmulSpec::accumulate);
+//   overlapped  one program per chip (programs::generate_collective_matmul):
+//               N = Y chunks of D, multiplied chunk after chunk into
+//               accumulators that stay in VMEM, while the A chunk in hand
+//               shifts one step down the Y ring (remote DMAs issued by the
+//               program as each chunk arrives);
+//   overlapped-steps  the same as a chain of steps (the first version): N
+//               chunk matmuls out += A_c @ W[D_c, F_Y] accumulating through
+//               HBM (MatmulSpec::accumulate), each between a ring shift's send
+//               and wait (programs::generate_ring_shift_send / _wait);
 //   baseline    A not sharded on D: one local matmul, no communication
 //               (sharded-matmul's case 1).
-// Overlapped steps, for t = 0 .. N-1 (chip at y holds chunk c_t = (y + t) mod N):
+// The chip at y holds chunk c_t = (y + t) mod N of D at step t.
+// overlapped: operand "A" holds N column blocks [B/X, D/Y], block 0 the
+// chip's own chunk (input), block t receiving chunk c_t from the chip at y+1;
+// "W" is the chip's W rows in its chunk order c_0, c_1, ... (a layout of the
+// rows it holds), "C" the output.
+// overlapped-steps, for t = 0 .. N-1:
 //   send "A t" -> the chip at y-1's "A t+1" (t < N-1; issued, not awaited)
 //   matmul "A t" @ "W t" -> "C" (accumulating from t = 1)
 //   wait for the send and the arrival (t < N-1)
-// "W t" on the chip at y is W's row block c_t of its columns F_y (the chip
-// holds all of W's rows; the split into blocks is its layout).
-// Host reference (overlapped): for every chip, C = the chunks' matmuls
-// accumulated in its order c_0, c_1, ... (programs::matmul_reference with
-// c_in), bit for bit.
+// "W t" on the chip at y is W's row block c_t of its columns F_y.
+// Host reference (both overlapped variants): for every chip, C = the chunks'
+// matmuls accumulated in its order c_0, c_1, ... (programs::matmul_reference
+// with c_in), bit for bit: for every element, the k-blocks of c_0 in order,
+// then those of c_1, ..., each block's partial added to the running f32 sum.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -27,6 +37,7 @@
 #include "api/errors.hpp"
 #include "api/run.hpp"
 #include "common/npy.hpp"
+#include "common/units.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
 #include "workloads/pieces.hpp"
@@ -40,14 +51,15 @@ class CollectiveMatmulWorkload final : public Workload {
   [[nodiscard]] std::string_view name() const override { return "collective-matmul"; }
   [[nodiscard]] std::string_view summary() const override {
     return "the book's collective matmul: out[B_X,F_Y] = A[B_X,D_Y] @ W[D,F_Y], --variant blocking (all-gather "
-           "then matmul), overlapped (chunk matmuls while A's chunks shift round the Y ring) or baseline (A whole "
+           "then matmul), overlapped (one program: chunk matmuls into VMEM accumulators while A's chunks shift round "
+           "the Y ring), overlapped-steps (chunk matmul steps through HBM between shift steps) or baseline (A whole "
            "in D)";
   }
   [[nodiscard]] std::vector<OptionSpec> options() const override {
     return {{"m", "1024", "B: rows of A and out, split over X"},
             {"k", "2048", "D: the contracting dimension, A's split over Y"},
             {"n", "8192", "F: columns of W and out, split over Y"},
-            {"variant", "overlapped", "blocking, overlapped or baseline"},
+            {"variant", "overlapped", "blocking, overlapped, overlapped-steps or baseline"},
             {"algo", "multi-axis", "the blocking variant's all-gather algorithm"},
             {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
   }
@@ -60,8 +72,10 @@ class CollectiveMatmulWorkload final : public Workload {
                                       topology.shape()));
     }
     if (variant == "blocking" || variant == "baseline") return delegate(setup, options, variant);
+    if (variant == "overlapped-steps") return overlapped_steps(setup, options);
     if (variant != "overlapped") {
-      throw api::BadInput(fmt::format("--variant '{}': expected blocking, overlapped or baseline", variant));
+      throw api::BadInput(
+          fmt::format("--variant '{}': expected blocking, overlapped, overlapped-steps or baseline", variant));
     }
     return overlapped(setup, options);
   }
@@ -88,7 +102,143 @@ class CollectiveMatmulWorkload final : public Workload {
     return built;
   }
 
+  // One program per chip (programs::generate_collective_matmul).
   static Built overlapped(const Setup& setup, const OptionValues& options) {
+    const ChipConfig& chip = setup.chip;
+    const ici::Topology& topology = setup.topology;
+    constexpr std::uint64_t kMaxDim = 1ULL << 20;
+    const std::uint64_t m = options.whole("m", 1, kMaxDim);
+    const std::uint64_t k = options.whole("k", 1, kMaxDim);
+    const std::uint64_t n = options.whole("n", 1, kMaxDim);
+    const auto seed = static_cast<std::uint32_t>(options.whole("seed", 0, std::numeric_limits<std::uint32_t>::max()));
+    const std::uint64_t xs = topology.length(0);
+    const std::uint64_t ys = topology.length(1);
+    if (m % xs != 0 || k % ys != 0 || n % ys != 0) {
+      throw api::BadInput(
+          fmt::format("--m {}, --k {}, --n {}: B must split over X ({}), D and F over Y ({})", m, k, n, xs, ys));
+    }
+    if (ys < 2) {
+      throw api::BadInput(fmt::format(
+          "--topology {}: the overlapped variant shifts chunks round Y, which has one chip (use --variant baseline)",
+          topology.shape()));
+    }
+    const std::uint64_t rows = m / xs;   // A's and out's rows per chip
+    const std::uint64_t chunk = k / ys;  // A's columns per chip: one chunk of D
+    const std::uint64_t cols = n / ys;   // W's and out's columns per chip
+    if (rows % kBf16TileRows != 0 || chunk % kTileCols != 0) {
+      throw api::BadInput(fmt::format(
+          "--m {} / --k {}: each chip's A chunk ({} x {}) must be whole bf16 tiles (rows a multiple of {}, columns "
+          "of {}) to shift",
+          m, k, rows, chunk, kBf16TileRows, kTileCols));
+    }
+    const programs::CollectiveMatmulSpec spec{rows, chunk, cols, ys, 1};
+    Built built;
+    std::shared_ptr<const isa::Program> program;
+    try {
+      refuse_other_mxu(chip, "collective-matmul");
+    } catch (const std::invalid_argument& e) {
+      throw api::BadInput(e.what());
+    }
+    try {
+      program = api::assemble(programs::generate_collective_matmul(spec, topology, chip), "collective_matmul.llo");
+    } catch (const std::invalid_argument& e) {
+      throw api::BadInput(
+          fmt::format("--m {} --k {} --n {} (per chip {}x{}x{}): {}", m, k, n, rows, chunk, cols, e.what()));
+    }
+
+    // The book's costs: the per-chip matmul [rows, D, cols] by its roofline
+    // (A, W and out through HBM once), and the shifts: chunk t cannot start
+    // before t shifts have brought it (T_shift each, the worst chip's: without
+    // wraparound chip 0's goes over the whole axis), so the program takes at
+    // least max(roofline, (N-1) T_shift + the roofline's 1/N).
+    const Phase whole = matmul_phase({rows, k, cols, "bf16", true}, chip);
+    const double shift_bytes = static_cast<double>(rows * chunk * 2);
+    const bool wraps = topology.wraps(1);
+    const double hops = wraps || ys <= 2 ? 1.0 : static_cast<double>(ys - 1);
+    const double t_shift = shift_bytes / chip.ici.link_bandwidth + hops * chip.ici.hop_latency_s;
+    const double chunk_seconds = whole.predicted_seconds / static_cast<double>(ys);
+    const double shifted = static_cast<double>(ys - 1) * t_shift + chunk_seconds;
+    built.steps.push_back({program, "collective_matmul.llo", {{0, "A"}, {1, "W"}, {2, "C"}}});
+    Phase p = whole;
+    p.name = fmt::format("collective matmul {}x{}x{}", rows, k, cols);
+    p.predicted_seconds = std::max(whole.predicted_seconds, shifted);
+    p.prediction = fmt::format(
+        "max({}, (N-1) T_shift + 1/N of it = {}), T_shift = V/B + hops x T_min = {} ({} B over one link, {:.0f} "
+        "hop(s)); {} per chunk vs {} per shift: {}",
+        whole.prediction, format_quantity(shifted, Quantity::kTime), format_quantity(t_shift, Quantity::kTime),
+        rows * chunk * 2, hops, format_quantity(chunk_seconds, Quantity::kTime),
+        format_quantity(t_shift, Quantity::kTime), chunk_seconds >= t_shift ? "compute-bound" : "shift-bound");
+    p.detail["chunks"] = ys;
+    p.detail["t_shift_seconds"] = t_shift;
+    p.detail["chunk_seconds"] = chunk_seconds;
+    built.phases.push_back(p);
+    built.model_flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
+
+    // Host data and every chip's blocks.
+    const auto a = std::make_shared<const std::vector<float>>(programs::random_bf16_values(m * k, seed));
+    const auto w = std::make_shared<const std::vector<float>>(programs::random_bf16_values(k * n, seed + 1));
+    const auto coords = [topology](std::uint32_t id) { return topology.coords(ChipId(id)); };
+    const auto chunk_of = [ys](std::uint64_t y, std::uint64_t t) { return (y + t) % ys; };
+    // A: the chip's own chunk in column block 0; the blocks the shifts fill
+    // are the zero padding of the device bytes.
+    built.inputs["A"].origin = "A";
+    built.inputs["A"].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
+      const auto c = coords(id);
+      return device_matrix(matrix_block(*a, k, c[0] * rows, rows, c[1] * chunk, chunk), rows, chunk, "bf16", "A");
+    };
+    built.inputs["W"].origin = "W";
+    built.inputs["W"].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
+      const auto c = coords(id);
+      std::vector<float> rows_in_order;
+      rows_in_order.reserve(k * cols);
+      for (std::uint64_t t = 0; t < ys; ++t) {
+        const auto block = matrix_block(*w, n, chunk_of(c[1], t) * chunk, chunk, c[1] * cols, cols);
+        rows_in_order.insert(rows_in_order.end(), block.begin(), block.end());
+      }
+      return device_matrix(rows_in_order, k, cols, "bf16", "W");
+    };
+    built.check = [=](const api::Result& r) {
+      return check_f32_outputs(
+          r.outputs.at("C").device, topology.chip_count(), "out",
+          [&](std::uint32_t) { return std::make_pair(rows, cols); },
+          [&](std::uint32_t id) {
+            const auto c = coords(id);
+            std::vector<float> expected;
+            for (std::uint64_t t = 0; t < ys; ++t) {
+              const std::uint64_t d = chunk_of(c[1], t);
+              expected = programs::matmul_reference(matrix_block(*a, k, c[0] * rows, rows, d * chunk, chunk),
+                                                    matrix_block(*w, n, d * chunk, chunk, c[1] * cols, cols), rows,
+                                                    chunk, cols, 128, expected);
+            }
+            return expected;
+          });
+    };
+    built.choice = {{"variant", "overlapped"},
+                    {"m", m},
+                    {"k", k},
+                    {"n", n},
+                    {"lhs", "I_X,J_Y"},
+                    {"rhs", "J,K_Y"},
+                    {"output", "I_X,K_Y"},
+                    {"per_chip", {{"m", rows}, {"k", chunk}, {"n", cols}, {"chunks", ys}}},
+                    {"t_shift_seconds", t_shift},
+                    {"reference",
+                     "every chip's chunk matmuls accumulated in its chunk order (programs::matmul_reference "
+                     "with c_in): per element, the k-blocks of c_0 in order, then c_1's, ..."}};
+    built.intro = {
+        fmt::format("collective-matmul, variant overlapped: out[{},{}] = A[{},{}] @ W[{},{}] on a {} pod of {}", m, n,
+                    m, k, k, n, ici::describe(topology), chip.name),
+        fmt::format("  A[B_X,D_Y] @ W[D,F_Y] -> out[B_X,F_Y]: one program per chip, {} chunks {}x{}x{} into "
+                    "accumulators kept in VMEM, A's chunk ({} B) shifted round the Y ring during each",
+                    ys, rows, chunk, cols, rows * chunk * 2),
+        fmt::format("  the book: per chunk T_matmul = {:.3g} us (1/{} of the roofline) against T_shift = {:.3g} us",
+                    chunk_seconds * 1e6, ys, t_shift * 1e6),
+        "  the shifts run inside the one step, so the report's exposed communication cannot see them: compare the "
+        "step with --variant baseline"};
+    return built;
+  }
+
+  static Built overlapped_steps(const Setup& setup, const OptionValues& options) {
     const ChipConfig& chip = setup.chip;
     const ici::Topology& topology = setup.topology;
     constexpr std::uint64_t kMaxDim = 1ULL << 20;
@@ -210,7 +360,7 @@ class CollectiveMatmulWorkload final : public Workload {
             return expected;
           });
     };
-    built.choice = {{"variant", "overlapped"},
+    built.choice = {{"variant", "overlapped-steps"},
                     {"m", m},
                     {"k", k},
                     {"n", n},
@@ -223,8 +373,8 @@ class CollectiveMatmulWorkload final : public Workload {
                      "every chip's chunk matmuls accumulated in its chunk order (programs::matmul_reference "
                      "with c_in)"}};
     built.intro = {
-        fmt::format("collective-matmul, variant overlapped: out[{},{}] = A[{},{}] @ W[{},{}] on a {} pod of {}", m, n,
-                    m, k, k, n, ici::describe(topology), chip.name),
+        fmt::format("collective-matmul, variant overlapped-steps: out[{},{}] = A[{},{}] @ W[{},{}] on a {} pod of {}",
+                    m, n, m, k, k, n, ici::describe(topology), chip.name),
         fmt::format("  A[B_X,D_Y] @ W[D,F_Y] -> out[B_X,F_Y]: {} chunk matmuls {}x{}x{} per chip, A's chunk ({} B) "
                     "shifted round the Y ring during each",
                     ys, rows, chunk, cols, rows * chunk * 2),

@@ -53,9 +53,15 @@ def test_bad_options_are_bad_input():
 def test_collective_matmul_overlaps_what_blocking_exposes():
     small = dict(m=512, k=1024, n=2048)
     blocking = tpuemu.workload("collective-matmul", topology="2x4", variant="blocking", **small)
+    steps = tpuemu.workload("collective-matmul", topology="2x4", variant="overlapped-steps", **small)
     overlapped = tpuemu.workload("collective-matmul", topology="2x4", variant="overlapped", **small)
-    assert blocking["ok"] and overlapped["ok"] and overlapped["variant"] == "overlapped"
-    assert overlapped["exposed_communication_seconds"] < 0.5 * blocking["exposed_communication_seconds"]
+    assert blocking["ok"] and steps["ok"] and overlapped["ok"] and overlapped["variant"] == "overlapped"
+    assert overlapped["check"].startswith("bit-exact") and len(overlapped["phases"]) == 1
+    assert steps["exposed_communication_seconds"] < 0.5 * blocking["exposed_communication_seconds"]
+    # One program per chip, its accumulators in VMEM: faster than the chain of steps and than gathering first.
+    assert overlapped["seconds"] < steps["seconds"] < blocking["seconds"]
+    with pytest.raises(tpuemu.BadInput, match="fewer than the MXU pipeline"):
+        tpuemu.workload("collective-matmul", topology="2x4", m=128, k=2048, n=1024)
 
 
 def test_inference_layer_options_with_underscores():
