@@ -7,7 +7,9 @@
 // faulted 4 KiB at a time costs ~55 ms, and one from malloc's heap, advised
 // for huge pages only on its 2 MiB-aligned interior, still ~500 small faults
 // (7-10 ms) at its unaligned ends; a whole 2 MiB-aligned mapping faults in
-// 2 MiB at a time (16 MiB: 1.5-3 ms including the kernel's zeroing). Where
+// 2 MiB at a time (16 MiB: 1.5-3 ms including the kernel's zeroing). SystemC's
+// own 3 MiB temporary heap, zeroed before main(), is one of them (768 small
+// faults, 10-14 ms, before). Where
 // the kernel has no THP (or THP "never") the advice is ignored and pages are
 // 4 KiB as before. Changes no byte of any result: only where memory comes from.
 //
@@ -34,7 +36,7 @@
 #if defined(TPUEMU_LARGE_ALLOCATIONS)
 namespace {
 
-constexpr std::size_t kLargeBytes = std::size_t{4} << 20;
+constexpr std::size_t kLargeBytes = std::size_t{2} << 20;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 constexpr std::size_t kMaxBlocks = 256;                      // live large blocks listed at once
 constexpr std::size_t kMaxCached = 8;                        // freed blocks kept for reuse
