@@ -28,7 +28,12 @@
 #include <mutex>
 #include <new>
 
-#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define TPUEMU_SANITIZED 1
+#endif
+#endif
+#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__) && !defined(TPUEMU_SANITIZED)
 #define TPUEMU_LARGE_ALLOCATIONS 1
 #include <sys/mman.h>
 #endif
