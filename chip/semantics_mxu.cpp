@@ -109,7 +109,13 @@ void exec_VmatmulMsk(Core& c, const ExecOp& op) {
   multiply(c, op, false, true);
 }
 void exec_VpopMrf(Core& c, const ExecOp& op) {
-  unit(c, op).pop_into(c.stage_vreg_buffer(op));
+  std::unique_ptr<vpu::Vreg>& out = c.stage_vreg_buffer(op);
+  unit(c, op).pop_into(out);
+  // The result was usually written by a host thread on another core: start
+  // fetching all of it now, so the op that reads it (a bundle or two later)
+  // finds it in this core's cache. A hint only.
+  const auto* bytes = reinterpret_cast<const char*>(out->words.data());
+  for (std::size_t at = 0; at < sizeof(out->words); at += 64) __builtin_prefetch(bytes + at);
 }
 
 std::uint64_t ready_mxu_matmul(Core& c, const ExecOp& op) {

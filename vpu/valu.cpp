@@ -120,7 +120,10 @@ __attribute__((target("avx"))) void valu_f32_regs_avx(const std::uint32_t* a, co
     if constexpr (kOp == ValuF32Op::kAdd) r = _mm256_add_ps(x, y);
     if constexpr (kOp == ValuF32Op::kSub) r = _mm256_sub_ps(x, y);
     if constexpr (kOp == ValuF32Op::kMul) r = _mm256_mul_ps(x, y);
-    _mm256_storeu_ps(reinterpret_cast<float*>(out + i), _mm256_blendv_ps(r, canonical, _mm256_cmp_ps(r, r, _CMP_UNORD_Q)));
+    const __m256 nan = _mm256_cmp_ps(r, r, _CMP_UNORD_Q);  // all ones where NaN
+    // (r & ~nan) | (canonical & nan): GCC turns a blendv with this mask into per-lane branches.
+    _mm256_storeu_ps(reinterpret_cast<float*>(out + i),
+                     _mm256_or_ps(_mm256_andnot_ps(nan, r), _mm256_and_ps(nan, canonical)));
   }
 }
 bool valu_has_avx() {
