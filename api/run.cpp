@@ -211,8 +211,8 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
     // The run frees its array once it is in device layout: an array the
     // provider made for this run moves in; the job's own arrays are copied.
     const NpyArray& array = input_array(input, 0, holder);
-    request.inputs[binding->index] = holder.empty() ? NpyArray{array.dtype, array.shape, copied_bytes(array.data)}
-                                                    : std::move(holder.back());
+    request.inputs[binding->index] =
+        holder.empty() ? NpyArray{array.dtype, array.shape, copied_bytes(array.data)} : std::move(holder.back());
     request.input_origins[binding->index] = origin_of(name, input);
   }
   if (!dry_tracer && job.configure_chip_run) job.configure_chip_run(request);

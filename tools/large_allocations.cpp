@@ -43,12 +43,12 @@ namespace {
 
 constexpr std::size_t kLargeBytes = std::size_t{2} << 20;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
-constexpr std::size_t kMaxBlocks = 256;                      // live large blocks listed at once
-constexpr std::size_t kMaxCached = 8;                        // freed blocks kept for reuse
+constexpr std::size_t kMaxBlocks = 256;                       // live large blocks listed at once
+constexpr std::size_t kMaxCached = 8;                         // freed blocks kept for reuse
 constexpr std::size_t kCachedBytes = std::size_t{256} << 20;  // at most this much kept
 
 struct Block {
-  void* start = nullptr;  // 2 MiB-aligned
+  void* start = nullptr;   // 2 MiB-aligned
   std::size_t length = 0;  // a multiple of 2 MiB
 };
 
