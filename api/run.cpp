@@ -208,9 +208,11 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
     // A timing-only run reads only the inputs passed by value (they steer the program).
     if (!request.options.compute_numerics && binding->space != "<no memory space>") continue;
     std::vector<NpyArray> holder;
-    // A copy (the job is the caller's), which the run frees once it is in device layout.
+    // The run frees its array once it is in device layout: an array the
+    // provider made for this run moves in; the job's own arrays are copied.
     const NpyArray& array = input_array(input, 0, holder);
-    request.inputs[binding->index] = NpyArray{array.dtype, array.shape, copied_bytes(array.data)};
+    request.inputs[binding->index] =
+        holder.empty() ? NpyArray{array.dtype, array.shape, copied_bytes(array.data)} : std::move(holder.back());
     request.input_origins[binding->index] = origin_of(name, input);
   }
   if (!dry_tracer && job.configure_chip_run) job.configure_chip_run(request);
@@ -278,7 +280,7 @@ Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_
       request.scalars[name] = v;
     }
     if (in_memory) {
-      request.inputs[name] = array;
+      request.inputs[name] = holder.empty() ? array : std::move(holder.back());  // a provider's array moves
       request.input_origins[name] = origin_of(name, input);
     }
   }

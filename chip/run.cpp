@@ -185,6 +185,11 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
                   request.vcd.empty() ? request.quantum_cycles : 1);
   if (request.tracer != nullptr) chip.attach_tracer(*request.tracer, fmt::format("chip 0 {}", request.chip.name));
   if (request.mxu_backends) chip.attach_mxu_backends(request.mxu_backends);
+  // One chip computing with data: its VMEM in huge pages (a program's
+  // buffers there are dense; memory/dense_memory.hpp).
+  if (request.options.compute_numerics) {
+    for (auto& core : chip.cores) core->vmem.prefer_huge_pages();
+  }
   if (request.profile != nullptr) {
     std::vector<ChipModule::NamedRange> hbm;
     for (const auto& [name, buf] : buffers) {

@@ -175,6 +175,12 @@ void exec_Vld(Core& c, const ExecOp& op) {
   vpu::Vreg& out = c.stage_vreg(op);
   if (a.stride == 1 && a.mask == 0xFF && c.vmem.in_range(a.row * kRowBytes, kVregBytes)) {
     std::memcpy(out.words.data(), c.vmem.data(a.row * kRowBytes), kVregBytes);  // eight consecutive rows
+    // Programs mostly walk VMEM upwards (accumulators, input blocks): ask for
+    // the next eight rows now. A hint only.
+    if (c.vmem.in_range((a.row + 8) * kRowBytes, kVregBytes)) {
+      const auto* next = reinterpret_cast<const char*>(c.vmem.data((a.row + 8) * kRowBytes));
+      for (std::size_t at = 0; at < kVregBytes; at += 64) __builtin_prefetch(next + at);
+    }
     return;
   }
   for (std::size_t s = 0; s < vpu::kSublanes; ++s) {

@@ -25,8 +25,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <span>
 #include <string_view>
 
@@ -89,11 +89,14 @@ void build_weights(KernelKind kind, std::span<const StagedPush> pushes, std::uin
 
 // What the AVX2 kernel learns from its pass over an LHS, kept with an LHS
 // that several multiplies share (mxu::SharedLhs: the units fed one register in
-// one bundle), so the LHS is scanned once: the first multiply to run fills it
-// (std::call_once), the others read it. A pure function of the LHS and
-// `used_k`, so which multiply fills it changes nothing.
+// one bundle), so the LHS is scanned once: the first multiply to run fills it,
+// the others read it once it is filled (`state` kReady, acquire); one that
+// finds it being filled scans for itself instead of waiting (no lock, no
+// futex wake per bundle). A pure function of the LHS and `used_k`, so which
+// multiply fills it changes nothing.
 struct LhsScan {
-  std::once_flag once;
+  enum State : std::uint8_t { kEmpty, kFilling, kReady };
+  std::atomic<State> state{kEmpty};
   std::uint32_t used_k = 0;     // the K lanes it describes
   bool needs_rounding = false;  // some value is no bf16 value: the kernel rounds a copy
   ValueRange range;             // of the values as multiplied (after rounding)

@@ -9,7 +9,6 @@
 #include <immintrin.h>
 
 #include <cstring>
-#include <mutex>
 
 #define TPUEMU_AVX2 __attribute__((target("avx2,fma")))
 
@@ -224,13 +223,18 @@ TPUEMU_AVX2 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
   const LhsScan* summary = &own;
   bool rounded_here = false;
   if (job.lhs_scan != nullptr) {
-    std::call_once(job.lhs_scan->once, [&] {
-      scan_lhs(*job.lhs_scan);
-      rounded_here = job.lhs_scan->needs_rounding;
-    });
-    summary = job.lhs_scan;
+    LhsScan& shared = *job.lhs_scan;
+    LhsScan::State state = shared.state.load(std::memory_order_acquire);
+    if (state == LhsScan::kEmpty &&
+        shared.state.compare_exchange_strong(state, LhsScan::kFilling, std::memory_order_acq_rel)) {
+      scan_lhs(shared);
+      rounded_here = shared.needs_rounding;
+      shared.state.store(LhsScan::kReady, std::memory_order_release);
+      state = LhsScan::kReady;
+    }
+    if (state == LhsScan::kReady) summary = &shared;  // else another multiply is filling it: scan below
   }
-  if (summary->used_k != job.used_k || job.lhs_scan == nullptr) {
+  if (summary == &own || summary->used_k != job.used_k) {
     scan_lhs(own);
     summary = &own;
     rounded_here = own.needs_rounding;
