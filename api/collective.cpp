@@ -37,8 +37,7 @@ auto checked(F&& f) {
 
 // Why `algorithm` cannot run under NCCL protocol `protocol` on `setup`'s
 // fabric, or "" (also for no protocol).
-std::string protocol_refusal(const std::string& algorithm, const std::string& protocol,
-                             const CollectiveSetup& setup) {
+std::string protocol_refusal(const std::string& algorithm, const std::string& protocol, const CollectiveSetup& setup) {
   if (protocol.empty()) return "";
   if (!setup.topology.switched()) {
     return fmt::format(
@@ -47,8 +46,7 @@ std::string protocol_refusal(const std::string& algorithm, const std::string& pr
         protocol, setup.topology.shape(), setup.chip.name);
   }
   if (!programs::collective_algorithm(algorithm).runs_protocol(protocol)) {
-    return fmt::format("--algo {} does not run with --proto {} (NCCL runs NVLS with Simple only)", algorithm,
-                       protocol);
+    return fmt::format("--algo {} does not run with --proto {} (NCCL runs NVLS with Simple only)", algorithm, protocol);
   }
   return "";
 }

@@ -409,8 +409,8 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     p.formula = fmt::format(
         "{} halving-doubling on {}: sum over steps of (bytes of the step x link load / B + partner's latency{}) + "
         "L_hbm + 2Q/H; V = {} B, N = {}, B = {:g} B/s{}, H = {:g} B/s, L_hbm = {:g} s{}",
-        spec.op, topology.shape(), reduce ? " + per tile of a halving step 2 L_hbm + 3 tile/H" : "", plan.bytes, n,
-        bw, switched ? "" : fmt::format(" (link load up to {})", worst_load), hbm_bw, hbm_latency,
+        spec.op, topology.shape(), reduce ? " + per tile of a halving step 2 L_hbm + 3 tile/H" : "", plan.bytes, n, bw,
+        switched ? "" : fmt::format(" (link load up to {})", worst_load), hbm_bw, hbm_latency,
         reduce ? fmt::format(", tile = {:g} B", tile) : "");
     return p;
   }
