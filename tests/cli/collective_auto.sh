@@ -10,7 +10,8 @@
 #     auto's pick (over every algorithm and protocol) is the fastest of every
 #     algorithm run under --proto auto; the one exception, A100 at 64 MiB,
 #     where two-shot and bidir-ring are predicted 1.5 % apart and measured
-#     6.5 % apart, may pick a run within 7 % of the fastest.
+#     6.5 % apart, may pick a run within 7 % of the fastest;
+#  3. the pipelined tree (below).
 # Usage: collective_auto.sh TPUEMU WORKDIR
 set -euo pipefail
 tpuemu=$1 work=$2
@@ -34,6 +35,24 @@ check_hd v5e 16 64K,1M,16M
 check_hd v5e 4x4 64K,1M,16M
 check_hd v5p 4x4x4 64K,1M,16M
 echo "halving-doubling: predictions within 15 %"
+
+# 3. The double binary tree, pipelined: within 15 % of its prediction at 64 and
+#    256 MiB on 8 x H100, A100 and B200, and at 256 MiB within 1.25x ring's
+#    time on H100 and A100 (before the pipelining: 7.5x on H100; B200 is 1.44x,
+#    its prediction 1.32x: README "Switched fabrics").
+for chip in h100 a100 b200; do
+  "$tpuemu" collective --op all-reduce --chip $chip --topology node:8 --algo tree,ring --sizes 64M,256M --no-data \
+    --json tree.json > /dev/null
+  jq -r '.rows[] | select(.algorithm == "tree") | "\(.size) \(.measured_over_predicted)"' tree.json |
+    while read -r size r; do
+      awk -v r="$r" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }' || fail "tree on $chip at $size B: measured/predicted = $r"
+    done
+  t=$(jq '.rows[] | select(.algorithm == "tree" and .size == 268435456) | .time_us' tree.json)
+  r=$(jq '.rows[] | select(.algorithm == "ring" and .size == 268435456) | .time_us' tree.json)
+  [ $chip = b200 ] || awk -v t="$t" -v r="$r" 'BEGIN { exit !(t <= 1.25 * r) }' ||
+    fail "tree on $chip at 256 MiB: $t us against ring's $r us"
+  echo "tree on $chip at 256 MiB: $t us, ring $r us"
+done
 
 check_auto() {  # CHIP ALGORITHMS
   "$tpuemu" collective --op all-reduce --chip "$1" --topology node:8 --sizes 32K,1M,16M,64M,256M,1G --algo "$2,auto" \
