@@ -252,7 +252,7 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
     // A switched chip's "link" is its whole egress (every NVLink; its NIC once the group spans nodes).
     const bool spans_nodes = setup.topology.fabric() == "fat-tree" &&
                              std::find(plan.axes.begin(), plan.axes.end(), std::size_t{1}) != plan.axes.end();
-    const double egress = spans_nodes ? setup.chip.fabric.nic_bandwidth : setup.chip.switched_egress();
+    const double egress = spans_nodes ? setup.chip.nic_payload_rate() : setup.chip.switched_egress();
     out.linkbw = per_link ? out.busbw : 0.0;
     out.link_fraction = per_link ? out.linkbw / egress : 0.0;
   } else {
