@@ -35,6 +35,27 @@ auto checked(F&& f) {
   }
 }
 
+// Why `algorithm` cannot run under NCCL protocol `protocol` on `setup`'s
+// fabric, or "" (also for no protocol).
+std::string protocol_refusal(const std::string& algorithm, const std::string& protocol, const CollectiveSetup& setup) {
+  if (protocol.empty()) return "";
+  if (!setup.topology.switched()) {
+    return fmt::format(
+        "--proto {}: NCCL protocols run on switched fabrics; the torus {} of {} has ICI links (their overhead is "
+        "ici.payload_efficiency)",
+        protocol, setup.topology.shape(), setup.chip.name);
+  }
+  if (!programs::collective_algorithm(algorithm).runs_protocol(protocol)) {
+    return fmt::format("--algo {} does not run with --proto {} (NCCL runs NVLS with Simple only)", algorithm, protocol);
+  }
+  return "";
+}
+
+// The fabric.protocol override that puts `protocol` into effect for `algorithm`.
+std::string protocol_override(const std::string& algorithm, const std::string& protocol) {
+  return "fabric.protocol=" + std::string(programs::collective_algorithm(algorithm).protocol_params(protocol));
+}
+
 }  // namespace
 
 // "64K", "1G", "4096", "2MiB": K, M, G (and KiB, MiB, GiB) are powers of 1024, as in nccl-tests.
@@ -131,8 +152,22 @@ void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setu
   });
 }
 
-CollectiveResult run_collective(const CollectiveJob& cjob) {
+CollectiveResult run_collective(const CollectiveJob& requested) {
   const auto started = std::chrono::steady_clock::now();
+  CollectiveJob cjob = requested;
+  if (!cjob.protocol.empty()) {
+    // Checked on the chip as requested, then put into effect after its overrides.
+    const std::string protocol = collective_protocol_name(cjob.protocol);
+    checked([&] {
+      if (const std::string why = protocol_refusal(cjob.spec.algorithm, protocol, check_collective_setup(cjob));
+          !why.empty()) {
+        throw BadInput(why);
+      }
+      cjob.chip.overrides.push_back(protocol_override(cjob.spec.algorithm, protocol));
+      return 0;
+    });
+    cjob.protocol = protocol;
+  }
   const CollectiveSetup setup = check_collective_setup(cjob);
   const programs::CollectiveSpec& spec = cjob.spec;
   const ici::Topology& topology = setup.topology;
@@ -217,7 +252,7 @@ CollectiveResult run_collective(const CollectiveJob& cjob) {
     // A switched chip's "link" is its whole egress (every NVLink; its NIC once the group spans nodes).
     const bool spans_nodes = setup.topology.fabric() == "fat-tree" &&
                              std::find(plan.axes.begin(), plan.axes.end(), std::size_t{1}) != plan.axes.end();
-    const double egress = spans_nodes ? setup.chip.fabric.nic_bandwidth : setup.chip.switched_egress();
+    const double egress = spans_nodes ? setup.chip.nic_payload_rate() : setup.chip.switched_egress();
     out.linkbw = per_link ? out.busbw : 0.0;
     out.link_fraction = per_link ? out.linkbw / egress : 0.0;
   } else {
@@ -322,6 +357,72 @@ CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const Col
         fmt::format("--algo auto: no algorithm can run size {} ({})", job.spec.bytes, fmt::join(why_not, "; ")));
   }
   return choice;
+}
+
+std::vector<std::string> collective_protocols(const std::string& proto, const CollectiveSetup& setup) {
+  if (proto == "auto") {
+    if (setup.topology.switched()) return {"LL", "LL128", "Simple"};
+    return {};
+  }
+  if (!setup.topology.switched()) {
+    throw BadInput(fmt::format(
+        "--proto {}: NCCL protocols run on switched fabrics; the torus {} of {} has ICI links (their overhead is "
+        "ici.payload_efficiency)",
+        proto, setup.topology.shape(), setup.chip.name));
+  }
+  return {collective_protocol_name(proto)};
+}
+
+std::vector<PlannedCollective> plan_collective_runs(const CollectiveJob& job, const CollectiveSetup& setup,
+                                                    const std::string& algorithms, const std::string& proto,
+                                                    const std::vector<std::uint64_t>& sizes) {
+  const std::vector<std::string> protocols = collective_protocols(proto, setup);
+  std::vector<std::string> names;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = algorithms.find(',', start);
+    names.push_back(algorithms.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::vector<PlannedCollective> runs;
+  for (const std::string& algorithm : names) {
+    for (const std::uint64_t v : sizes) {
+      CollectiveJob sized = job;
+      sized.spec.bytes = v;
+      sized.spec.algorithm = algorithm;
+      PlannedCollective p{algorithm, "", v, {}};
+      if (algorithm == "auto" || protocols.size() > 1) {
+        const CollectiveChoice choice = choose_collective_algorithm(
+            sized, setup, algorithm == "auto" ? std::vector<std::string>{} : std::vector<std::string>{algorithm},
+            protocols);
+        p.algorithm = choice.algorithm;
+        p.protocol = choice.protocol;
+        p.predictions = choice.predictions;
+      } else if (protocols.size() == 1) {
+        p.protocol = protocols.front();
+        if (const std::string why = checked([&] { return protocol_refusal(algorithm, p.protocol, setup); });
+            !why.empty()) {
+          throw BadInput(why);
+        }
+      }
+      sized.spec.algorithm = p.algorithm;
+      CollectiveSetup under = setup;
+      if (!p.protocol.empty()) {
+        under.chip.fabric.protocol = programs::collective_algorithm(p.algorithm).protocol_params(p.protocol);
+      }
+      check_collective_size(sized, under);
+      runs.push_back(std::move(p));
+    }
+  }
+  return runs;
+}
+
+CollectiveJob planned_collective_job(const CollectiveJob& job, const PlannedCollective& planned) {
+  CollectiveJob out = job;
+  out.spec.algorithm = planned.algorithm;
+  out.spec.bytes = planned.bytes;
+  out.protocol = planned.protocol;
+  return out;
 }
 
 std::string collective_protocol_name(const std::string& text) {

@@ -24,6 +24,12 @@ struct CollectiveJob {
   std::uint64_t max_cycles = chip::RunOptions{}.max_cycles;
   bool keep_outputs = false;  // also return every chip's output buffer ("1") in Result::outputs
   std::string partition;      // under mpirun: Options::partition
+  // The NCCL protocol it runs under ("LL", "LL128", "Simple"; switched
+  // fabrics only): run_collective sets fabric.protocol to the algorithm's
+  // parameters for it (CollectiveAlgorithm::protocol_params; in-network's
+  // Simple is NVLS), after job.chip's overrides. "": the chip's
+  // fabric.protocol as it is (none in the presets).
+  std::string protocol;
 };
 
 struct CollectiveResult {
@@ -100,6 +106,36 @@ CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const Col
 // "LL", "ll128", "simple" -> "LL", "LL128", "Simple" (NCCL_PROTO's names, any
 // case); throws BadInput for anything else.
 std::string collective_protocol_name(const std::string& text);
+
+// The protocols `--proto TEXT` asks for on the setup's fabric: "auto" on a
+// switched fabric is LL, LL128 and Simple (the cost model chooses among them,
+// as NCCL does when NCCL_PROTO is unset), on a torus none (a torus has no
+// protocols: its overhead is ici.payload_efficiency); a name is that one
+// protocol (collective_protocol_name). Throws BadInput for a name that is no
+// protocol and for a protocol on a torus.
+std::vector<std::string> collective_protocols(const std::string& proto, const CollectiveSetup& setup);
+
+// One run of `tpuemu collective` and tpuemu.collective: an algorithm, its
+// protocol and a size, with the predictions it was chosen from.
+struct PlannedCollective {
+  std::string algorithm;
+  std::string protocol;  // "" on a torus
+  std::uint64_t bytes = 0;
+  // With --algo auto or --proto auto on a switched fabric: every candidate
+  // ("algorithm" or "algorithm/protocol", predicted seconds); else empty.
+  std::vector<std::pair<std::string, double>> predictions;
+};
+// The runs of `algorithms` ("ring", "a,b" in turn, or "auto": the least
+// predicted per size) x `sizes` under `proto` (collective_protocols), every
+// one checked (check_collective_size under its protocol) before any runs.
+// job.spec says op, axes, dtype and piece; its algorithm and bytes are
+// ignored. Throws BadInput naming what cannot run: an unknown algorithm, a
+// protocol an algorithm does not run (in-network with LL or LL128), a size.
+std::vector<PlannedCollective> plan_collective_runs(const CollectiveJob& job, const CollectiveSetup& setup,
+                                                    const std::string& algorithms, const std::string& proto,
+                                                    const std::vector<std::uint64_t>& sizes);
+// `job` set up to run `planned`: its algorithm, size and protocol.
+CollectiveJob planned_collective_job(const CollectiveJob& job, const PlannedCollective& planned);
 
 // Generates, runs (always in a child process, so the caller stays small and
 // each size's peak RSS is its own) and checks one size. Throws BadInput or

@@ -173,6 +173,10 @@ std::vector<ParamSpec> build_params() {
       "protocol.ll.base_latency", Q::kTime, "NCCL LL: base latency of a collective (launch, set-up)", 0, 1e-3, false,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.base_latency_s; }, "0s");
   add_default(
+      "protocol.ll.net_hop_latency", Q::kTime,
+      "NCCL LL: latency of one GPU-to-GPU hop over the scale-out network (NIC, leaf, spine), paid once per message", 0,
+      1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.net_hop_latency_s; }, "0s");
+  add_default(
       "protocol.ll128.payload_efficiency", Q::kFraction,
       "NCCL LL128: fraction of a link's payload rate its lines carry", 0.01, 1, false,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.payload_efficiency; }, "1");
@@ -183,6 +187,10 @@ std::vector<ParamSpec> build_params() {
       "protocol.ll128.base_latency", Q::kTime, "NCCL LL128: base latency of a collective (launch, set-up)", 0, 1e-3,
       false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.base_latency_s; }, "0s");
   add_default(
+      "protocol.ll128.net_hop_latency", Q::kTime,
+      "NCCL LL128: latency of one GPU-to-GPU hop over the scale-out network (NIC, leaf, spine), paid once per message",
+      0, 1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.net_hop_latency_s; }, "0s");
+  add_default(
       "protocol.simple.payload_efficiency", Q::kFraction, "NCCL Simple: fraction of a link's payload rate it carries",
       0.01, 1, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.payload_efficiency; }, "1");
   add_default(
@@ -191,6 +199,10 @@ std::vector<ParamSpec> build_params() {
   add_default(
       "protocol.simple.base_latency", Q::kTime, "NCCL Simple: base latency of a collective (launch, set-up)", 0, 1e-3,
       false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.base_latency_s; }, "0s");
+  add_default(
+      "protocol.simple.net_hop_latency", Q::kTime,
+      "NCCL Simple: latency of one GPU-to-GPU hop over the scale-out network (NIC, leaf, spine), paid once per message",
+      0, 1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.net_hop_latency_s; }, "0s");
   add_default(
       "protocol.nvls.payload_efficiency", Q::kFraction,
       "NCCL NVLS (in-network, Simple): fraction of a link's payload rate it reaches", 0.01, 1, false,
@@ -201,6 +213,10 @@ std::vector<ParamSpec> build_params() {
   add_default(
       "protocol.nvls.base_latency", Q::kTime, "NCCL NVLS: base latency of a collective (launch, set-up)", 0, 1e-3,
       false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.base_latency_s; }, "0s");
+  add_default(
+      "protocol.nvls.net_hop_latency", Q::kTime,
+      "NCCL NVLS: latency of one GPU-to-GPU hop over the scale-out network (NIC, leaf, spine), paid once per message",
+      0, 1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.net_hop_latency_s; }, "0s");
   add_default(
       "fabric.switch_ports", Q::kCount, "ports of a scale-out (leaf or spine) switch (0: none)", 0, 4096, false,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_ports; }, "0");
@@ -388,6 +404,12 @@ double ChipConfig::switched_hop_latency() const {
   const double physical = 2 * ici.hop_latency_s + fabric.switch_latency_s;
   const Protocol* p = active_protocol();
   return p != nullptr ? std::max(physical, p->hop_latency_s) : physical;
+}
+
+double ChipConfig::nic_hop_latency() const {
+  const double physical = 4 * fabric.nic_latency_s;
+  const Protocol* p = active_protocol();
+  return p != nullptr ? std::max(physical, p->net_hop_latency_s) : physical;
 }
 
 double ChipConfig::peak_bf16_flops() const {

@@ -147,6 +147,9 @@ struct ChipConfig {
     double payload_efficiency = 1;
     double hop_latency_s = 0;
     double base_latency_s = 0;
+    // Its latency per GPU-to-GPU hop over the scale-out network (NIC, leaf,
+    // spine; NCCL's NET row), when that is more than the physical path.
+    double net_hop_latency_s = 0;
   };
   struct Protocols {
     Protocol ll;
@@ -188,6 +191,17 @@ struct ChipConfig {
     return p != nullptr ? p->base_latency_s : 0.0;
   }
   [[nodiscard]] double switched_egress() const { return link_payload_rate() * static_cast<double>(ici.links_per_chip); }
+  // A scale-out link's payload rate: fabric.nic_bandwidth, times the active
+  // protocol's payload efficiency (its lines cross the NIC as they cross
+  // NVLink).
+  [[nodiscard]] double nic_payload_rate() const {
+    const Protocol* p = active_protocol();
+    return p != nullptr ? fabric.nic_bandwidth * p->payload_efficiency : fabric.nic_bandwidth;
+  }
+  // One GPU-to-GPU hop across a fat tree's nodes through a spine (4 scale-out
+  // links of fabric.nic_latency), or the active protocol's net_hop_latency
+  // if that is more.
+  [[nodiscard]] double nic_hop_latency() const;
   [[nodiscard]] std::vector<std::uint64_t> max_slice_dims() const;
   [[nodiscard]] std::uint64_t slot_capacity_of(SlotClass c) const { return slot_capacity[static_cast<std::size_t>(c)]; }
   [[nodiscard]] Cycles latency(LatencyClass c) const { return Cycles(latency_cycles[static_cast<std::size_t>(c)]); }

@@ -339,8 +339,8 @@ std::uint64_t ring_family_scratch_bytes(const CollectivePlan& plan, const ici::T
 SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topology, const ChipConfig& chip) {
   SwitchedHop h;
   for (std::size_t a : plan.axes) h.spans_nodes = h.spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
-  h.egress = h.spans_nodes ? chip.fabric.nic_bandwidth : chip.switched_egress();
-  h.latency = h.spans_nodes ? 4 * chip.fabric.nic_latency_s : chip.switched_hop_latency();
+  h.egress = h.spans_nodes ? chip.nic_payload_rate() : chip.switched_egress();
+  h.latency = h.spans_nodes ? chip.nic_hop_latency() : chip.switched_hop_latency();
   return h;
 }
 

@@ -205,9 +205,11 @@ struct CollectivePrediction {
 };
 // One chip-to-chip transfer of a group on a switched fabric: whether the
 // group spans a fat tree's nodes, the chip's egress B (its NIC across nodes,
-// else all its NVLinks) and the latency T_hop (4 NIC link latencies across
-// nodes, else ChipConfig::switched_hop_latency: 2 x ici.hop_latency +
-// fabric.switch_latency, or the NCCL protocol's hop latency if more).
+// ChipConfig::nic_payload_rate, else all its NVLinks) and the latency T_hop
+// (ChipConfig::nic_hop_latency across nodes: 4 NIC link latencies or the NCCL
+// protocol's net hop latency if more; else ChipConfig::switched_hop_latency:
+// 2 x ici.hop_latency + fabric.switch_latency, or the protocol's hop latency
+// if more).
 struct SwitchedHop {
   bool spans_nodes = false;
   double egress = 0;

@@ -205,13 +205,16 @@ py::dict run(const std::vector<std::pair<Program, std::map<std::uint32_t, std::s
   return result_dict(result);
 }
 
-// One collective per size; a list of row dicts (the pod report's "collective"
-// fields plus cycles, seconds, report, host cost, outputs when asked).
+// One collective per (algorithm, size), planned as `tpuemu collective` plans
+// them (api::plan_collective_runs: --algo auto and --proto auto); a list of
+// row dicts (the pod report's "collective" fields plus cycles, seconds,
+// report, host cost, outputs when asked, the NCCL protocol and the auto
+// predictions).
 py::list collective(const std::string& op, const std::string& topology, const std::string& sizes,
                     const std::string& chip, const std::string& chip_file, const std::vector<std::string>& overrides,
                     const std::string& wrap, bool force, const std::string& routing, const std::string& axes,
-                    const std::string& algo, const std::string& dtype, const std::string& piece, bool no_data,
-                    std::uint64_t max_cycles, bool keep_outputs) {
+                    const std::string& algo, const std::string& proto, const std::string& dtype,
+                    const std::string& piece, bool no_data, std::uint64_t max_cycles, bool keep_outputs) {
   api::CollectiveJob job;
   job.chip = chip_request(chip, chip_file, overrides);
   job.topology = topology_request(topology, wrap, force);
@@ -221,7 +224,6 @@ py::list collective(const std::string& op, const std::string& topology, const st
   job.keep_outputs = keep_outputs;
   const api::CollectiveSetup setup = api::check_collective_setup(job);
   job.spec.op = op;
-  job.spec.algorithm = algo;
   job.spec.dtype = dtype;
   if (axes.empty()) {
     for (std::size_t a = 0; a < setup.topology.axis_count(); ++a) job.spec.axes.push_back(a);
@@ -233,22 +235,23 @@ py::list collective(const std::string& op, const std::string& topology, const st
     }
   }
   if (!piece.empty()) job.spec.piece_bytes = api::parse_collective_size(piece);
-  const std::vector<std::uint64_t> list = api::parse_collective_sizes(sizes);
-  for (const std::uint64_t v : list) {  // every size is checked before the first run
-    job.spec.bytes = v;
-    api::check_collective_size(job, setup);
-  }
+  // Every (algorithm, protocol, size) chosen and checked before the first run, as `tpuemu collective` does.
+  const std::vector<api::PlannedCollective> runs =
+      api::plan_collective_runs(job, setup, algo, proto, api::parse_collective_sizes(sizes));
   py::list rows;
-  for (const std::uint64_t v : list) {
-    job.spec.bytes = v;
+  for (const api::PlannedCollective& p : runs) {
     api::CollectiveResult r;
     {
       py::gil_scoped_release release;
-      r = api::run_collective(job);
+      r = api::run_collective(api::planned_collective_job(job, p));
     }
     py::dict row = result_dict(r.run);
     py::dict fields = py::module_::import("json").attr("loads")(r.run.report["collective"].dump());
     for (auto item : fields) row[item.first] = item.second;
+    row["proto"] = p.protocol.empty() ? py::object(py::none()) : py::object(py::str(p.protocol));
+    py::dict predictions;
+    for (const auto& [name, t] : p.predictions) predictions[py::str(name)] = t;
+    row["auto_predictions"] = predictions;
     row["ok"] = r.ok;
     row["host_seconds"] = r.host_seconds;
     row["host_peak_rss_bytes"] = r.run.host.peak_rss_bytes;
@@ -376,8 +379,8 @@ PYBIND11_MODULE(_core, m) {
         py::arg("max_cycles"), py::arg("quantum"), py::arg("trace"), py::arg("vcd"), py::arg("memory_profile"));
   m.def("collective", &collective, py::arg("op"), py::arg("topology"), py::arg("sizes"), py::arg("chip"),
         py::arg("chip_file"), py::arg("overrides"), py::arg("wrap"), py::arg("force"), py::arg("routing"),
-        py::arg("axes"), py::arg("algo"), py::arg("dtype"), py::arg("piece"), py::arg("no_data"), py::arg("max_cycles"),
-        py::arg("keep_outputs"));
+        py::arg("axes"), py::arg("algo"), py::arg("proto"), py::arg("dtype"), py::arg("piece"), py::arg("no_data"),
+        py::arg("max_cycles"), py::arg("keep_outputs"));
   m.def("workload", &workload, py::arg("name"), py::arg("topology"), py::arg("chip"), py::arg("chip_file"),
         py::arg("overrides"), py::arg("wrap"), py::arg("force"), py::arg("routing"), py::arg("options"),
         py::arg("no_data"), py::arg("max_cycles"), py::arg("trace"));

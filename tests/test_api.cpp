@@ -1,5 +1,6 @@
 // The run API (api/): fault parsing, the bit-for-bit compare, collective
 // sizes, and runs in this process and in children giving the same result.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <vector>
@@ -106,6 +107,55 @@ TEST_CASE("collective protocol auto: the cost model picks (algorithm, protocol) 
   CHECK(api::collective_protocol_name("ll128") == "LL128");
   CHECK(api::collective_protocol_name("SIMPLE") == "Simple");
   CHECK_THROWS_AS(api::collective_protocol_name("LL64"), api::BadInput);
+}
+
+TEST_CASE("collective runs are planned in the API: algorithms x sizes, each with its protocol, checked", "[api]") {
+  api::CollectiveJob job;
+  job.chip.preset = "h100";
+  job.topology.shape = "node:8";
+  job.spec.op = "all-reduce";
+  job.spec.dtype = "f32";
+  job.spec.axes = {0};
+  const api::CollectiveSetup setup = api::check_collective_setup(job);
+  const std::vector<std::uint64_t> sizes{32 << 10, 256 << 20};
+  // --proto auto: each run's protocol by the cost model; a named algorithm keeps its name.
+  const auto runs = api::plan_collective_runs(job, setup, "ring,in-network", "auto", sizes);
+  REQUIRE(runs.size() == 4);
+  CHECK(runs[0].algorithm == "ring");
+  CHECK(runs[0].bytes == (32 << 10));
+  CHECK(runs[0].protocol == "LL");
+  CHECK(runs[1].protocol == "Simple");
+  CHECK(runs[2].algorithm == "in-network");
+  CHECK(runs[2].protocol == "Simple");  // NCCL runs NVLS with Simple only
+  CHECK(runs[2].predictions.size() == 1);
+  // One protocol: no predictions; the job for a run carries it.
+  const auto fixed = api::plan_collective_runs(job, setup, "ring", "ll128", {1 << 20});
+  REQUIRE(fixed.size() == 1);
+  CHECK(fixed[0].protocol == "LL128");
+  CHECK(fixed[0].predictions.empty());
+  const api::CollectiveJob planned = api::planned_collective_job(job, fixed[0]);
+  CHECK(planned.spec.algorithm == "ring");
+  CHECK(planned.spec.bytes == (1 << 20));
+  CHECK(planned.protocol == "LL128");
+  // auto over every algorithm: the least of all (algorithm, protocol) predictions.
+  const auto picked = api::plan_collective_runs(job, setup, "auto", "auto", {32 << 10});
+  REQUIRE(picked.size() == 1);
+  const auto best = std::min_element(picked[0].predictions.begin(), picked[0].predictions.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  CHECK(best->first == picked[0].algorithm + "/" + picked[0].protocol);
+  // Refusals, before any run.
+  CHECK_THROWS_WITH(api::plan_collective_runs(job, setup, "in-network", "LL", sizes),
+                    Catch::Contains("does not run with --proto LL"));
+  CHECK_THROWS_AS(api::plan_collective_runs(job, setup, "ring", "LL64", sizes), api::BadInput);
+  CHECK_THROWS_WITH(api::plan_collective_runs(job, setup, "ring", "auto", {1000}), Catch::Contains("multiple"));
+  api::CollectiveJob torus = job;
+  torus.chip.preset = "v5e";
+  torus.topology.shape = "4x4";
+  torus.spec.axes = {0, 1};
+  const api::CollectiveSetup torus_setup = api::check_collective_setup(torus);
+  CHECK(api::plan_collective_runs(torus, torus_setup, "ring", "auto", {64 << 10}).front().protocol.empty());
+  CHECK_THROWS_WITH(api::plan_collective_runs(torus, torus_setup, "ring", "Simple", {64 << 10}),
+                    Catch::Contains("NCCL protocols run on switched fabrics"));
 }
 
 TEST_CASE("a run in this process and later runs in children give identical results", "[api]") {

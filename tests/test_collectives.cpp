@@ -588,18 +588,19 @@ TEST_CASE("collectives: in-network runs within one switched domain, sums in rank
       Contains("the group must be axis x of fat-tree:2x4 (the chips of one node)"));
 }
 
-TEST_CASE("collectives: tree sums own + first child + second child, tree 1 mirrored", "[collectives]") {
-  // Three ranks: tree 0 is 1 -> (0, 2), tree 1 its mirror 1 -> (2, 0). With
-  // x = (2^24, 1, 1): half 0 = (1 + 2^24) + 1 = 2^24 (each 1 lost to
-  // round-to-even), half 1 = (1 + 1) + 2^24 = 2^24 + 2.
+TEST_CASE("collectives: tree sums own + first child + second child, NCCL's trees, tree 1 shifted", "[collectives]") {
+  // Three ranks: tree 0 is NCCL's btree 0 -> 2 -> 1 (rank 2's children 1 and
+  // 3, the second past the group), tree 1 its shift by one (an odd group)
+  // 1 -> 0 -> 2. With x = (2^24, 1, 1): half 0 = x0 + (x2 + x1) = 2^24 + 2,
+  // half 1 = x1 + (x0 + x2) = 2^24 (each 1 lost to round-to-even).
   const ici::Topology t = topo("h100", "node:3");
   const float f = 16777216.0f;
   const CollectiveSpec s = spec("all-reduce", "tree", "f32", 192, {0});
   const auto out = collective_reference(
       s, t, inputs_of(t, 192, false, [f](std::uint32_t c, std::uint64_t) { return c == 0 ? f : 1.0f; }));
   for (std::uint32_t c = 0; c < 3; ++c) {
-    for (std::uint64_t e = 0; e < 24; ++e) REQUIRE(element(out[c], e, false) == f);
-    for (std::uint64_t e = 24; e < 48; ++e) REQUIRE(element(out[c], e, false) == f + 2);
+    for (std::uint64_t e = 0; e < 24; ++e) REQUIRE(element(out[c], e, false) == f + 2);
+    for (std::uint64_t e = 24; e < 48; ++e) REQUIRE(element(out[c], e, false) == f);
   }
   CHECK_THAT(error_of([&] { collective_shapes(spec("reduce-scatter", "tree", "f32", 192, {0}), t); }),
              Contains("tree is an all-reduce algorithm"));

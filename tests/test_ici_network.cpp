@@ -458,6 +458,36 @@ TEST_CASE("network: a fat tree goes leaf to leaf on one rail and through a spine
   }
 }
 
+TEST_CASE("network: an NCCL protocol slows a fat tree's scale-out links and pays its net hop latency",
+          "[ici][network][fabric]") {
+  ChipConfig chip = round_switched_chip("1");
+  // LL: half the payload rate on every scale-out link (2.5 B/cycle: 400
+  // cycles a packet), and a message through a spine takes at least the
+  // protocol's 2 us net hop (the physical 4 x 200 cycles is less): the NIC ->
+  // leaf link carries the 1200 cycles more.
+  chip.fabric.protocol = "LL";
+  chip.protocol.ll.payload_efficiency = 0.5;
+  chip.protocol.ll.net_hop_latency_s = 2e-6;
+  CHECK(chip.nic_payload_rate() == Approx(2.5e9));
+  CHECK(chip.nic_hop_latency() == Approx(2e-6));
+  {
+    auto n = switched_network("fat-tree:2x2", chip);
+    const auto id = n->send(ChipId(0), ChipId(3), 1000, 0.0);  // leaf 0 -> spine 1 -> leaf 1
+    CHECK(run_all(*n).at(id, Network::EventKind::kArrived) == Approx(4 * (400.0 + 200.0) + 1200.0));
+  }
+  {
+    auto n = switched_network("fat-tree:2x2", chip);
+    const auto id = n->send(ChipId(0), ChipId(2), 1000, 0.0);  // one leaf: 2 x 200 cycles less than through a spine
+    CHECK(run_all(*n).at(id, Network::EventKind::kArrived) == Approx(2 * (400.0 + 200.0) + 1200.0));
+  }
+  // A net hop latency below the physical path adds nothing.
+  chip.protocol.ll.net_hop_latency_s = 500e-9;
+  CHECK(chip.nic_hop_latency() == Approx(800e-9));
+  auto n = switched_network("fat-tree:2x2", chip);
+  const auto id = n->send(ChipId(0), ChipId(3), 1000, 0.0);
+  CHECK(run_all(*n).at(id, Network::EventKind::kArrived) == Approx(4 * (400.0 + 200.0)));
+}
+
 TEST_CASE("network: switched fabrics split over partitions keep one network's timing", "[ici][network][fabric]") {
   ChipConfig chip = round_switched_chip("2,1,1");
   chip.fabric.switch_ports = 8;  // fat-tree:3x4: 4 leaves (rails), 4 spines

@@ -85,14 +85,9 @@ int collective_command(const std::vector<std::string>& args) {
   const bool data = vm->count("no-data") == 0U;
   const std::string algo_text = (*vm)["algo"].as<std::string>();
   // One run per (algorithm, size): `--algo a,b` runs each algorithm in turn;
-  // `auto` picks per size (api::choose_collective_algorithm).
-  struct Planned {
-    std::string algorithm;
-    std::uint64_t bytes;
-    std::string choice;    // --algo auto / --proto auto: the predictions it chose from
-    std::string protocol;  // switched fabrics: the NCCL protocol (fabric.protocol)
-  };
-  std::vector<Planned> runs;
+  // `auto` picks per size, `--proto auto` the protocol per run
+  // (api::plan_collective_runs, shared with tpuemu.collective).
+  std::vector<api::PlannedCollective> runs;
   try {
     if (vm->count("json") != 0U) check_writable("--json", (*vm)["json"].as<std::string>());
     if (vm->count("plot") != 0U) check_writable("--plot", (*vm)["plot"].as<std::string>());
@@ -117,63 +112,7 @@ int collective_command(const std::vector<std::string>& args) {
     }
     if (vm->count("piece") != 0U) spec.piece_bytes = api::parse_collective_size((*vm)["piece"].as<std::string>());
     sizes = api::parse_collective_sizes((*vm)["sizes"].as<std::string>());
-    // NCCL protocols: switched fabrics only (a torus's ICI has none; its
-    // overhead is ici.payload_efficiency). auto: each run's (algorithm,
-    // protocol) by the cost model, as NCCL picks when NCCL_PROTO is unset.
-    const std::string proto_text = (*vm)["proto"].as<std::string>();
-    std::vector<std::string> protocols;
-    if (setup.topology.switched()) {
-      if (proto_text == "auto") {
-        protocols = {"LL", "LL128", "Simple"};
-      } else {
-        protocols = {api::collective_protocol_name(proto_text)};
-      }
-    } else if (proto_text != "auto") {
-      throw api::BadInput(
-          fmt::format("--proto {}: NCCL protocols run on switched fabrics; the torus {} of {} has "
-                      "ICI links (their overhead is ici.payload_efficiency)",
-                      proto_text, setup.topology.shape(), setup.chip.name));
-    }
-    std::vector<std::string> algorithms;
-    for (std::size_t start = 0;;) {
-      const std::size_t comma = algo_text.find(',', start);
-      algorithms.push_back(algo_text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    // Every run is checked before the first.
-    for (const std::string& algorithm : algorithms) {
-      for (const std::uint64_t v : sizes) {
-        spec.bytes = v;
-        Planned p{algorithm, v, "", ""};
-        if (algorithm == "auto" || protocols.size() > 1) {
-          spec.algorithm = algorithm;
-          const api::CollectiveChoice choice = api::choose_collective_algorithm(
-              job, setup, algorithm == "auto" ? std::vector<std::string>{} : std::vector<std::string>{algorithm},
-              protocols);
-          p.algorithm = choice.algorithm;
-          p.protocol = choice.protocol;
-          for (const auto& [name, t] : choice.predictions) {
-            p.choice += fmt::format("{}{} {:.2f}", p.choice.empty() ? "" : ", ", name, t * 1e6);
-          }
-        } else if (protocols.size() == 1) {
-          p.protocol = protocols.front();
-          if (!programs::collective_algorithm(algorithm).runs_protocol(p.protocol)) {
-            throw api::BadInput(fmt::format("--algo {} does not run with --proto {} (NCCL runs NVLS with Simple only)",
-                                            algorithm, p.protocol));
-          }
-        }
-        spec.algorithm = p.algorithm;
-        {
-          api::CollectiveJob checked = job;
-          api::CollectiveSetup checked_setup = setup;
-          checked_setup.chip.fabric.protocol =
-              p.protocol.empty() ? "" : programs::collective_algorithm(p.algorithm).protocol_params(p.protocol);
-          api::check_collective_size(checked, checked_setup);
-        }
-        runs.push_back(std::move(p));
-      }
-    }
+    runs = api::plan_collective_runs(job, setup, algo_text, (*vm)["proto"].as<std::string>(), sizes);
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu collective: {}\n", e.what());
     return kExitBadInput;
@@ -220,22 +159,21 @@ int collective_command(const std::vector<std::string>& args) {
   std::vector<std::pair<std::string, std::vector<double>>> busbw_by_algorithm;
   api::LinePlot chart;
   int exit_code = kExitOk;  // a fault's code, else 1 if a check failed
-  for (const Planned& p : runs) {
+  for (const api::PlannedCollective& p : runs) {
     spec.bytes = p.bytes;
     spec.algorithm = p.algorithm;
     const std::uint64_t v = p.bytes;
-    if (!p.choice.empty()) {
+    if (!p.predictions.empty()) {
+      std::string predicted;
+      for (const auto& [name, t] : p.predictions) {
+        predicted += fmt::format("{}{} {:.2f}", predicted.empty() ? "" : ", ", name, t * 1e6);
+      }
       choices.push_back(fmt::format("# auto: {} B -> {}{} (predicted us: {})", v, p.algorithm,
-                                    p.protocol.empty() ? "" : " " + p.protocol, p.choice));
+                                    p.protocol.empty() ? "" : " " + p.protocol, predicted));
     }
     api::CollectiveResult row;
     try {
-      api::CollectiveJob run_job = job;
-      if (!p.protocol.empty()) {
-        run_job.chip.overrides.push_back(
-            "fabric.protocol=" + std::string(programs::collective_algorithm(p.algorithm).protocol_params(p.protocol)));
-      }
-      row = api::run_collective(run_job);
+      row = api::run_collective(api::planned_collective_job(job, p));
     } catch (const api::BadInput& e) {  // refused before the run (buffers beyond HBM, ...)
       fmt::print(stderr, "tpuemu collective: size {}: {}\n", v, e.what());
       exit_code = kExitBadInput;
@@ -286,6 +224,11 @@ int collective_command(const std::vector<std::string>& args) {
     // those the whole table shares (op, dtype, axes, group size), plus time and host cost.
     nlohmann::json json_row = row.run.report["collective"];
     for (const char* shared : {"op", "dtype", "axes", "group_size"}) json_row.erase(shared);
+    json_row["proto"] = p.protocol.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.protocol);
+    if (!p.predictions.empty()) {
+      json_row["auto_predictions"] = nlohmann::json::object();
+      for (const auto& [name, t] : p.predictions) json_row["auto_predictions"][name] = t;
+    }
     json_row["time_us"] = row.run.seconds * 1e6;
     json_row["cycles"] = row.run.cycles;
     json_row["seconds"] = row.run.seconds;

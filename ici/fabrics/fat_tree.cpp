@@ -8,7 +8,12 @@
 // NVSwitches (as "node"); between nodes chip -> leaf -> chip when both hang
 // off one leaf, else chip -> leaf -> spine -> leaf -> chip, the spine chosen
 // by (source + destination) mod spines (static ECMP: deterministic, and
-// flows may collide on a spine as they do on real static routing).
+// flows may collide on a spine as they do on real static routing). Under an
+// NCCL protocol (fabric.protocol) every scale-out link moves payload at
+// ChipConfig::nic_payload_rate, and the NIC -> leaf link carries what the
+// protocol's hop latency adds to a path through a spine
+// (ChipConfig::nic_hop_latency), so such a message takes that latency, one
+// under a single leaf 2 x fabric.nic_latency less.
 #include <fmt/format.h>
 
 #include <memory>
@@ -32,8 +37,9 @@ class FatTreeFabric final : public Fabric {
     unit_nodes_ = half;
     const std::uint32_t units = (nodes_ + half - 1) / half;
     const std::uint32_t leaves = per_node_ * units;
-    const double rate = chip.fabric.nic_bandwidth;
+    const double rate = chip.nic_payload_rate();
     const double latency = chip.fabric.nic_latency_s;
+    const double protocol_extra = chip.nic_hop_latency() - 4 * latency;
     for (std::uint32_t leaf = 0; leaf < leaves; ++leaf) {
       const std::uint32_t g = leaf % per_node_;
       const std::uint32_t unit = leaf / per_node_;
@@ -43,7 +49,7 @@ class FatTreeFabric final : public Fabric {
     nic_down_.resize(topology.chip_count());
     for (std::uint32_t c = 0; c < topology.chip_count(); ++c) {
       const std::uint32_t leaf = leaves_[leaf_of(c)];
-      nic_up_[c] = add_link(LinkInfo{c, leaf, rate, latency, "nic", kNoAxis, 0, true});
+      nic_up_[c] = add_link(LinkInfo{c, leaf, rate, latency + protocol_extra, "nic", kNoAxis, 0, true});
       nic_down_[c] = add_link(LinkInfo{leaf, c, rate, latency, "nic", kNoAxis, 0, true});
     }
     if (leaves == 1) return;

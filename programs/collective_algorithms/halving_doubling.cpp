@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
@@ -56,6 +57,53 @@ std::uint32_t log2_exact(std::uint64_t n) {
   return m;
 }
 
+// Granules of one reduction tile for chunks of `qg` granules: the largest
+// power of two <= 256 KiB dividing Q (a step's half, b x Q, is then a multiple).
+std::uint64_t reduce_tile_granules(std::uint64_t qg) {
+  std::uint64_t tg = 1;
+  while (qg % (tg * 2) == 0 && tg * 2 * kGranule <= kMaxTileBytes) tg *= 2;
+  return tg;
+}
+
+// On a torus, the partners of one step (r xor b) differ only along the one
+// axis whose ranks b falls in, by a digit XOR d (d a power of two); every
+// line of that axis exchanges at once along shortest routes (dimension-order:
+// a tie at half the ring goes the positive way). The most transfers any
+// directed link of a line carries, and the hops of the longest route.
+struct TorusStep {
+  std::uint64_t load = 1;
+  std::uint64_t hops = 0;
+};
+TorusStep torus_step(const CollectivePlan& plan, const ici::Topology& topology, std::uint64_t b) {
+  TorusStep out;
+  for (std::size_t a : plan.axes) {
+    const std::uint64_t stride = plan.rank_stride[a];
+    const std::uint32_t len = topology.length(a);
+    if (b < stride || b >= stride * len) continue;
+    const std::uint64_t d = b / stride;
+    std::vector<std::uint64_t> up(len, 0);    // link p -> p+1
+    std::vector<std::uint64_t> down(len, 0);  // link p -> p-1
+    for (std::uint32_t p = 0; p < len; ++p) {
+      const auto q = static_cast<std::uint32_t>(p ^ d);
+      const std::uint32_t fwd = (q + len - p) % len;
+      const bool positive = topology.wraps(a) ? fwd <= len - fwd : q > p;
+      const std::uint32_t hops = topology.axis_distance(a, p, q);
+      out.hops = std::max<std::uint64_t>(out.hops, hops);
+      for (std::uint32_t h = 0, at = p; h < hops; ++h) {
+        if (positive) {
+          ++up[at];
+          at = (at + 1) % len;
+        } else {
+          ++down[at];
+          at = (at + len - 1) % len;
+        }
+      }
+    }
+    out.load = std::max(*std::max_element(up.begin(), up.end()), *std::max_element(down.begin(), down.end()));
+  }
+  return out;
+}
+
 class HalvingDoublingGen : CollectiveEmitter {
  public:
   HalvingDoublingGen(const CollectiveSpec& spec, const CollectivePlan& plan, const ici::Topology& topology,
@@ -66,8 +114,7 @@ class HalvingDoublingGen : CollectiveEmitter {
     qg_ = plan.chunk_bytes / kGranule;
     // Tiles of a reduce step's half (b chunks): the largest power-of-two
     // number of granules <= 256 KiB dividing Q (b x Q is then a multiple).
-    tg_ = 1;
-    while (qg_ % (tg_ * 2) == 0 && tg_ * 2 * kGranule <= kMaxTileBytes) tg_ *= 2;
+    tg_ = reduce_tile_granules(qg_);
     tile_rows_ = (tg_ * kGranule + kAddGroupBytes - 1) / kAddGroupBytes * kAddGroupRows;
   }
 
@@ -306,10 +353,19 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     }
     return outputs;
   }
-  // Step k moves V / 2^(k+1) (reduce-scatter; the all-gather the same in
-  // reverse) over one path to its partner: on a switched fabric striped over
-  // every NVLink (B = the chip's egress), on a torus over one link per hop
-  // (B = ici.link_bandwidth) with the partner's hop distance x ici.hop_latency.
+  // What the program does, step by step (each step waits for the one before):
+  // - step k (partner r xor b) moves b x Q bytes: on a switched fabric over
+  //   one chip-to-chip hop striped over every NVLink (B = the chip's egress;
+  //   its partner sends to it alone, so nothing contends); on a torus over
+  //   the partner's route, whose busiest link carries `load` transfers of
+  //   the line at once (torus_step: on a ring of 16 the steps to rank r xor 8
+  //   put 8 routes on a link), so b x Q x load / W, plus hops x T_hop;
+  // - a halving step then reduces its b x Q bytes tile by tile, one tile at a
+  //   time: two loads from HBM (2 x tile at the HBM bandwidth) and a store (a
+  //   tile), each waited for: 2 x L_hbm + 3 x tile / HBM bandwidth per tile;
+  // - one local copy (hbm_to_hbm) of chunk r: L_hbm + 2Q / HBM bandwidth.
+  // Not in it: the VPU's add loop and the scalar work around the DMAs (a few
+  // per cent of a tile's time).
   [[nodiscard]] CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                              const ici::Topology& topology, const ChipConfig& chip) const override {
     CollectivePrediction p;
@@ -318,33 +374,44 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     const bool switched = topology.switched();
     const SwitchedHop one = switched_hop(plan, topology, chip);
     const double bw = switched ? one.egress : chip.link_payload_rate();
-    const auto step = [&](std::uint64_t b) {  // the partner r xor b: its latency
-      if (switched) return one.latency;
-      for (std::size_t a : plan.axes) {
-        const std::uint64_t stride = plan.rank_stride[a];
-        const std::uint64_t len = topology.length(a);
-        if (b >= stride && b < stride * len) {
-          const std::uint64_t d = b / stride;
-          const std::uint64_t hops = topology.wraps(a) ? std::min(d, len - d) : d;
-          return static_cast<double>(hops) * chip.ici.hop_latency_s;
-        }
-      }
-      return 0.0;
-    };
+    const double hbm_bw = chip.hbm.bandwidth;
+    const double hbm_latency = chip.hbm.latency_s;
+    const double tile = static_cast<double>(reduce_tile_granules(plan.chunk_bytes / kGranule) * kGranule);
     double bandwidth = 0;
     double latency = 0;
-    const int phases = plan.op == Op::kAllReduce ? 2 : 1;
+    std::uint64_t worst_load = 1;
+    const bool reduce = plan.reduces();
+    const bool gather = plan.op != Op::kReduceScatter;
     for (std::uint64_t b = 1; b < n; b *= 2) {
-      bandwidth += phases * static_cast<double>(b) * q / bw;
-      latency += phases * step(b);
+      const double bytes = static_cast<double>(b) * q;
+      double load = 1;
+      double hop = one.latency;
+      if (!switched) {
+        const TorusStep step = torus_step(plan, topology, b);
+        load = static_cast<double>(step.load);
+        hop = static_cast<double>(step.hops) * chip.ici.hop_latency_s;
+        worst_load = std::max(worst_load, step.load);
+      }
+      const int phases = (reduce ? 1 : 0) + (gather ? 1 : 0);
+      bandwidth += phases * bytes * load / bw;
+      latency += phases * hop;
+      if (reduce) {
+        const double tiles = bytes / tile;
+        bandwidth += tiles * 3 * tile / hbm_bw;
+        latency += tiles * 2 * hbm_latency;
+      }
     }
+    bandwidth += 2 * q / hbm_bw;
+    latency += hbm_latency;
     p.bandwidth_seconds = plan.axes.empty() ? 0 : bandwidth;
     p.latency_seconds = plan.axes.empty() ? 0 : latency;
     p.seconds = p.bandwidth_seconds + p.latency_seconds;
     p.formula = fmt::format(
-        "{} halving-doubling on {}: sum over steps of (bytes of the step / B + partner's latency){}; V = {} B, N = "
-        "{}, B = {:g} B/s",
-        spec.op, topology.shape(), phases == 2 ? ", both halves" : "", plan.bytes, n, bw);
+        "{} halving-doubling on {}: sum over steps of (bytes of the step x link load / B + partner's latency{}) + "
+        "L_hbm + 2Q/H; V = {} B, N = {}, B = {:g} B/s{}, H = {:g} B/s, L_hbm = {:g} s{}",
+        spec.op, topology.shape(), reduce ? " + per tile of a halving step 2 L_hbm + 3 tile/H" : "", plan.bytes, n, bw,
+        switched ? "" : fmt::format(" (link load up to {})", worst_load), hbm_bw, hbm_latency,
+        reduce ? fmt::format(", tile = {:g} B", tile) : "");
     return p;
   }
 };

@@ -5,20 +5,23 @@
 // most ranks). 2 x depth steps instead of a ring's 2(N-1): for small
 // messages on many ranks.
 //
-// Trees. Tree 0 splits the ranks [lo, hi] at mid = (lo + hi + 1) / 2: mid is
-// the root, [lo, mid-1] its first child's subtree, [mid+1, hi] its second's.
-// Tree 1 is tree 0 mirrored: rank r sits where rank N-1-r sits in tree 0.
+// Trees: NCCL's double binary tree (build_tree): in tree 0 the odd ranks are
+// leaves, tree 1 is tree 0 mirrored (an even group) or shifted by one (odd).
 // Tree t reduces and broadcasts bytes [t V/2, (t+1) V/2).
 //
-// Schedule, in tiles of at most 1 MiB of a half (the fewest that divide it;
-// 1 MiB, not 256 KiB: 1.5x faster at 16 and 256 MiB on 8 x H100), tile by tile and tree 0 before tree 1 in
-// each tile: up, a leaf sends its input tile to its parent's receive slot; an
-// inner node waits for its first child's tile, adds it to its own in VMEM,
-// then the second child's, and sends the sum to its parent (the root stores
-// it in its output). Down, after every tile went up: a rank waits for its
-// parent's tile in its output and sends it on to its children's outputs.
-// Tiles of one sender to one receiver arrive in order, so a per-child flag
-// counts them.
+// Schedule, in tiles of at most 1 MiB of a half (the fewest that divide it),
+// software-pipelined as NCCL pipelines its chunks through a tree: iteration
+// i of the up loop handles, in tree 0 then tree 1, tile i - kLag x height of
+// that tree (a leaf tile i), and of the down loop tile i - kLag x depth, so
+// what a rank waits for was sent kLag iterations before (kLag). Up: a leaf
+// sends its input tile to its parent's receive slot (at most kWindow tiles
+// in flight); an inner node loads its own tile and its first child's, adds,
+// then the second child's, and sends the sum to its parent from one of two
+// VMEM sums (so the send overlaps the next tile), the root stores it in its
+// output. Down, after every tile went up: a rank waits for its parent's tile
+// in its output and sends it on to its children's outputs (at most kWindow
+// tiles in flight per child). Tiles of one sender to one receiver arrive in
+// order, so a per-child flag counts them.
 //
 // Summation order, per element of half t: sum(node) = add(add(own, sum(first
 // child)), sum(second child)), a missing child skipped; every rank receives
@@ -46,24 +49,44 @@ constexpr std::uint64_t kMaxTileBytes = 1024 * 1024;
 constexpr std::uint64_t kMaxRanks = 1024;  // the program selects each rank's links rank by rank
 constexpr int kAllocTiles = 0;
 constexpr int kAllocFlags = 1;
-// Flags: leaf sends, local DMAs, broadcast sends, then per tree t: up sends
-// of an inner node (its VMEM sum may be overwritten once one has left),
+// Flags: local DMAs, then per tree t: up sends of an inner node from its
+// VMEM sum 0 and sum 1 (a sum may be overwritten once its send has left),
 // arrivals from child 0 and child 1 (adjacent: a child names its flag by its
-// index), arrivals from the parent.
-constexpr std::uint64_t kLeafSent = 0;
-constexpr std::uint64_t kLocal = 1;
-constexpr std::uint64_t kDownSent = 2;
-constexpr std::uint64_t kTreeFlags0 = 3;
-constexpr std::uint64_t kFlagsPerTree = 4;
+// index), arrivals from the parent, a leaf's up sends, the down sends to
+// child 0 and to child 1.
+constexpr std::uint64_t kLocal = 0;
+constexpr std::uint64_t kTreeFlags0 = 1;
+constexpr std::uint64_t kFlagsPerTree = 8;
 constexpr std::uint64_t kFlagCount = kTreeFlags0 + 2 * kFlagsPerTree;
-std::uint64_t f_up_sent(int t) {
-  return kTreeFlags0 + kFlagsPerTree * t;
+// Tiles a leaf's up stream and each down stream keep in flight: the next
+// waits until the one `kWindow` tiles back has left. A stream's tiles then go
+// out one after another, as NCCL's pipelined chunks do, instead of sharing the
+// chip's egress round-robin and all arriving at the end (the first tile of a
+// leaf that sent its 128 tiles at once arrived after all of them); two cover
+// a hop's latency at the egress rate (3.4 us x 370.8 GB/s = 1.26 MB < 2 MiB).
+constexpr std::uint64_t kWindow = 2;
+// Software pipelining (TreeGen::tile_loop): on the way up a rank of height h
+// in a tree handles, in iteration i of the loop, tile i - kLag h of that
+// tree; on the way down a rank of depth d tile i - kLag d. What it waits for
+// (its children's tile, its parent's) was then sent kLag iterations before,
+// so a wait in one tree seldom holds up the other: in lockstep (every rank on
+// tile i of both trees) a rank's two trees chained its neighbours into a
+// round trip per tile (on 8 ranks down: 4 -> 2 -> 3 -> 5 -> 4, 37 us a tile).
+constexpr std::uint64_t kLag = 2;
+std::uint64_t f_up_sent(int t, int sum = 0) {
+  return kTreeFlags0 + kFlagsPerTree * t + sum;
 }
 std::uint64_t f_child_in(int t) {
-  return f_up_sent(t) + 1;
+  return f_up_sent(t) + 2;
 }
 std::uint64_t f_parent_in(int t) {
-  return f_up_sent(t) + 3;
+  return f_up_sent(t) + 4;
+}
+std::uint64_t f_leaf_sent(int t) {
+  return f_up_sent(t) + 5;
+}
+std::uint64_t f_down_sent(int t, int c) {
+  return f_up_sent(t) + 6 + c;
 }
 
 // One rank's place in a tree: -1 where there is none.
@@ -73,47 +96,85 @@ struct TreeNode {
   int index_at_parent = 0;  // 0: the parent's first child, 1: its second
 };
 
+// NCCL's binary tree (src/graph/trees.cc, ncclGetBtree): rank r with lowest
+// set bit b has parent (r ^ b) | 2b (r ^ b if that is past the group) and
+// children r - b/2, r + b/2 (the second, while past the group, r + b/4,
+// ...): odd ranks are leaves, rank 0 the root with the one child 2^k/2. Tree
+// 1 (ncclGetDtree) is tree 0 mirrored (rank r where rank N-1-r sits) for an
+// even group, shifted by one (rank r where r-1 sits) for an odd one, so every
+// rank is an inner node in at most one of the two trees (an even group: even
+// ranks in tree 0, odd ones in tree 1) and each sends about 2V in all.
 std::vector<TreeNode> build_tree(std::uint64_t n, int tree) {
-  std::vector<TreeNode> nodes(n);
-  const std::function<std::int64_t(std::int64_t, std::int64_t)> build = [&](std::int64_t lo,
-                                                                            std::int64_t hi) -> std::int64_t {
-    if (lo > hi) return -1;
-    const std::int64_t mid = (lo + hi + 1) / 2;
-    const std::int64_t kids[2] = {build(lo, mid - 1), build(mid + 1, hi)};
-    int at = 0;
-    for (const std::int64_t k : kids) {
-      if (k < 0) continue;
-      nodes[static_cast<std::size_t>(mid)].child[at] = k;
-      nodes[static_cast<std::size_t>(k)].parent = mid;
-      nodes[static_cast<std::size_t>(k)].index_at_parent = at;
+  const auto size = static_cast<std::int64_t>(n);
+  std::vector<TreeNode> base(n);
+  for (std::int64_t r = 0; r < size; ++r) {
+    std::int64_t bit = 1;
+    while (bit < size && (bit & r) == 0) bit <<= 1;
+    std::int64_t down[2] = {-1, -1};
+    if (r == 0) {
+      down[1] = size > 1 ? bit >> 1 : -1;
+    } else {
+      std::int64_t lowbit = bit >> 1;
+      down[0] = lowbit == 0 ? -1 : r - lowbit;
+      down[1] = lowbit == 0 ? -1 : r + lowbit;
+      while (down[1] >= size) {
+        down[1] = lowbit == 0 ? -1 : r + lowbit;
+        lowbit >>= 1;
+      }
+    }
+    int at = 0;  // children packed in order: a node with one child has it first
+    for (const std::int64_t c : down) {
+      if (c < 0) continue;
+      base[static_cast<std::size_t>(r)].child[at] = c;
+      base[static_cast<std::size_t>(c)].parent = r;
+      base[static_cast<std::size_t>(c)].index_at_parent = at;
       ++at;
     }
-    return mid;
-  };
-  build(0, static_cast<std::int64_t>(n) - 1);
-  if (tree == 0) return nodes;
-  const auto mirror = [&](std::int64_t r) { return r < 0 ? r : static_cast<std::int64_t>(n) - 1 - r; };
-  std::vector<TreeNode> mirrored(n);
-  for (std::uint64_t r = 0; r < n; ++r) {
-    const TreeNode& a = nodes[r];
-    TreeNode& b = mirrored[n - 1 - r];
-    b.parent = mirror(a.parent);
-    b.child[0] = mirror(a.child[0]);
-    b.child[1] = mirror(a.child[1]);
+  }
+  if (tree == 0) return base;
+  // Tree 1: rank r plays base rank from(r); to() maps a base rank back.
+  const bool mirror = n % 2 == 0;
+  const auto from = [&](std::int64_t r) { return mirror ? size - 1 - r : (r - 1 + size) % size; };
+  const auto to = [&](std::int64_t x) { return x < 0 ? x : (mirror ? size - 1 - x : (x + 1) % size); };
+  std::vector<TreeNode> out(n);
+  for (std::int64_t r = 0; r < size; ++r) {
+    const TreeNode& a = base[static_cast<std::size_t>(from(r))];
+    TreeNode& b = out[static_cast<std::size_t>(r)];
+    b.parent = to(a.parent);
+    b.child[0] = to(a.child[0]);
+    b.child[1] = to(a.child[1]);
     b.index_at_parent = a.index_at_parent;
   }
-  return mirrored;
+  return out;
 }
 
 // The tile of a half of `half_granules`: the fewest tiles that divide it
-// of at most kMaxTileBytes and a quarter of VMEM (the 4 buffers), in whole
+// of at most kMaxTileBytes and a sixth of VMEM (the 6 buffers), in whole
 // 16 KiB add groups.
 std::uint64_t tile_granules(std::uint64_t half_granules, const ChipConfig& chip) {
   const std::uint64_t cap = std::max<std::uint64_t>(
-      kAddGroupBytes, std::min(kMaxTileBytes, chip.vmem.size_bytes / 4 / kAddGroupBytes * kAddGroupBytes));
+      kAddGroupBytes, std::min(kMaxTileBytes, chip.vmem.size_bytes / 6 / kAddGroupBytes * kAddGroupBytes));
   std::uint64_t tiles = (half_granules * kGranule + cap - 1) / cap;
   while (half_granules % tiles != 0) ++tiles;
   return half_granules / tiles;
+}
+
+// A rank's height in its tree (a leaf 0; a node one more than its highest
+// child) and its depth (the root 0; a child one more than its parent).
+std::uint64_t node_height(const std::vector<TreeNode>& nodes, std::int64_t r) {
+  std::uint64_t h = 0;
+  for (const std::int64_t c : nodes[static_cast<std::size_t>(r)].child) {
+    if (c >= 0) h = std::max(h, 1 + node_height(nodes, c));
+  }
+  return h;
+}
+std::uint64_t node_depth(const std::vector<TreeNode>& nodes, std::int64_t r) {
+  std::uint64_t d = 0;
+  for (std::int64_t p = nodes[static_cast<std::size_t>(r)].parent; p >= 0;
+       p = nodes[static_cast<std::size_t>(p)].parent) {
+    ++d;
+  }
+  return d;
 }
 
 std::uint64_t tree_depth(const std::vector<TreeNode>& nodes) {
@@ -135,8 +196,8 @@ class TreeGen : CollectiveEmitter {
     tg_ = tile_granules(hg_, chip);
     tile_rows_ = (tg_ * kGranule + kAddGroupBytes - 1) / kAddGroupBytes * kAddGroupRows;
     for (int t = 0; t < 2; ++t) trees_[t] = build_tree(n_, t);
-    if (4 * tile_rows_ * kCollectiveRowBytes > chip.vmem.size_bytes) {
-      throw std::invalid_argument(fmt::format("collective tree {}: 4 tiles of {} bytes do not fit {}'s VMEM", spec.op,
+    if (6 * tile_rows_ * kCollectiveRowBytes > chip.vmem.size_bytes) {
+      throw std::invalid_argument(fmt::format("collective tree {}: 6 tiles of {} bytes do not fit {}'s VMEM", spec.op,
                                               tg_ * kGranule, chip.name));
     }
   }
@@ -146,24 +207,30 @@ class TreeGen : CollectiveEmitter {
     prologue();
     const std::uint64_t tiles = hg_ / tg_;
     w_.comment(fmt::format("up: {} tiles of {} bytes per tree", tiles, tg_ * kGranule));
-    tile_loop("up", [&](int t) { up_tile(t); });
+    tile_loop("up", max_lag(true), [&](int t) {
+      leaf_tile(t);
+      inner_tile(t);
+    });
     for (int t = 0; t < 2; ++t) {
       // The last up send of an inner node with a parent; a leaf's sends.
       if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", parent(t)), [&] {
-        if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", child(t, 0)),
-                    [&] { wait(flag(f_up_sent(t)), tg_); });
+        if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", child(t, 0)), [&] {
+          for (int sum = 0; sum < 2 && static_cast<std::uint64_t>(sum) < tiles; ++sum) {
+            wait(flag(f_up_sent(t, sum)), tg_);
+          }
+        });
       });
     }
     w_.comment("down: the root's sums to every rank");
-    tile_loop("down", [&](int t) { down_tile(t); });
+    tile_loop("down", max_lag(false), [&](int t) { down_tile(t); });
+    // The sends still in flight: the last kWindow tiles (or fewer) of each stream.
+    const std::uint64_t last = std::min(tiles, kWindow) * tg_;
     for (int t = 0; t < 2; ++t) {
-      if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", parent(t)), [&] {
-        if_register(fmt::format("%p1 = scmp.ge.s32.totalorder %{}, 0", child(t, 0)),
-                    [&] { wait(flag(kLeafSent), hg_); });
-      });
+      if_register(fmt::format("%p1 = scmp.ge.s32.totalorder %{}, 0", child(t, 0)),
+                  [&] { wait(flag(f_leaf_sent(t)), last); });
       for (int c = 0; c < 2; ++c) {
         if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", child(t, c)),
-                    [&] { wait(flag(kDownSent), hg_); });
+                    [&] { wait(flag(f_down_sent(t, c)), last); });
       }
     }
     w_.label("done");
@@ -181,9 +248,25 @@ class TreeGen : CollectiveEmitter {
   static std::string child(int t, int c) { return fmt::format("s{}", 33 + 5 * t + c); }
   static std::string slot_at_parent(int t) { return fmt::format("s{}", 35 + 5 * t); }
   static std::string index_at_parent(int t) { return fmt::format("s{}", 36 + 5 * t); }
+  // This rank's lags in tree t (granules): kLag x height x tile up, kLag x depth x tile down.
+  static std::string up_lag(int t) { return fmt::format("s{}", 45 + t); }
+  static std::string down_lag(int t) { return fmt::format("s{}", 47 + t); }
+  // Which of tree t's two VMEM sums the next inner tile uses (0, 1).
+  static std::string sum_parity(int t) { return fmt::format("s{}", 49 + t); }
+  // The largest lag of any rank in either tree (granules).
+  [[nodiscard]] std::uint64_t max_lag(bool up) const {
+    std::uint64_t most = 0;
+    for (int t = 0; t < 2; ++t) {
+      for (std::uint64_t r = 0; r < n_; ++r) {
+        const auto rank = static_cast<std::int64_t>(r);
+        most = std::max(most, up ? node_height(trees_[t], rank) : node_depth(trees_[t], rank));
+      }
+    }
+    return most * kLag * tg_;
+  }
   [[nodiscard]] std::uint64_t slot(int t, int c) const { return (2 * static_cast<std::uint64_t>(t) + c) * hg_; }
   [[nodiscard]] std::string vmem(int t, int which) const {
-    const std::uint64_t off = (2 * static_cast<std::uint64_t>(t) + which) * tile_rows_;
+    const std::uint64_t off = (3 * static_cast<std::uint64_t>(t) + which) * tile_rows_;
     return off == 0 ? fmt::format("[#allocation{}]", kAllocTiles)
                     : fmt::format("[#allocation{} + $0x{:x}]", kAllocTiles, off);
   }
@@ -195,9 +278,10 @@ class TreeGen : CollectiveEmitter {
         "// Generated by tpuemu (programs/collective_algorithms/tree.cpp) for {}: all-reduce tree {} of {} bytes over "
         "a group of {} chips of {} (two binary trees of depth {} and {}).",
         chip_.name, dt, plan_.bytes, n_, topo_.shape(), tree_depth(trees_[0]), tree_depth(trees_[1])));
-    const std::uint64_t bytes = 4 * tile_rows_ * kCollectiveRowBytes;
-    w_.raw(fmt::format("#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'per tree: sum, received']",
-                       kAllocTiles, bytes / 4, bytes));
+    const std::uint64_t bytes = 6 * tile_rows_ * kCollectiveRowBytes;
+    w_.raw(fmt::format(
+        "#allocation{} [shape = 'f32[{}]', space=vmem, size = 0x{:x}, tag = 'per tree: sum 0, sum 1, received']",
+        kAllocTiles, bytes / 4, bytes));
     w_.raw(fmt::format("#allocation{} [shape = 's32[{}]', space=sflag, size = 0x{:x}, tag = 'sync flags']", kAllocFlags,
                        kFlagCount, kFlagCount * 4));
     operand_bindings(plan_.bf16, shapes);
@@ -222,7 +306,8 @@ class TreeGen : CollectiveEmitter {
     emit(S::kSalu, "%s5 = sshll.u32 %s2, 4");
     group_rank(plan_, topo_);
     for (int t = 0; t < 2; ++t) {
-      for (const std::string& r : {parent(t), child(t, 0), child(t, 1), slot_at_parent(t), index_at_parent(t)}) {
+      for (const std::string& r : {parent(t), child(t, 0), child(t, 1), slot_at_parent(t), index_at_parent(t),
+                                   up_lag(t), down_lag(t), sum_parity(t)}) {
         emit(S::kSalu, fmt::format("%{} = smov 0", r));
       }
     }
@@ -236,6 +321,9 @@ class TreeGen : CollectiveEmitter {
         pick(child(t, 1), chip_offset(node.child[1]));
         pick(slot_at_parent(t), static_cast<std::int64_t>(slot(t, node.index_at_parent)));
         pick(index_at_parent(t), node.index_at_parent);
+        const auto rank = static_cast<std::int64_t>(r);
+        pick(up_lag(t), static_cast<std::int64_t>(node_height(trees_[t], rank) * kLag * tg_));
+        pick(down_lag(t), static_cast<std::int64_t>(node_depth(trees_[t], rank) * kLag * tg_));
       }
     }
     w_.flush();
@@ -251,15 +339,28 @@ class TreeGen : CollectiveEmitter {
     w_.label(skip);
   }
 
-  // for s11 = 0, tg, 2 tg, ... < hg: body(tree 0); body(tree 1).
+  // Software pipelining: iteration i (s21 = i tg) of a loop does, in each
+  // tree t, the tile i - lag (s11 = its granules in the half), where lag is
+  // this rank's up_lag or down_lag in that tree (granules); iterations whose
+  // tile is out of [0, tiles) skip the tree. body(tree 0); body(tree 1).
   template <class F>
-  void tile_loop(const std::string& stem, F&& body) {
-    emit(S::kSalu, "%s11 = smov 0");
+  void tile_loop(const std::string& stem, std::uint64_t max_lag_granules, F&& body) {
+    const bool up = stem == "up";
+    emit(S::kSalu, "%s21 = smov 0");
     const std::string loop = label(stem);
     w_.label(loop);
-    for (int t = 0; t < 2; ++t) body(t);
-    add_imm("s11", "s11", static_cast<std::int64_t>(tg_));
-    emit(S::kSalu, fmt::format("%p2 = scmp.lt.s32.totalorder %s11, {}", hg_));
+    for (int t = 0; t < 2; ++t) {
+      emit(S::kSalu, fmt::format("%s11 = ssub.s32 %s21, %{}", up ? up_lag(t) : down_lag(t)));
+      const std::string skip = label("idle");
+      emit(S::kSalu, "%p1 = scmp.lt.s32.totalorder %s11, 0");
+      branch("%p1", skip);
+      emit(S::kSalu, fmt::format("%p1 = scmp.ge.s32.totalorder %s11, {}", hg_));
+      branch("%p1", skip);
+      body(t);
+      w_.label(skip);
+    }
+    add_imm("s21", "s21", static_cast<std::int64_t>(tg_));
+    emit(S::kSalu, fmt::format("%p2 = scmp.lt.s32.totalorder %s21, {}", hg_ + max_lag_granules));
     branch("%p2", loop);
   }
 
@@ -268,22 +369,38 @@ class TreeGen : CollectiveEmitter {
     emit(S::kSalu, fmt::format("%s12 = sadd.s32 %s11, {}", static_cast<std::uint64_t>(t) * hg_));
   }
 
-  // Up, one tile of tree t.
-  void up_tile(int t) {
-    w_.comment(fmt::format("tree {} up", t));
-    tile_offset(t);
-    const std::string leaf = label("leaf");
+  // Up, one tile of tree t where this rank is a leaf: its input tile to its
+  // parent, once the one kWindow tiles back has left.
+  void leaf_tile(int t) {
+    w_.comment(fmt::format("tree {} up, a leaf", t));
+    if_register(fmt::format("%p1 = scmp.ge.s32.totalorder %{}, 0", child(t, 0)), [&] {
+      window_wait(f_leaf_sent(t));
+      tile_offset(t);
+      emit(S::kSalu, "%s15 = sadd.s32 %s3, %s12");
+      send_up(t, "hbm_to_hbm", "%s15", flag(f_leaf_sent(t)));
+    });
+  }
+
+  // Up, one tile of tree t where this rank is an inner node.
+  void inner_tile(int t) {
+    w_.comment(fmt::format("tree {} up, an inner node", t));
     const std::string end = label("up_end");
     emit(S::kSalu, fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", child(t, 0)));
-    branch("%p1", leaf);
-    // Inner node: its VMEM sum is free once the previous tile's send left.
-    if_register("%p1 = scmp.eq.s32.totalorder %s11, 0", [&] {
-      if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", parent(t)),
-                  [&] { wait(flag(f_up_sent(t)), tg_); });
+    branch("%p1", end);
+    tile_offset(t);
+    // Inner node: sums alternate between two VMEM buffers (s22: the rows of
+    // this tile's, by the parity in sum(t)), so a tile's send overlaps the
+    // next tile's loads and adds; a buffer is free once the send from it two
+    // tiles back has left (s23: its flag).
+    emit(S::kSalu, fmt::format("%s22 = smul.u32 %{}, {}", sum_parity(t), tile_rows_));
+    add_imm("s22", "s22", static_cast<std::int64_t>(3 * static_cast<std::uint64_t>(t) * tile_rows_));
+    emit(S::kSalu, fmt::format("%s23 = scalar_lea.sflag {}, %{}", flag(f_up_sent(t)), sum_parity(t)));
+    if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %s11, {}", 2 * tg_), [&] {
+      if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", parent(t)), [&] { wait("%s23", tg_); });
     });
-    emit(S::kSalu, fmt::format("%s13 = scalar_lea.vmem {}, 0", vmem(t, 0)));
+    emit(S::kSalu, fmt::format("%s13 = scalar_lea.vmem [#allocation{}], %s22", kAllocTiles));
     emit(S::kSalu, "%s13 = sshll.u32 %s13, 4");
-    emit(S::kSalu, fmt::format("%s14 = scalar_lea.vmem {}, 0", vmem(t, 1)));
+    emit(S::kSalu, fmt::format("%s14 = scalar_lea.vmem {}, 0", vmem(t, 2)));
     emit(S::kSalu, "%s14 = sshll.u32 %s14, 4");
     emit(S::kSalu, "%s15 = sadd.s32 %s3, %s12");
     emit(S::kDma, fmt::format("{} = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s15, /*size_in_granules=*/{}, /*vmem=*/%s13, "
@@ -298,8 +415,8 @@ class TreeGen : CollectiveEmitter {
                                   "/*vmem=*/%s14, /*dst_syncflagno=*/{}",
                                   token(), tg_, flag(kLocal)));
         wait(flag(kLocal), c == 0 ? 2 * tg_ : tg_);
-        emit(S::kSalu, fmt::format("%s42 = scalar_lea.vmem {}, 0", vmem(t, 0)));
-        emit(S::kSalu, fmt::format("%s43 = scalar_lea.vmem {}, 0", vmem(t, 1)));
+        emit(S::kSalu, fmt::format("%s42 = scalar_lea.vmem [#allocation{}], %s22", kAllocTiles));
+        emit(S::kSalu, fmt::format("%s43 = scalar_lea.vmem {}, 0", vmem(t, 2)));
         scheduled_add_loop(tile_rows_ / kAddGroupRows, plan_.bf16);
       };
       if (c == 0) {
@@ -311,7 +428,7 @@ class TreeGen : CollectiveEmitter {
     const std::string root = label("root");
     emit(S::kSalu, fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", parent(t)));
     branch("%p1", root);
-    send_up(t, "vmem_to_hbm", "%s13", flag(f_up_sent(t)));
+    send_up(t, "vmem_to_hbm", "%s13", "%s23");
     emit(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s11, %s11");
     branch("%p1", end);
     w_.label(root);
@@ -320,12 +437,15 @@ class TreeGen : CollectiveEmitter {
                               "/*dst_syncflagno=*/{}",
                               token(), tg_, flag(kLocal)));
     wait(flag(kLocal), tg_);
-    emit(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s11, %s11");
-    branch("%p1", end);
-    w_.label(leaf);
-    emit(S::kSalu, "%s15 = sadd.s32 %s3, %s12");
-    send_up(t, "hbm_to_hbm", "%s15", flag(kLeafSent));
     w_.label(end);
+    emit(S::kSalu, fmt::format("%{0} = sxor.u32 %{0}, 1", sum_parity(t)));
+  }
+
+  // From tile kWindow on: waits until the stream whose sends count on
+  // `flag_index` has sent the tile kWindow back.
+  void window_wait(std::uint64_t flag_index) {
+    if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %s11, {}", kWindow * tg_),
+                [&] { wait(flag(flag_index), tg_); });
   }
 
   // The tile at `src` to this rank's receive slot at its parent, counted on
@@ -349,11 +469,12 @@ class TreeGen : CollectiveEmitter {
     emit(S::kSalu, "%s15 = sadd.s32 %s4, %s12");
     for (int c = 0; c < 2; ++c) {
       if_register(fmt::format("%p1 = scmp.lt.s32.totalorder %{}, 0", child(t, c)), [&] {
+        window_wait(f_down_sent(t, c));
         emit(S::kSalu, fmt::format("%s17 = sadd.s32 %s31, %{}", child(t, c)));
         emit(S::kDma, fmt::format("{} = dma.remote.hbm_to_hbm [thread:$0] /*src=*/%s15, /*size_in_granules=*/{}, "
                                   "/*chip=*/%s17, /*core=*/0, /*dst=*/%s15, /*src_syncflagno=*/{}, "
                                   "/*dst_syncflagno=*/{}",
-                                  token(), tg_, flag(kDownSent), flag(f_parent_in(t))));
+                                  token(), tg_, flag(f_down_sent(t, c)), flag(f_parent_in(t))));
       });
     }
   }
@@ -423,13 +544,15 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     }
     return outputs;
   }
-  // Up then down each tree: 2 x depth chip-to-chip steps of T_hop plus a
-  // tile's time on the link and an inner node's HBM round trips (its loads,
-  // the root's store) per step, the pipeline's fill; every tile's round trips
-  // on an inner node's core, both trees; a rank sends about 2V (V/2 up per
-  // tree, V down in the tree where it is an inner node) through its egress B
-  // (torus: one link, routes of several hops). Optimistic at large sizes: an
-  // inner node's tiles go one at a time (README, "Switched fabrics").
+  // Up then down each tree, software-pipelined: the pipeline's fill, 2 x
+  // depth chip-to-chip steps of T_hop plus a tile's time on the link and an
+  // inner node's HBM round trips (its loads, the root's store) per step; then
+  // every tile's two load round trips on the core of an inner node (each rank
+  // is one in one tree: 2 x tiles x L_hbm), counted as if the sends did not
+  // hide them (the two VMEM sums let them overlap, so at large sizes this is
+  // an upper bound); a rank sends about 2V (V/2 up in each tree, V down in
+  // the tree where it is an inner node) through its egress B (torus: one
+  // link, routes of several hops).
   [[nodiscard]] CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                              const ici::Topology& topology, const ChipConfig& chip) const override {
     CollectivePrediction p;
@@ -446,11 +569,11 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     const double tile = static_cast<double>(tile_granules(plan.bytes / 2 / kGranule, chip) * kGranule);
     const double tiles = v / 2 / tile;
     const double hbm = chip.hbm.latency_s;
-    p.latency_seconds = 2 * depth * (hop + tile / bw + 2 * hbm) + 2 * 2 * tiles * hbm;
+    p.latency_seconds = 2 * depth * (hop + tile / bw + 2 * hbm) + 2 * tiles * hbm;
     p.bandwidth_seconds = 2 * v / bw;
     p.seconds = p.latency_seconds + p.bandwidth_seconds;
     p.formula = fmt::format(
-        "all-reduce tree on {}: 2*depth*(T_hop + tile/B + 2*L_hbm) + 4*tiles*L_hbm + 2V/B; V = {} B, N = {}, depth = "
+        "all-reduce tree on {}: 2*depth*(T_hop + tile/B + 2*L_hbm) + 2*tiles*L_hbm + 2V/B; V = {} B, N = {}, depth = "
         "{:g}, tile = {:g} B, tiles = {:g} per half, B = {:g} B/s, T_hop = {:g} s, L_hbm = {:g} s",
         topology.shape(), plan.bytes, n, depth, tile, tiles, bw, hop, hbm);
     (void)spec;

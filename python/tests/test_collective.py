@@ -59,3 +59,64 @@ def test_algorithm_refusals_are_bad_input():
         tpuemu.collective("all-reduce", "4x4", sizes="64K", algo="in-network")
     with pytest.raises(tpuemu.BadInput, match="power of two"):
         tpuemu.collective("all-reduce", "node:6", sizes="64K", chip="h100", algo="halving-doubling")
+
+
+def test_proto_auto_equals_the_cli(tpuemu_bin, tmp_path):
+    # The same plan as `tpuemu collective --algo auto --proto auto` (the default proto): algorithm, protocol,
+    # the predictions it chose from and the cycles, per size.
+    rows = tpuemu.collective("all-reduce", "node:8", sizes="32K,16M", chip="h100", algo="auto", no_data=True)
+    subprocess.run([tpuemu_bin, "collective", "--op", "all-reduce", "--chip", "h100", "--topology", "node:8",
+                    "--sizes", "32K,16M", "--algo", "auto", "--no-data", "--json", str(tmp_path / "c.json")],
+                   check=True, stdout=subprocess.DEVNULL)
+    cli = json.loads((tmp_path / "c.json").read_text())["rows"]
+    assert len(rows) == len(cli) == 2
+    for mine, theirs in zip(rows, cli):
+        assert mine["algorithm"] == theirs["algorithm"] and mine["proto"] == theirs["proto"]
+        assert mine["proto"] in ("LL", "LL128", "Simple")
+        assert mine["cycles"] == theirs["cycles"]
+        assert mine["auto_predictions"] == theirs["auto_predictions"]
+        # The choice is the least prediction of all (algorithm, protocol) pairs.
+        best = min(mine["auto_predictions"], key=mine["auto_predictions"].get)
+        assert best == mine["algorithm"] + "/" + mine["proto"]
+        assert len(mine["auto_predictions"]) > 10
+
+
+def test_proto_names_the_protocol_a_run_uses():
+    by = {p: tpuemu.collective("all-reduce", "node:8", sizes="1M", chip="h100", algo="ring", proto=p,
+                               no_data=True)[0] for p in ("LL", "ll128", "Simple")}
+    assert [by[p]["proto"] for p in by] == ["LL", "LL128", "Simple"]
+    assert [by[p]["protocol"] for p in by] == ["LL", "LL128", "Simple"]
+    assert len({by[p]["cycles"] for p in by}) == 3  # each protocol has its own rate and latencies
+    assert all(r["auto_predictions"] == {} for r in by.values())
+    # auto over one algorithm: its three protocols, and the pick is one of them.
+    auto = tpuemu.collective("all-reduce", "node:8", sizes="1M", chip="h100", algo="ring", no_data=True)[0]
+    assert sorted(auto["auto_predictions"]) == ["ring/LL", "ring/LL128", "ring/Simple"]
+    assert auto["cycles"] == {r["proto"]: r["cycles"] for r in by.values()}[auto["proto"]]
+    # in-network's Simple runs under NCCL's NVLS parameters.
+    nvls = tpuemu.collective("all-reduce", "node:8", sizes="1M", chip="h100", algo="in-network", proto="Simple",
+                             no_data=True)[0]
+    assert nvls["proto"] == "Simple" and nvls["protocol"] == "NVLS"
+
+
+def test_proto_wins_over_a_set_protocol():
+    simple = tpuemu.collective("all-reduce", "node:8", sizes="64K", chip="h100", algo="ring", proto="Simple")[0]
+    over = tpuemu.collective("all-reduce", "node:8", sizes="64K", chip="h100", algo="ring", proto="Simple",
+                             set=["fabric.protocol=LL"])[0]
+    assert over["cycles"] == simple["cycles"] and over["check"] == "bit-exact"
+
+
+def test_proto_on_a_torus_is_none():
+    rows = tpuemu.collective("all-gather", "4x4", sizes="64K", algo="ring,auto", no_data=True)
+    assert [r["proto"] for r in rows] == [None, None]
+    assert rows[0]["auto_predictions"] == {} and rows[1]["auto_predictions"]
+
+
+def test_proto_refusals_are_bad_input():
+    with pytest.raises(tpuemu.BadInput, match="NCCL protocols run on switched fabrics"):
+        tpuemu.collective("all-reduce", "4x4", sizes="64K", proto="LL")
+    with pytest.raises(tpuemu.BadInput, match="not an NCCL protocol"):
+        tpuemu.collective("all-reduce", "node:8", sizes="64K", chip="h100", proto="LL64")
+    with pytest.raises(tpuemu.BadInput, match="does not run with --proto LL"):
+        tpuemu.collective("all-reduce", "node:8", sizes="64K", chip="h100", algo="in-network", proto="LL")
+    with pytest.raises(tpuemu.BadInput, match="unknown algorithm 'pat'"):
+        tpuemu.collective("all-reduce", "node:8", sizes="64K", chip="h100", algo="pat")

@@ -267,6 +267,7 @@ def collective(op: str = "all-gather",
                *,
                axes: Optional[str] = None,
                algo: str = "bidir-ring",
+               proto: str = "auto",
                dtype: str = "f32",
                piece: Optional[Union[str, int]] = None,
                no_data: bool = False,
@@ -280,21 +281,36 @@ def collective(op: str = "all-gather",
     """Runs a generated collective on a pod, as ``tpuemu collective`` does.
 
     op: "all-gather", "reduce-scatter", "all-reduce" or "all-to-all".
-    topology: the pod ("4x4", "4x4x4", ...); ``axes`` the participating
-        axes ("y", "x,y"; default all); ``algo`` "ring", "bidir-ring" or
-        "multi-axis", "one-shot", "two-shot"; ``dtype`` "f32" or "bf16" (reductions sum in it).
+    topology: the pod ("4x4", "4x4x4", "node:8", "nvl:72", "fat-tree:2x8",
+        ...); ``axes`` the participating axes ("y", "x,y"; default all);
+        ``algo`` "ring", "bidir-ring", "multi-axis", "tree",
+        "halving-doubling", "one-shot", "two-shot", "in-network", several
+        joined by commas (each in turn), or "auto" (per size the least
+        predicted time, as ``--algo auto``); ``dtype`` "f32" or "bf16"
+        (reductions sum in it).
+    proto: switched fabrics: the NCCL protocol, "LL", "LL128", "Simple" or
+        "auto" (per run the least predicted time, as ``--proto auto`` and
+        NCCL's cost model; the default). On a torus only "auto" (a torus
+        has no protocols). It is put into effect after ``set``'s overrides,
+        so it wins over a ``fabric.protocol`` there.
     sizes: V in bytes: an int, a list of ints, or text as ``--sizes`` takes
         it ("64K:1G" doubling, "1M,4M"; K, M, G are powers of 1024).
     no_data: timing only (identical times, no check).
     keep_outputs: also return every chip's output (``outputs["1"]``, raw
         bytes in device layout as uint8).
 
-    Returns one dict per size: ``cycles``, ``seconds``, ``algbw``,
+    Returns one dict per run (per size; with several algorithms, every
+    size of the first, then of the next): ``cycles``, ``seconds``, ``algbw``,
     ``busbw``, ``linkbw``, ``link_fraction``, ``predicted_seconds`` (the
     book's formula, also ``predicted_bandwidth_seconds`` /
     ``predicted_latency_seconds`` and ``formula``),
     ``measured_over_predicted``, ``check`` ("bit-exact", "MISMATCH on K
-    chips" or "skipped (--no-data)"), ``ok``, ``report`` (the pod report),
+    chips" or "skipped (--no-data)"), ``ok``, ``algorithm`` (what ran),
+    ``proto`` (the NCCL protocol, None on a torus), ``protocol`` (the
+    parameters it ran under: in-network's Simple is "NVLS"),
+    ``auto_predictions`` (with an "auto": every candidate, "algorithm" or
+    "algorithm/protocol", and its predicted seconds; else empty),
+    ``report`` (the pod report),
     ``host_seconds``, ``host_peak_rss_bytes``. Raises BadInput (a size the
     algorithm cannot split names the multiple it needs; a pod that would
     not fit the host's memory names the estimate and the limit),
@@ -307,7 +323,7 @@ def collective(op: str = "all-gather",
     else:
         sizes_text = ",".join(str(int(s)) for s in sizes)
     rows = _core.collective(op, topology, sizes_text, chip or "", chip_file or "", list(set), wrap or "", force,
-                            routing, axes or "", algo, dtype, "" if piece is None else str(piece), no_data,
+                            routing, axes or "", algo, proto, dtype, "" if piece is None else str(piece), no_data,
                             max_cycles or 0, keep_outputs)
     out = []
     for row in rows:
