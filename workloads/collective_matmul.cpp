@@ -46,6 +46,36 @@
 namespace tpuemu::workloads {
 namespace {
 
+// The host data of the overlapped variants (made on first use) and their
+// check: every chip's out is its chunk matmuls accumulated in its chunk order
+// c_t = (y + t) mod Y (programs::matmul_reference with c_in, 128-wide k-blocks).
+struct OverlappedData {
+  ici::Topology topology;
+  LazyBf16 a, w;  // A[m, k], W[k, n]
+  std::uint64_t m, k, n, ys;
+
+  [[nodiscard]] std::function<nlohmann::json(const api::Result&)> chunk_order_check() const {
+    return [d = *this](const api::Result& r) {
+      const std::uint64_t rows = d.m / d.topology.length(0), cols = d.n / d.ys, chunk = d.k / d.ys;
+      return check_f32_outputs(
+          r.outputs.at("C").device, d.topology.chip_count(), "out",
+          [&](std::uint32_t) { return std::make_pair(rows, cols); },
+          [&](std::uint32_t id) {
+            const auto c = d.topology.coords(ChipId(id));
+            std::vector<float> expected;
+            for (std::uint64_t t = 0; t < d.ys; ++t) {
+              const std::uint64_t chunk_index = (c[1] + t) % d.ys;
+              expected = programs::matmul_reference(
+                  matrix_block(d.a->get(), d.k, c[0] * rows, rows, chunk_index * chunk, chunk),
+                  matrix_block(d.w->get(), d.n, chunk_index * chunk, chunk, c[1] * cols, cols), rows, chunk, cols, 128,
+                  expected);
+            }
+            return expected;
+          });
+    };
+  }
+};
+
 class CollectiveMatmulWorkload final : public Workload {
  public:
   [[nodiscard]] std::string_view name() const override { return "collective-matmul"; }
@@ -175,8 +205,8 @@ class CollectiveMatmulWorkload final : public Workload {
     built.model_flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
 
     // Host data and every chip's blocks.
-    const auto a = std::make_shared<const std::vector<float>>(programs::random_bf16_values(m * k, seed));
-    const auto w = std::make_shared<const std::vector<float>>(programs::random_bf16_values(k * n, seed + 1));
+    const OverlappedData data{topology, lazy_bf16_values(m * k, seed), lazy_bf16_values(k * n, seed + 1), m, k, n, ys};
+    const LazyBf16 a = data.a, w = data.w;
     const auto coords = [topology](std::uint32_t id) { return topology.coords(ChipId(id)); };
     const auto chunk_of = [ys](std::uint64_t y, std::uint64_t t) { return (y + t) % ys; };
     // A: the chip's own chunk in column block 0; the blocks the shifts fill
@@ -184,7 +214,7 @@ class CollectiveMatmulWorkload final : public Workload {
     built.inputs["A"].origin = "A";
     built.inputs["A"].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
       const auto c = coords(id);
-      return device_matrix(matrix_block(*a, k, c[0] * rows, rows, c[1] * chunk, chunk), rows, chunk, "bf16", "A");
+      return device_matrix(matrix_block(a->get(), k, c[0] * rows, rows, c[1] * chunk, chunk), rows, chunk, "bf16", "A");
     };
     built.inputs["W"].origin = "W";
     built.inputs["W"].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
@@ -192,27 +222,12 @@ class CollectiveMatmulWorkload final : public Workload {
       std::vector<float> rows_in_order;
       rows_in_order.reserve(k * cols);
       for (std::uint64_t t = 0; t < ys; ++t) {
-        const auto block = matrix_block(*w, n, chunk_of(c[1], t) * chunk, chunk, c[1] * cols, cols);
+        const auto block = matrix_block(w->get(), n, chunk_of(c[1], t) * chunk, chunk, c[1] * cols, cols);
         rows_in_order.insert(rows_in_order.end(), block.begin(), block.end());
       }
       return device_matrix(rows_in_order, k, cols, "bf16", "W");
     };
-    built.check = [=](const api::Result& r) {
-      return check_f32_outputs(
-          r.outputs.at("C").device, topology.chip_count(), "out",
-          [&](std::uint32_t) { return std::make_pair(rows, cols); },
-          [&](std::uint32_t id) {
-            const auto c = coords(id);
-            std::vector<float> expected;
-            for (std::uint64_t t = 0; t < ys; ++t) {
-              const std::uint64_t d = chunk_of(c[1], t);
-              expected = programs::matmul_reference(matrix_block(*a, k, c[0] * rows, rows, d * chunk, chunk),
-                                                    matrix_block(*w, n, d * chunk, chunk, c[1] * cols, cols), rows,
-                                                    chunk, cols, 128, expected);
-            }
-            return expected;
-          });
-    };
+    built.check = data.chunk_order_check();
     built.choice = {{"variant", "overlapped"},
                     {"m", m},
                     {"k", k},
@@ -325,41 +340,26 @@ class CollectiveMatmulWorkload final : public Workload {
     built.model_flops = 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n);
 
     // Host data and every chip's blocks.
-    const auto a = std::make_shared<const std::vector<float>>(programs::random_bf16_values(m * k, seed));
-    const auto w = std::make_shared<const std::vector<float>>(programs::random_bf16_values(k * n, seed + 1));
+    const OverlappedData data{topology, lazy_bf16_values(m * k, seed), lazy_bf16_values(k * n, seed + 1), m, k, n, ys};
+    const LazyBf16 a = data.a, w = data.w;
     const auto coords = [topology](std::uint32_t id) { return topology.coords(ChipId(id)); };
     // Chunk of D the chip at y multiplies at step t.
     const auto chunk_of = [ys](std::uint64_t y, std::uint64_t t) { return (y + t) % ys; };
     built.inputs["A 0"].origin = "A";
     built.inputs["A 0"].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
       const auto c = coords(id);
-      return device_matrix(matrix_block(*a, k, c[0] * rows, rows, c[1] * chunk, chunk), rows, chunk, "bf16", "A");
+      return device_matrix(matrix_block(a->get(), k, c[0] * rows, rows, c[1] * chunk, chunk), rows, chunk, "bf16", "A");
     };
     for (std::uint64_t t = 0; t < ys; ++t) {
       const std::string name = fmt::format("W {}", t);
       built.inputs[name].origin = "W";
       built.inputs[name].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
         const auto c = coords(id);
-        return device_matrix(matrix_block(*w, n, chunk_of(c[1], t) * chunk, chunk, c[1] * cols, cols), chunk, cols,
-                             "bf16", "W");
+        return device_matrix(matrix_block(w->get(), n, chunk_of(c[1], t) * chunk, chunk, c[1] * cols, cols), chunk,
+                             cols, "bf16", "W");
       };
     }
-    built.check = [=](const api::Result& r) {
-      return check_f32_outputs(
-          r.outputs.at("C").device, topology.chip_count(), "out",
-          [&](std::uint32_t) { return std::make_pair(rows, cols); },
-          [&](std::uint32_t id) {
-            const auto c = coords(id);
-            std::vector<float> expected;
-            for (std::uint64_t t = 0; t < ys; ++t) {
-              const std::uint64_t d = chunk_of(c[1], t);
-              expected = programs::matmul_reference(matrix_block(*a, k, c[0] * rows, rows, d * chunk, chunk),
-                                                    matrix_block(*w, n, d * chunk, chunk, c[1] * cols, cols), rows,
-                                                    chunk, cols, 128, expected);
-            }
-            return expected;
-          });
-    };
+    built.check = data.chunk_order_check();
     built.choice = {{"variant", "overlapped-steps"},
                     {"m", m},
                     {"k", k},
