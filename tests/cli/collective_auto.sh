@@ -12,9 +12,14 @@
 #     where two-shot and bidir-ring are predicted 1.5 % apart and measured
 #     6.5 % apart, may pick a run within 7 % of the fastest;
 #  3. the pipelined tree (below).
-# Usage: collective_auto.sh TPUEMU WORKDIR
+# Usage: collective_auto.sh TPUEMU WORKDIR [AUTO_SIZES [auto-only]]
+#   AUTO_SIZES: the sizes of part 2 (default: every calibration size). CTest
+#   runs 1G, which costs more than all the rest, as the slow test
+#   cli.collective_auto_1g (`auto-only`: part 2 alone).
 set -euo pipefail
 tpuemu=$1 work=$2
+auto_sizes=${3:-32K,1M,16M,64M,256M,1G}
+only_auto=$([ "${4:-}" = auto-only ] && echo 1 || true)
 mkdir -p "$work" && cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -29,6 +34,7 @@ check_hd() {  # CHIP TOPOLOGY SIZES
     done
   done
 }
+if [ -z "$only_auto" ]; then
 check_hd h100 node:8 16M,256M
 check_hd a100 node:8 16M,256M
 check_hd v5e 16 64K,1M,16M
@@ -53,16 +59,18 @@ for chip in h100 a100 b200; do
     fail "tree on $chip at 256 MiB: $t us against ring's $r us"
   echo "tree on $chip at 256 MiB: $t us, ring $r us"
 done
+fi
 
 check_auto() {  # CHIP ALGORITHMS
-  "$tpuemu" collective --op all-reduce --chip "$1" --topology node:8 --sizes 32K,1M,16M,64M,256M,1G --algo "$2,auto" \
+  "$tpuemu" collective --op all-reduce --chip "$1" --topology node:8 --sizes "$auto_sizes" --algo "$2,auto" \
     --no-data --json auto.json > "auto_$1.txt"
   # Per size: the fastest run of a named algorithm, and the auto row (the last one of the size).
   jq -r '.rows | group_by(.size)[] | [(map(select(.auto_predictions | length > 10)) | .[0]),
          (map(select((.auto_predictions | length) <= 10)) | min_by(.time_us))]
          | "\(.[0].size) \(.[0].algorithm)/\(.[0].proto) \(.[0].time_us) \(.[1].algorithm)/\(.[1].proto) \(.[1].time_us)"' \
     auto.json > picks.txt
-  [ "$(wc -l < picks.txt)" -eq 6 ] || fail "$1: expected 6 sizes, got $(cat picks.txt)"
+  sizes=$(tr ',' '\n' <<< "$auto_sizes" | wc -l)
+  [ "$(wc -l < picks.txt)" -eq "$sizes" ] || fail "$1: expected $sizes sizes, got $(cat picks.txt)"
   while read -r size pick pick_us best best_us; do
     echo "$1 $size: auto $pick $pick_us us, fastest $best $best_us us"
     if [ "$1 $size" = "a100 67108864" ]; then
