@@ -28,9 +28,10 @@ TPUEMU_CMAKE_ARGS="-DTPUEMU_WERROR=ON $fast_build" tools/setup.sh
 ctest --test-dir build -j2 --output-on-failure --timeout 300 "${label_args[@]}"
 
 if [[ "${TPUEMU_SKIP_ASAN:-0}" != 1 ]]; then
-  # The sanitizer build verilates only the 8x8 RTL array (the 16x16 one costs ~6 min of Debug+ASan compile).
+  # The sanitizer build verilates only the 8x8 RTL array (the 16x16 one costs ~6 min of Debug+ASan compile)
+  # and builds no benchmark programs (no test runs them).
   # Debug with TPUEMU_SANITIZE compiles at -O1 (CMakeLists.txt).
-  TPUEMU_BUILD_DIR=build-asan TPUEMU_BUILD_TYPE=Debug TPUEMU_CMAKE_ARGS="-DTPUEMU_SANITIZE=ON -DTPUEMU_MXU_RTL_SIZES=8 -DTPUEMU_WERROR=ON $fast_build" tools/setup.sh
+  TPUEMU_BUILD_DIR=build-asan TPUEMU_BUILD_TYPE=Debug TPUEMU_CMAKE_ARGS="-DTPUEMU_SANITIZE=ON -DTPUEMU_MXU_RTL_SIZES=8 -DTPUEMU_BENCH=OFF -DTPUEMU_WERROR=ON $fast_build" tools/setup.sh
   # detect_stack_use_after_return stays 0: it crashes SystemC's QuickThreads coroutines.
   ASAN_OPTIONS=detect_stack_use_after_return=0:abort_on_error=0:halt_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
