@@ -242,7 +242,7 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
     for (std::uint32_t id = 0; id < topology.chip_count(); ++id) inputs.push_back(padded_input(id));
     const auto expected = programs::collective_reference(spec, topology, inputs);
     std::uint64_t wrong_chips = 0;
-    auto& got = r.outputs.at("1").device;
+    const auto& got = r.outputs.at("1").device;
     const std::size_t element = bf16 ? 2 : 4;
     for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
       std::uint64_t wrong = 0;
@@ -259,11 +259,7 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
     }
     r.report["collective_check"] = wrong_chips == 0 ? "bit-exact" : fmt::format("MISMATCH on {} chips", wrong_chips);
     r.report["collective_wrong"] = wrong_elements;  // this may run in a child: the count travels in the report
-    if (!cjob.keep_outputs) {
-      r.outputs.clear();
-    } else if (padded) {
-      for (std::uint32_t id = 0; id < topology.chip_count(); ++id) got[id].resize(user_output_bytes(id));
-    }
+    if (!cjob.keep_outputs) r.outputs.clear();
   };
   CollectiveResult out;
   out.run = run(job);
@@ -286,6 +282,9 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   out.nccl_bytes = spec.op == "all-to-all" ? plan.chunk_bytes : user_bytes;
   out.count = out.nccl_bytes / (bf16 ? 2 : 4);
   out.padded_bytes = spec.bytes;
+  if (cjob.keep_outputs) {
+    for (std::uint32_t id = 0; id < topology.chip_count(); ++id) out.output_bytes.push_back(user_output_bytes(id));
+  }
   out.wrong_elements = data ? std::optional<std::uint64_t>(wrong_elements) : std::nullopt;
   out.algbw = out.run.seconds > 0 ? static_cast<double>(out.nccl_bytes) / out.run.seconds : 0;
   out.busbw = out.algbw * bus_factor;

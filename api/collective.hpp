@@ -42,6 +42,9 @@ struct CollectiveResult {
   std::uint64_t nccl_bytes = 0;
   std::uint64_t count = 0;
   std::uint64_t padded_bytes = 0;  // the size that ran (padded_collective_spec); = the job's V when it divides
+  // With keep_outputs, per chip: the bytes of run.outputs["1"] that are the user's
+  // output (the rest is padding); else empty.
+  std::vector<std::uint64_t> output_bytes;
   std::optional<std::uint64_t> wrong_elements;  // elements unlike the reference, all chips; none with --no-data
   double algbw = 0;                             // S / time (B/s)
   double busbw = 0;                             // algbw x 2(N-1)/N (all-reduce) or (N-1)/N
@@ -152,7 +155,8 @@ CollectiveJob planned_collective_job(const CollectiveJob& job, const PlannedColl
 // has the semantics): the program, its time and the prediction are those of
 // the padded size; the check compares the user's bytes of every output
 // (reduce-scatter: the chip's valid chunk bytes) with the reference of the
-// padded run; with keep_outputs each output is cut to those bytes;
+// padded run; with keep_outputs the outputs are the whole (padded) operands
+// and output_bytes says how many of their first bytes are the user's;
 // report["collective"]["bytes"], nccl_bytes, count and algbw are the user's
 // V and "padded_bytes" is what ran (= bytes when nothing was padded). Throws
 // BadInput or InternalError; a program fault is run.fault.
