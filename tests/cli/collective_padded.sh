@@ -40,13 +40,13 @@ check() {
     grep -q "^# padded: $v B ran as $(pad "$v" "$m") B" "$name.txt" || fail "$name: no padding note for $v"
   done
 }
-# M = chips x parts x directions x 32 B.
+# M = chips x parts x directions x 32 B (multi-axis over 2x3x1: 2 parts, the axes longer than 1).
 check ar_v5e_3 192 1000,65540 --op all-reduce --chip v5e --topology 3
 check ar_v5e_5_ring_bf16 160 1002,65536 --op all-reduce --chip v5e --topology 5 --algo ring --dtype bf16
 check ag_v5e_1x6 384 1000,102400 --op all-gather --chip v5e --topology 1x6
 check rs_v5e_1x6 384 1000,102400 --op reduce-scatter --chip v5e --topology 1x6
-check ar_v5p_2x3x1_multi 1536 4000,1048576 --op all-reduce --chip v5p --topology 2x3x1 --algo multi-axis
-check rs_v5p_2x3x1_multi_bf16 1536 4002 --op reduce-scatter --chip v5p --topology 2x3x1 --algo multi-axis --dtype bf16
+check ar_v5p_2x3x1_multi 768 4000,1048576 --op all-reduce --chip v5p --topology 2x3x1 --algo multi-axis
+check rs_v5p_2x3x1_multi_bf16 768 4002 --op reduce-scatter --chip v5p --topology 2x3x1 --algo multi-axis --dtype bf16
 check ag_v5p_2x3x1_ring 192 6000 --op all-gather --chip v5p --topology 2x3x1 --algo ring
 check ar_h100_6_one_shot 192 1000 --op all-reduce --chip h100 --topology node:6 --algo one-shot
 check ar_h100_6_tree 192 1000 --op all-reduce --chip h100 --topology node:6 --algo tree
