@@ -56,6 +56,13 @@ std::string protocol_override(const std::string& algorithm, const std::string& p
   return "fabric.protocol=" + std::string(programs::collective_algorithm(algorithm).protocol_params(protocol));
 }
 
+// The channels NCCL would run `spec` on over `topology` under `chip`'s
+// protocol (programs::nccl_channels_in_use; 0: no channel tuning applies).
+std::uint64_t nccl_active_channels(const programs::CollectiveSpec& spec, const ici::Topology& topology,
+                                   const ChipConfig& chip) {
+  return programs::nccl_channels_in_use(spec, programs::plan_collective(spec, topology).group_size, chip);
+}
+
 }  // namespace
 
 // "64K", "1G", "4096", "2MiB": K, M, G (and KiB, MiB, GiB) are powers of 1024, as in nccl-tests.
@@ -177,6 +184,15 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
     });
     cjob.protocol = protocol;
   }
+  // NCCL's channel tuning for this size, put into effect after the protocol
+  // (a chip that names no protocol keeps every channel).
+  checked([&] {
+    const CollectiveSetup under = check_collective_setup(cjob);
+    if (const std::uint64_t channels = nccl_active_channels(cjob.spec, under.topology, under.chip); channels > 0) {
+      cjob.chip.overrides.push_back(fmt::format("fabric.active_channels={}", channels));
+    }
+    return 0;
+  });
   const CollectiveSetup setup = check_collective_setup(cjob);
   // The program runs on the padded size (programs::padded_collective_bytes:
   // the padded bytes travel); the user's size V is cjob.spec.bytes.
@@ -292,7 +308,10 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
     // A switched chip's "link" is its whole egress (every NVLink; its NIC once the group spans nodes).
     const bool spans_nodes = setup.topology.fabric() == "fat-tree" &&
                              std::find(plan.axes.begin(), plan.axes.end(), std::size_t{1}) != plan.axes.end();
-    const double egress = spans_nodes ? setup.chip.nic_payload_rate() : setup.chip.switched_egress();
+    // link% is of the whole egress, every channel in use.
+    ChipConfig all_channels = setup.chip;
+    all_channels.fabric.active_channels = 0;
+    const double egress = spans_nodes ? all_channels.nic_payload_rate() : all_channels.switched_egress();
     out.linkbw = per_link ? out.busbw : 0.0;
     out.link_fraction = per_link ? out.linkbw / egress : 0.0;
   } else {
@@ -308,6 +327,7 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
       {"op", spec.op},
       {"algorithm", spec.algorithm},
       {"protocol", setup.chip.fabric.protocol},
+      {"channels", setup.chip.fabric.active_channels},
       {"dtype", spec.dtype},
       {"bytes", user_bytes},
       {"padded_bytes", spec.bytes},
@@ -381,6 +401,7 @@ CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const Col
         if (!programs::collective_algorithm(name).runs_protocol(protocol)) continue;
         ChipConfig chip = setup.chip;
         if (!protocols.empty()) chip.fabric.protocol = programs::collective_algorithm(name).protocol_params(protocol);
+        chip.fabric.active_channels = nccl_active_channels(spec, setup.topology, chip);
         const double t = programs::predict_collective(spec, setup.topology, chip).seconds;
         choice.predictions.emplace_back(protocols.empty() ? name : name + "/" + protocol, t);
         if (t < best) {  // names in order: a tie keeps the first

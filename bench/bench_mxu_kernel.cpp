@@ -120,6 +120,12 @@ void BM_kernel_avx2(benchmark::State& s) {
 void BM_kernel_avx2_denormal(benchmark::State& s) {
   kernel(s, KernelKind::kAvx2Fma, true);
 }
+void BM_kernel_avx512(benchmark::State& s) {
+  kernel(s, KernelKind::kAvx512, false);
+}
+void BM_kernel_avx512_denormal(benchmark::State& s) {
+  kernel(s, KernelKind::kAvx512, true);
+}
 void BM_units(benchmark::State& s) {
   units(s, false);
 }
@@ -133,6 +139,8 @@ BENCHMARK(BM_kernel_portable)->UseRealTime();
 BENCHMARK(BM_kernel_portable_denormal)->UseRealTime();
 BENCHMARK(BM_kernel_avx2)->UseRealTime();
 BENCHMARK(BM_kernel_avx2_denormal)->UseRealTime();
+BENCHMARK(BM_kernel_avx512)->UseRealTime();
+BENCHMARK(BM_kernel_avx512_denormal)->UseRealTime();
 // Arg: host threads (1 = the calling thread only).
 BENCHMARK(BM_units)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_units_denormal)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -218,6 +218,50 @@ std::vector<ParamSpec> build_params() {
       "NCCL NVLS: latency of one GPU-to-GPU hop over the scale-out network (NIC, leaf, spine), paid once per message",
       0, 1e-3, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.net_hop_latency_s; }, "0s");
   add_default(
+      "fabric.nccl_channels", Q::kCount,
+      "nvswitch: NCCL's channels on this domain (its rings' nChannels; 0: channels not modelled)", 0, 64, false,
+      [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.nccl_channels; }, "0");
+  add_default(
+      "fabric.active_channels", Q::kCount,
+      "nvswitch: the channels a run's collective uses, at most fabric.nccl_channels (0: all; tpuemu collective "
+      "sets it per size with NCCL's channel tuning)",
+      0, 64, false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.active_channels; }, "0");
+  for (const char* name : {"ll", "ll128", "simple", "nvls"}) {
+    const std::string proto = name;
+    const std::string nccl = proto == "ll" ? "LL" : proto == "ll128" ? "LL128" : proto == "simple" ? "Simple" : "NVLS";
+    ParamSpec::FieldRef (*threads)(ChipConfig&) = nullptr;
+    ParamSpec::FieldRef (*threshold)(ChipConfig&) = nullptr;
+    ParamSpec::FieldRef (*cap)(ChipConfig&) = nullptr;
+    if (proto == "ll") {
+      threads = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.max_threads; };
+      threshold = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.thread_threshold; };
+      cap = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll.max_bandwidth; };
+    } else if (proto == "ll128") {
+      threads = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.max_threads; };
+      threshold = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.thread_threshold; };
+      cap = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.ll128.max_bandwidth; };
+    } else if (proto == "simple") {
+      threads = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.max_threads; };
+      threshold = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.thread_threshold; };
+      cap = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.simple.max_bandwidth; };
+    } else {
+      threads = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.max_threads; };
+      threshold = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.thread_threshold; };
+      cap = [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.protocol.nvls.max_bandwidth; };
+    }
+    add_default("protocol." + proto + ".max_threads", Q::kCount,
+                "NCCL " + nccl + ": threads per channel at most (its channel tuning; 0: every channel runs)", 0, 4096,
+                false, threads, "0");
+    add_default("protocol." + proto + ".thread_threshold", Q::kCount,
+                "NCCL " + nccl +
+                    ": bytes per thread before another channel is used (its channel tuning; a ring's LL "
+                    "threshold is this x the ranks)",
+                0, 1 << 20, false, threshold, "0");
+    add_default("protocol." + proto + ".max_bandwidth", Q::kBandwidth,
+                "NCCL " + nccl + ": the most payload a GPU moves per second over all its links (0: no cap)", 0, 1e15,
+                false, cap, "0B/s");
+  }
+  add_default(
       "fabric.switch_ports", Q::kCount, "ports of a scale-out (leaf or spine) switch (0: none)", 0, 4096, false,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.fabric.switch_ports; }, "0");
   return p;
@@ -390,6 +434,21 @@ const ParamSpec* find_param(std::string_view path) {
     if (spec.path == path) return &spec;
   }
   return nullptr;
+}
+
+double ChipConfig::link_payload_rate() const {
+  const double rate =
+      fabric.link_payload_bandwidth > 0 ? fabric.link_payload_bandwidth : ici.link_bandwidth * ici.payload_efficiency;
+  const Protocol* p = active_protocol();
+  if (p == nullptr) return rate;
+  double out = rate * p->payload_efficiency;
+  if (fabric.active_channels > 0 && fabric.nccl_channels > 0) {
+    out *= static_cast<double>(fabric.active_channels) / static_cast<double>(fabric.nccl_channels);
+  }
+  if (p->max_bandwidth > 0 && ici.links_per_chip > 0) {
+    out = std::min(out, p->max_bandwidth / static_cast<double>(ici.links_per_chip));
+  }
+  return out;
 }
 
 const ChipConfig::Protocol* ChipConfig::active_protocol() const {
@@ -583,6 +642,12 @@ ChipConfig resolve_chip(std::span<const ChipSpec> layers) {
                       fmt::format("NCCL protocols run on switched fabrics; {} is joined by a torus, whose ICI has "
                                   "none (ici.payload_efficiency is its overhead)",
                                   c.name));
+  }
+  if (c.fabric.active_channels > 0 && c.fabric.active_channels > c.fabric.nccl_channels) {
+    const std::string_view at = blame("fabric.active_channels", "fabric.nccl_channels");
+    throw ConfigError(origin_of(at), std::string(at),
+                      fmt::format("fabric.active_channels {} is more than fabric.nccl_channels {}",
+                                  c.fabric.active_channels, c.fabric.nccl_channels));
   }
   if (c.fabric.switched()) {
     const auto counts = parse_counts(c.fabric.switch_links);

@@ -134,6 +134,15 @@ struct ChipConfig {
     // `tpuemu collective --proto` (or its cost model); switched fabrics only.
     std::string protocol;
     std::uint64_t nvls = 0;  // 1: the switches reduce and multicast (NVLink SHARP, Hopper and later)
+    // NCCL's channels (one CUDA block each) on this domain: its rings'
+    // nChannels, which together reach link_payload_bandwidth on every link
+    // (0: channels not modelled).
+    std::uint64_t nccl_channels = 0;
+    // The channels a run's collective uses (NCCL's per-size channel tuning,
+    // programs::nccl_channels_in_use; set per run with fabric.protocol); 0:
+    // all of nccl_channels. Under a protocol, a chip's links move payload at
+    // active_channels / nccl_channels of their rate.
+    std::uint64_t active_channels = 0;
     [[nodiscard]] bool switched() const { return kind == "nvswitch"; }
     // switch_links as counts ("5,4,4,5" -> {5, 4, 4, 5}; "" -> {}).
     [[nodiscard]] std::vector<std::uint64_t> links_per_switch() const;
@@ -150,6 +159,14 @@ struct ChipConfig {
     // Its latency per GPU-to-GPU hop over the scale-out network (NIC, leaf,
     // spine; NCCL's NET row), when that is more than the physical path.
     double net_hop_latency_s = 0;
+    // NCCL's channel tuning (enqueue.cc): a collective of nBytes runs on the
+    // most channels c <= fabric.nccl_channels with nBytes >= c x max_threads x
+    // thread_threshold (at least 1); 0: every channel.
+    std::uint64_t max_threads = 0;
+    std::uint64_t thread_threshold = 0;  // bytes per thread
+    // The most payload a GPU moves per second under this protocol over all its
+    // links (NCCL's llMaxBw for LL); 0: no cap.
+    double max_bandwidth = 0;
   };
   struct Protocols {
     Protocol ll;
@@ -174,12 +191,10 @@ struct ChipConfig {
   // the wire rate) and over all its links: what its transfers move at.
   // Under fabric.protocol, times that protocol's payload efficiency. A torus
   // link: ici.link_bandwidth x ici.payload_efficiency.
-  [[nodiscard]] double link_payload_rate() const {
-    const double rate =
-        fabric.link_payload_bandwidth > 0 ? fabric.link_payload_bandwidth : ici.link_bandwidth * ici.payload_efficiency;
-    const Protocol* p = active_protocol();
-    return p != nullptr ? rate * p->payload_efficiency : rate;
-  }
+  // Under a protocol also times the share of NCCL's channels in use
+  // (fabric.active_channels / fabric.nccl_channels), and at most the
+  // protocol's max_bandwidth over ici.links_per_chip links.
+  [[nodiscard]] double link_payload_rate() const;
   // The protocol fabric.protocol names (null: none).
   [[nodiscard]] const Protocol* active_protocol() const;
   // One GPU-to-GPU hop through a switch: 2 x ici.hop_latency +

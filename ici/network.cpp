@@ -90,9 +90,17 @@ std::vector<std::pair<std::uint16_t, std::uint64_t>> Network::split_by_weight(
     out.emplace_back(0, bytes);
     return out;
   }
-  const std::uint64_t packets = (bytes + packet_bytes_ - 1) / packet_bytes_;
   std::uint64_t total_weight = 0;
   for (std::uint32_t w : weights) total_weight += w;
+  // The unit dealt: a packet, or for a transfer of fewer packets than paths,
+  // an equal share of it per weight (rounded up to 32 bytes): the hardware
+  // sprays a message over every link in small flits, so a short message
+  // crosses all paths at once, not as one packet on one path.
+  std::uint64_t unit = packet_bytes_;
+  if (bytes < packet_bytes_ * n) {
+    unit = std::min<std::uint64_t>(packet_bytes_, ((bytes + total_weight - 1) / total_weight + 31) / 32 * 32);
+  }
+  const std::uint64_t packets = (bytes + unit - 1) / unit;
   // Largest remainders: floor shares first, then one more packet to the paths
   // with the largest remainders (ties to the lower path).
   std::vector<std::uint64_t> share(n);
@@ -111,7 +119,7 @@ std::vector<std::pair<std::uint16_t, std::uint64_t>> Network::split_by_weight(
   std::uint64_t left = bytes;
   for (std::size_t p = 0; p < n; ++p) {
     if (share[p] == 0) continue;
-    const std::uint64_t part = std::min(left, share[p] * packet_bytes_);
+    const std::uint64_t part = std::min(left, share[p] * unit);
     out.emplace_back(static_cast<std::uint16_t>(p), part);
     left -= part;
   }

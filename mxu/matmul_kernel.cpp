@@ -15,14 +15,23 @@ using vpu::kLanes;
 using vpu::kSublanes;
 
 std::string_view to_string(KernelKind kind) {
-  return kind == KernelKind::kAvx2Fma ? "avx2" : "portable";
+  switch (kind) {
+    case KernelKind::kAvx2Fma:
+      return "avx2";
+    case KernelKind::kAvx512:
+      return "avx512";
+    case KernelKind::kPortable:
+      break;
+  }
+  return "portable";
 }
 
 bool kernel_available(KernelKind kind) {
   if (kind == KernelKind::kPortable) return true;
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return detail::avx2_compiled() && cpu;
+  static const bool avx2 = detail::avx2_compiled() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool avx512 = avx2 && detail::avx512_compiled() && __builtin_cpu_supports("avx512f");
+  return kind == KernelKind::kAvx512 ? avx512 : avx2;
 #else
   return false;
 #endif
@@ -31,8 +40,13 @@ bool kernel_available(KernelKind kind) {
 KernelKind default_kernel() {
   static const KernelKind kind = [] {
     const char* env = std::getenv("TPUEMU_MXU_KERNEL");
-    if (env != nullptr && std::string_view(env) == "portable") return KernelKind::kPortable;
-    return kernel_available(KernelKind::kAvx2Fma) ? KernelKind::kAvx2Fma : KernelKind::kPortable;
+    for (const KernelKind k : {KernelKind::kPortable, KernelKind::kAvx2Fma, KernelKind::kAvx512}) {
+      if (env != nullptr && std::string_view(env) == to_string(k) && kernel_available(k)) return k;
+    }
+    for (const KernelKind k : {KernelKind::kAvx512, KernelKind::kAvx2Fma}) {
+      if (kernel_available(k)) return k;
+    }
+    return KernelKind::kPortable;
   }();
   return kind;
 }
@@ -51,7 +65,7 @@ void WeightTile::finish() {
 void build_weights(KernelKind kind, std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {
   const bool any_transposed =
       std::any_of(pushes.begin(), pushes.end(), [](const StagedPush& p) { return p.transposed; });
-  if (kind == KernelKind::kAvx2Fma && !any_transposed) {
+  if (kind != KernelKind::kPortable && !any_transposed) {
     detail::build_weights_avx2(pushes, size, tile);
   } else {
     detail::build_weights_portable(pushes, size, tile);
@@ -59,7 +73,9 @@ void build_weights(KernelKind kind, std::span<const StagedPush> pushes, std::uin
 }
 
 void multiply_tile(KernelKind kind, const TileJob& job, vpu::Vreg& out) {
-  if (kind == KernelKind::kAvx2Fma) {
+  if (kind == KernelKind::kAvx512) {
+    detail::multiply_avx512(job, out);
+  } else if (kind == KernelKind::kAvx2Fma) {
     detail::multiply_avx2(job, out);
   } else {
     detail::multiply_portable(job, out);

@@ -1,6 +1,6 @@
 // The MXU's arithmetic on one tile as a pure function: 8 LHS rows times the
-// latched weights, with a portable kernel and an AVX2+FMA kernel chosen at
-// run time. Both give the same bits as the contract in mxu/mxu.hpp.
+// latched weights, with a portable kernel, an AVX2+FMA kernel and an AVX-512
+// one chosen at run time. Both give the same bits as the contract in mxu/mxu.hpp.
 //
 // Contract (every kernel, bit for bit):
 //  * a = bf16_round(lhs[row][k]); w = the weight tile (already bf16 values);
@@ -73,7 +73,9 @@ struct WeightTile {
   void finish();
 };
 
-enum class KernelKind : std::uint8_t { kPortable, kAvx2Fma };
+// kAvx512: the AVX2 kernel with its multiply-accumulate loop on 16-float
+// registers (AVX-512F); the same bits.
+enum class KernelKind : std::uint8_t { kPortable, kAvx2Fma, kAvx512 };
 
 // One weight push as the unit stages it.
 struct StagedPush {
@@ -114,7 +116,7 @@ struct TileJob {
 std::string_view to_string(KernelKind kind);
 // Whether this build and this CPU can run `kind`.
 bool kernel_available(KernelKind kind);
-// The kernel MXUs use: TPUEMU_MXU_KERNEL=portable|avx2 if set (and
+// The kernel MXUs use: TPUEMU_MXU_KERNEL=portable|avx2|avx512 if set (and
 // available), else the fastest available. Read once.
 KernelKind default_kernel();
 
@@ -128,6 +130,15 @@ void build_weights_portable(std::span<const StagedPush> pushes, std::uint32_t si
 // Only where kernel_available(kAvx2Fma); pushes that are not transposed.
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
 bool avx2_compiled();
+// Only where kernel_available(kAvx512).
+void multiply_avx512(const TileJob& job, vpu::Vreg& out);
+// The AVX-512 multiply-accumulate loop of multiply_avx512: rows 0..7 of `a`
+// (bf16 values, row stride kLanes) times K rows 0..k_count-1 of the first
+// `panel_count` 8-column weight panels, into `out` (row stride kLanes);
+// `fused` only where every product is exact.
+void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count, bool fused,
+                   float* out);
+bool avx512_compiled();
 }  // namespace detail
 
 }  // namespace tpuemu::mxu

@@ -199,7 +199,11 @@ TPUEMU_AVX2 void build_weights_avx2(std::span<const StagedPush> pushes, std::uin
   tile.range = Scan{0, reduce<Reduce::kMax>(max_m), reduce<Reduce::kMin>(min_m)}.range();
 }
 
-TPUEMU_AVX2 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
+namespace {
+
+// The AVX2 kernel, or with `wide` the same with the AVX-512 blocks of
+// matmul_kernel_avx512.cpp for the multiply-accumulate loop.
+TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide) {
   if (job.k_mask != nullptr || job.weights->range.non_finite) {
     multiply_portable(job, out);
     return;
@@ -251,7 +255,10 @@ TPUEMU_AVX2 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
   const auto* a = reinterpret_cast<const float*>(lhs);
   auto* o = reinterpret_cast<float*>(out.words.data());
   const std::uint32_t vectors = (job.size + kVector - 1) / kVector;
-  if (products_exact(range, job.weights->range)) {
+  const bool fused = products_exact(range, job.weights->range);
+  if (wide) {
+    blocks_avx512(a, job.weights->panels.data(), job.used_k, vectors, fused, o);
+  } else if (fused) {
     all_blocks<true>(a, job.weights->panels.data(), job.used_k, vectors, o);
   } else {
     all_blocks<false>(a, job.weights->panels.data(), job.used_k, vectors, o);
@@ -259,6 +266,16 @@ TPUEMU_AVX2 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
   for (std::size_t row = 0; row < kSublanes; ++row) {
     std::memset(o + row * kLanes + job.size, 0, (kLanes - job.size) * sizeof(float));
   }
+}
+
+}  // namespace
+
+void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
+  multiply_vector(job, out, false);
+}
+
+void multiply_avx512(const TileJob& job, vpu::Vreg& out) {
+  multiply_vector(job, out, true);
 }
 
 }  // namespace tpuemu::mxu::detail
@@ -270,6 +287,9 @@ bool avx2_compiled() {
   return false;
 }
 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
+  multiply_portable(job, out);
+}
+void multiply_avx512(const TileJob& job, vpu::Vreg& out) {
   multiply_portable(job, out);
 }
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {

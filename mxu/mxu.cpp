@@ -37,7 +37,7 @@ struct Mxu::Slot : HostTask {
   std::unique_ptr<vpu::Vreg> out = std::make_unique<vpu::Vreg>();  // swapped out by pops
 
   [[nodiscard]] TileJob job() const {
-    return TileJob{shared_lhs ? &shared_lhs->value : &lhs, masked ? &mask : nullptr, weights.get(), used_k, size,
+    return TileJob{shared_lhs ? &shared_lhs->value : &lhs,  masked ? &mask : nullptr, weights.get(), used_k, size,
                    shared_lhs ? &shared_lhs->scan : nullptr};
   }
   void release() {

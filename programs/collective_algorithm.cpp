@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -37,6 +38,20 @@ const CollectiveAlgorithm& collective_algorithm(std::string_view name) {
         fmt::format("collective: unknown algorithm '{}' ({})", name, fmt::join(collective_algorithm_names(), ", ")));
   }
   return *it->second;
+}
+
+std::uint64_t nccl_channels_in_use(const CollectiveSpec& spec, std::uint64_t ranks, const ChipConfig& chip) {
+  const ChipConfig::Protocol* p = chip.active_protocol();
+  if (p == nullptr || chip.fabric.nccl_channels == 0 || p->max_threads == 0 || p->thread_threshold == 0) return 0;
+  if (spec.op == "all-to-all") return 0;
+  const NcclKernel kernel = collective_algorithm(spec.algorithm).nccl_kernel();
+  if (kernel == NcclKernel::kNone) return 0;
+  std::uint64_t threshold = p->thread_threshold;
+  if (kernel == NcclKernel::kRing && p == &chip.protocol.ll) threshold *= std::max<std::uint64_t>(ranks, 1);
+  const std::uint64_t per_channel = p->max_threads * threshold;
+  // NCCL: while (nBytes < nc * nt * threshold && nc >= 2) nc--.
+  const std::uint64_t fits = spec.bytes / per_channel;
+  return std::clamp<std::uint64_t>(fits, 1, chip.fabric.nccl_channels);
 }
 
 std::vector<std::string> collective_algorithm_names() {

@@ -18,6 +18,12 @@
 
 namespace tpuemu::programs {
 
+// Which of NCCL's kernels an algorithm stands for, for NCCL's channel tuning
+// (nccl_channels_in_use): its ring (ring, bidir-ring, multi-axis), its tree,
+// or none (NVLS runs on fixed channels; the symmetric-memory one-shot and
+// two-shot kernels and halving-doubling have no channel tuning in NCCL).
+enum class NcclKernel { kNone, kRing, kTree };
+
 class CollectiveAlgorithm {
  public:
   virtual ~CollectiveAlgorithm() = default;
@@ -40,6 +46,8 @@ class CollectiveAlgorithm {
   // The parameters (ChipConfig::fabric.protocol) it runs under for `protocol`:
   // the same, but in-network's Simple is "NVLS" (NCCL's NVLS efficiency and latency).
   [[nodiscard]] virtual std::string_view protocol_params(std::string_view protocol) const { return protocol; }
+  // The NCCL kernel whose channel tuning it follows (NcclKernel).
+  [[nodiscard]] virtual NcclKernel nccl_kernel() const { return NcclKernel::kNone; }
   // The ring family's half rings (CollectivePlan::half_rings).
   [[nodiscard]] virtual bool half_rings() const { return false; }
   // All-to-all and a group of one chip are the same program for every
@@ -69,6 +77,17 @@ class CollectiveAlgorithm {
 const CollectiveAlgorithm& collective_algorithm(std::string_view name);
 // Every registered name, sorted.
 std::vector<std::string> collective_algorithm_names();
+
+// NCCL's channel tuning (src/enqueue.cc topoGetAlgoInfo, NCCL 2.19 to 2.30):
+// a ring or tree collective of nBytes (nccl-tests' size S: spec.bytes for
+// all-gather, reduce-scatter and all-reduce) over `ranks` ranks under protocol
+// P runs on the most channels c <= fabric.nccl_channels with nBytes >= c x
+// P.max_threads x threshold (threshold = P.thread_threshold, x ranks for the
+// ring's LL), at least 1. Returns that c, or 0 when no tuning applies: no
+// protocol in effect (chip.fabric.protocol), fabric.nccl_channels or the
+// protocol's max_threads / thread_threshold 0, an algorithm with
+// NcclKernel::kNone, or all-to-all (point to point in NCCL).
+std::uint64_t nccl_channels_in_use(const CollectiveSpec& spec, std::uint64_t ranks, const ChipConfig& chip);
 
 // Registers an algorithm for the program's lifetime (from a namespace-scope
 // object in its own file; a second one of the same name aborts at start).

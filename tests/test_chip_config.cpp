@@ -126,8 +126,8 @@ TEST_CASE("presets: headline numbers match shared/facts.md", "[config]") {
 TEST_CASE("presets: every number in a shipped preset says where it comes from", "[config]") {
   // Resolved with its base presets; only the switched-fabric and NCCL
   // protocol parameters of a torus chip, which its preset leaves out, and
-  // fabric.protocol, a run's choice (`tpuemu collective --proto`), take their
-  // defaults.
+  // fabric.protocol and fabric.active_channels, a run's choices (`tpuemu
+  // collective --proto` and its channel tuning), take their defaults.
   for (const std::string& name : preset_names()) {
     INFO(name);
     const ChipConfig c = resolve_chip(chip_layers(name));
@@ -136,7 +136,7 @@ TEST_CASE("presets: every number in a shipped preset says where it comes from", 
       const Provenance& prov = c.provenance.at(p.path);
       CHECK(prov.kind != Provenance::Kind::kUser);
       CHECK(!prov.text.empty());
-      if (prov.text == "default" && p.path != "fabric.protocol") {
+      if (prov.text == "default" && p.path != "fabric.protocol" && p.path != "fabric.active_channels") {
         CHECK((p.path.starts_with("fabric.") || p.path.starts_with("protocol.")));
         CHECK(c.fabric.kind == "torus");
       }
@@ -338,6 +338,7 @@ TEST_CASE("config: each parameter refuses min-1 and max+1 by name, and accepts m
   // overrides that keep the chip consistent.
   const std::map<std::string, std::vector<std::string>> companions = {
       {"ici.torus_dims=1", {"ici.max_slice=16"}},
+      {"fabric.active_channels=64", {"fabric.nccl_channels=64"}},
       {"ici.torus_dims=3", {"ici.max_slice=16x16x16"}},
   };
   for (const ParamSpec& p : chip_params()) {
@@ -435,16 +436,33 @@ TEST_CASE("config: payload efficiency and NCCL protocols, with their sources", "
     const char* protocol;
     double efficiency, hop, base;
   };
-  for (const Row& r : {Row{"LL", 0.5, 0.6e-6, 6.6e-6}, Row{"LL128", 0.9375, 1.9e-6, 14e-6},
-                       Row{"Simple", 1.0, 3.4e-6, 8.4e-6}}) {
+  for (const Row& r :
+       {Row{"LL", 0.5, 0.6e-6, 6.6e-6}, Row{"LL128", 0.9375, 1.9e-6, 14e-6}, Row{"Simple", 1.0, 3.4e-6, 8.4e-6}}) {
     INFO(r.protocol);
-    const ChipConfig h100 = preset("h100", {std::string("fabric.protocol=") + r.protocol});
+    // Without LL's cap (NCCL's llMaxBw, below), the efficiency alone.
+    const ChipConfig h100 =
+        preset("h100", {std::string("fabric.protocol=") + r.protocol, "protocol.ll.max_bandwidth=0B/s"});
     REQUIRE(h100.active_protocol() != nullptr);
     CHECK(h100.link_payload_rate() == Approx(20.6e9 * r.efficiency));
     CHECK(h100.switched_egress() == Approx(18 * 20.6e9 * r.efficiency));
     CHECK(h100.switched_hop_latency() == Approx(r.hop));  // the physical hop is 0.6 us: LL's
     CHECK(h100.launch_latency() == Approx(r.base));
   }
+  // LL's cap: NCCL's llMaxBw (87.7 GB/s on one node, Ampere and Hopper) over all 18 links, below 18 x 10.3 GB/s.
+  const ChipConfig ll = preset("h100", {"fabric.protocol=LL"});
+  CHECK(ll.protocol.ll.max_bandwidth == 87.7e9);
+  CHECK(ll.provenance.at("protocol.ll.max_bandwidth").kind == Provenance::Kind::kSource);
+  CHECK(ll.switched_egress() == Approx(87.7e9));
+  CHECK(preset("a100", {"fabric.protocol=LL"}).switched_egress() == Approx(87.7e9));           // not 12 x 10 GB/s
+  CHECK(preset("h100", {"fabric.protocol=Simple"}).switched_egress() == Approx(18 * 20.6e9));  // no cap
+  // NCCL's channels: the links move payload at active / nccl_channels of their rate, under a protocol only.
+  CHECK(preset("a100").fabric.nccl_channels == 24);
+  CHECK(preset("h100").fabric.nccl_channels == 32);
+  CHECK(preset("a100", {"fabric.protocol=Simple", "fabric.active_channels=6"}).switched_egress() == Approx(240e9 / 4));
+  CHECK(preset("a100", {"fabric.protocol=Simple", "fabric.active_channels=24"}).switched_egress() == Approx(240e9));
+  CHECK(preset("a100", {"fabric.active_channels=6"}).switched_egress() == Approx(240e9));  // no protocol: no NCCL
+  CHECK_THAT(set_error({"fabric.active_channels=25"}),                                     // v5e: no NCCL channels
+             Catch::Contains("fabric.active_channels 25 is more than fabric.nccl_channels 0"));
   // Without a protocol: the links' payload rate, the physical hop, no launch.
   const ChipConfig none = preset("h100");
   CHECK(none.active_protocol() == nullptr);
@@ -460,7 +478,8 @@ TEST_CASE("config: payload efficiency and NCCL protocols, with their sources", "
   CHECK(nvls.launch_latency() == Approx(25e-6));
   CHECK(nvls.switched_hop_latency() == Approx(0.6e-6));
   CHECK(preset("b200", {"fabric.protocol=NVLS"}).link_payload_rate() == Approx(40.1e9 * 0.74));
-  CHECK_THAT(set_error({"fabric.protocol=LL256"}), Catch::Contains("'LL256' is not an NCCL protocol: LL, LL128, Simple or NVLS"));
+  CHECK_THAT(set_error({"fabric.protocol=LL256"}),
+             Catch::Contains("'LL256' is not an NCCL protocol: LL, LL128, Simple or NVLS"));
   try {
     (void)preset("v5e", {"fabric.protocol=LL"});
     FAIL("a torus took an NCCL protocol");

@@ -670,8 +670,55 @@ TEST_CASE("collectives: an NCCL protocol's base latency is a countdown loop at t
   CHECK(stripped == plain);
   // The prediction carries it (and the protocol's hop and payload rate).
   const CollectivePrediction none = predict_collective(s, t, preset("h100"));
-  const CollectivePrediction p = predict_collective(s, t, preset("h100", {"fabric.protocol=LL"}));
+  const CollectivePrediction p =
+      predict_collective(s, t, preset("h100", {"fabric.protocol=LL", "protocol.ll.max_bandwidth=0B/s"}));
   CHECK(p.latency_seconds == Approx(none.latency_seconds + 6.6e-6));
-  CHECK(p.bandwidth_seconds == Approx(2 * none.bandwidth_seconds));  // LL: half the payload
+  CHECK(p.bandwidth_seconds == Approx(2 * none.bandwidth_seconds));  // LL: half the payload (without its cap)
   CHECK_THAT(p.formula, Contains("+ LL base latency 6.6e-06 s"));
+}
+
+TEST_CASE("collectives: NCCL's channel tuning, per size, protocol and kernel", "[collectives]") {
+  // src/enqueue.cc topoGetAlgoInfo: the most channels c <= nChannels with
+  // nBytes >= c x maxThreads x threadThreshold (the ring's LL threshold x ranks).
+  const auto channels = [](const char* chip, const char* proto, const char* algorithm, std::uint64_t bytes,
+                           const char* op = "all-reduce") {
+    const ChipConfig c = preset(chip, {std::string("fabric.protocol=") + proto});
+    return nccl_channels_in_use(spec(op, algorithm, "f32", bytes, {0}), 8, c);
+  };
+  // A100 (24 channels), ring: LL 512 threads x 8 B x 8 ranks = 32 KiB a channel,
+  // LL128 640 x 8 B = 5 KiB, Simple 512 x 64 B = 32 KiB.
+  CHECK(channels("a100", "LL", "ring", 32 << 10) == 1);
+  CHECK(channels("a100", "LL", "ring", 64 << 10) == 2);
+  CHECK(channels("a100", "LL", "ring", (768 << 10) - 1024) == 23);
+  CHECK(channels("a100", "LL", "ring", 768 << 10) == 24);
+  CHECK(channels("a100", "LL", "ring", 1 << 30) == 24);
+  CHECK(channels("a100", "LL", "bidir-ring", 64 << 10) == 2);
+  CHECK(channels("a100", "LL128", "ring", 32 << 10) == 6);
+  CHECK(channels("a100", "Simple", "ring", 32 << 10) == 1);
+  CHECK(channels("a100", "Simple", "ring", 1 << 20) == 24);
+  CHECK(channels("a100", "LL", "ring", 32 << 10, "all-gather") == 1);
+  // The tree's LL threshold is not x ranks: 512 x 8 B = 4 KiB a channel.
+  CHECK(channels("a100", "LL", "tree", 32 << 10) == 8);
+  // H100: 32 channels.
+  CHECK(channels("h100", "LL", "ring", 2 << 20) == 32);
+  CHECK(channels("h100", "LL", "ring", 512 << 10) == 16);
+  // No tuning: algorithms NCCL runs without it, all-to-all, no protocol.
+  CHECK(channels("a100", "LL", "one-shot", 32 << 10) == 0);
+  CHECK(channels("a100", "LL", "halving-doubling", 32 << 10) == 0);
+  CHECK(channels("h100", "NVLS", "in-network", 32 << 10) == 0);
+  CHECK(channels("a100", "LL", "ring", 32 << 10, "all-to-all") == 0);
+  CHECK(nccl_channels_in_use(spec("all-reduce", "ring", "f32", 32 << 10, {0}), 8, preset("a100")) == 0);
+}
+
+TEST_CASE("collectives: a small ring all-reduce on 8 x A100 runs on NCCL's one channel", "[collectives]") {
+  // 32 KiB under LL: one channel of 24 moves 12 x 10 GB/s x 0.5 / 24 = 5 GB/s,
+  // so each of the 14 steps' 4 KiB takes 0.82 us more than the 0.6 us hop:
+  // the prediction is 6.6 + 14 x (0.6 + 4096 / 5e9) us = 26.5 us; with every
+  // channel (87.7 GB/s, LL's cap) it would be 6.6 + 14 x 0.647 = 15.7 us.
+  const ici::Topology t = topo("a100", "node:8");
+  const CollectiveSpec s = spec("all-reduce", "ring", "f32", 32 << 10, {0});
+  const ChipConfig one = preset("a100", {"fabric.protocol=LL", "fabric.active_channels=1"});
+  const ChipConfig all = preset("a100", {"fabric.protocol=LL"});
+  CHECK(predict_collective(s, t, one).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 4096 / 5e9)).epsilon(0.01));
+  CHECK(predict_collective(s, t, all).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 4096 / 87.7e9)).epsilon(0.01));
 }

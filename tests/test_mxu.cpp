@@ -257,6 +257,7 @@ vpu::Vreg random_lhs(Values kind, std::mt19937& rng) {
 std::vector<KernelKind> kernels() {
   std::vector<KernelKind> k{KernelKind::kPortable};
   if (mxu::kernel_available(KernelKind::kAvx2Fma)) k.push_back(KernelKind::kAvx2Fma);
+  if (mxu::kernel_available(KernelKind::kAvx512)) k.push_back(KernelKind::kAvx512);
   return k;
 }
 
@@ -283,13 +284,18 @@ void check_tile(const TileJob& job, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("mxu kernels: the AVX2 kernel is dispatched where the CPU has AVX2 and FMA", "[mxu][kernel]") {
+TEST_CASE("mxu kernels: the AVX-512 kernel where the CPU has AVX-512F, else AVX2 where it has AVX2 and FMA",
+          "[mxu][kernel]") {
 #if defined(__x86_64__)
-  const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  CHECK(mxu::kernel_available(KernelKind::kAvx2Fma) == cpu);
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  CHECK(mxu::kernel_available(KernelKind::kAvx2Fma) == avx2);
+  CHECK(mxu::kernel_available(KernelKind::kAvx512) == avx512);
   if (std::getenv("TPUEMU_MXU_KERNEL") == nullptr) {
-    CHECK(mxu::default_kernel() == (cpu ? KernelKind::kAvx2Fma : KernelKind::kPortable));
+    CHECK(mxu::default_kernel() ==
+          (avx512 ? KernelKind::kAvx512 : (avx2 ? KernelKind::kAvx2Fma : KernelKind::kPortable)));
   }
+  if (!avx512) WARN("this CPU has no AVX-512F: the AVX-512 kernel is not checked on it");
 #endif
   CHECK(mxu::kernel_available(KernelKind::kPortable));
 }

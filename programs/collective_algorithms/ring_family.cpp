@@ -37,6 +37,7 @@ class RingFamilyAlgorithm final : public CollectiveAlgorithm {
   }
   [[nodiscard]] std::uint64_t directions() const override { return directions_; }
   [[nodiscard]] bool half_rings() const override { return half_rings_; }
+  [[nodiscard]] NcclKernel nccl_kernel() const override { return NcclKernel::kRing; }
   [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& plan, const ici::Topology& topology) const override {
     return ring_family_scratch_bytes(plan, topology);
   }

@@ -510,6 +510,7 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     return "";
   }
   [[nodiscard]] std::uint64_t directions() const override { return 2; }  // V splits into two halves
+  [[nodiscard]] NcclKernel nccl_kernel() const override { return NcclKernel::kTree; }
   [[nodiscard]] std::uint64_t scratch_bytes(const CollectivePlan& plan,
                                             const ici::Topology& /*topology*/) const override {
     return 2 * plan.bytes;  // per tree, a receive slot of V/2 per child

@@ -14,7 +14,10 @@
 #  7. ICI payload efficiency (ici.payload_efficiency 0.95, facts.md): large
 #     all-gathers reach 93-95 % of the link rate and never more than 95 %;
 #  8. NCCL protocols on 8 x H100: each protocol's base latency is paid once, to
-#     the cycle, and each protocol's payload efficiency sets the bandwidth.
+#     the cycle, and each protocol's payload efficiency sets the bandwidth;
+#  9. NCCL's channel tuning on 8 x A100: a 32 KiB / 64 KiB ring all-reduce under
+#     LL runs on 1 / 2 of the 24 channels, and takes at least the model's
+#     6.6 + 14 x (0.6 + 4 KiB / 5 GB/s) = 26.5 us (15.7 us on every channel).
 # Usage: collective_acceptance.sh TPUEMU WORKDIR [FULL]
 set -euo pipefail
 tpuemu=$1 work=$2 full=${3:-0}
@@ -77,11 +80,12 @@ done
 #    payload efficiency): the base latency is the difference with it set to 0,
 #    within the countdown loop's rounding (6 cycles); at 256 MiB LL's half
 #    payload makes ring take about twice Simple's time (1.85-2.05x: Simple's
-#    hops are slower).
+#    hops are slower; without LL's cap, protocol.ll.max_bandwidth, tested in
+#    test_chip_config.cpp).
 : > bw.txt
 while read -r proto key cycles eff; do
   "$tpuemu" collective --op all-reduce --chip h100 --topology node:8 --algo ring --proto "$proto" --sizes 32K,256M \
-    --no-data --json "p_$proto.json"
+    --set protocol.ll.max_bandwidth=0B/s --no-data --json "p_$proto.json"
   "$tpuemu" collective --op all-reduce --chip h100 --topology node:8 --algo ring --proto "$proto" --sizes 32K \
     --set "protocol.$key.base_latency=0s" --no-data --json "p0_$proto.json"
   mapfile -t c < <(values "p_$proto.json" cycles)
@@ -104,3 +108,14 @@ if [ "$full" = 1 ]; then
   "$tpuemu" collective --op all-reduce --chip v5p --topology 4x4x4 --sizes 64M --no-data --json v5p.json
 fi
 echo PASS
+
+# 9. NCCL's channel tuning (fabric.nccl_channels, protocol.*.max_threads and thread_threshold).
+"$tpuemu" collective --op all-reduce --chip a100 --topology node:8 --algo ring --proto LL --sizes 32K,64K,1M \
+  --no-data --json ch.json
+mapfile -t ch < <(values ch.json channels)
+mapfile -t secs < <(values ch.json seconds)
+[[ "${ch[*]}" == "1 2 24" ]] || fail "a100 ring LL 32K/64K/1M: channels ${ch[*]}, not 1 2 24"
+for i in 0 1; do
+  awk -v s="${secs[$i]}" 'BEGIN { exit !(s >= 26e-6) }' ||
+    fail "a100 ring LL, row $i: ${secs[$i]} s, below the one-channel bound of 26.5 us (every channel: 15.7 us)"
+done
