@@ -188,7 +188,10 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   // (a chip that names no protocol keeps every channel).
   checked([&] {
     const CollectiveSetup under = check_collective_setup(cjob);
-    if (const std::uint64_t channels = nccl_active_channels(cjob.spec, under.topology, under.chip); channels > 0) {
+    // Of the size that runs (padded_collective_spec).
+    if (const std::uint64_t channels =
+            nccl_active_channels(padded_collective_spec(cjob, under), under.topology, under.chip);
+        channels > 0) {
       cjob.chip.overrides.push_back(fmt::format("fabric.active_channels={}", channels));
     }
     return 0;
