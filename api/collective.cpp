@@ -125,8 +125,17 @@ CollectiveSetup check_collective_setup(const CollectiveJob& job) {
   });
 }
 
+programs::CollectiveSpec padded_collective_spec(const CollectiveJob& job, const CollectiveSetup& setup) {
+  return checked([&] {
+    programs::CollectiveSpec spec = job.spec;
+    spec.bytes = programs::padded_collective_bytes(job.spec, setup.topology);
+    return spec;
+  });
+}
+
 programs::CollectivePlan collective_plan(const CollectiveJob& job, const CollectiveSetup& setup) {
-  return checked([&] { return programs::plan_collective(job.spec, setup.topology); });
+  const programs::CollectiveSpec spec = padded_collective_spec(job, setup);
+  return checked([&] { return programs::plan_collective(spec, setup.topology); });
 }
 
 void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setup) {
@@ -137,7 +146,7 @@ void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setu
           "rounds live in one process); run it in one process");
     }
     const ici::Topology& topology = setup.topology;
-    const auto shapes = programs::collective_shapes(job.spec, topology);
+    const auto shapes = programs::collective_shapes(padded_collective_spec(job, setup), topology);
     if (const std::string why = programs::collective_algorithm(job.spec.algorithm).chip_refusal(setup.chip);
         !why.empty()) {
       throw BadInput(why);
@@ -179,18 +188,46 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   // (a chip that names no protocol keeps every channel).
   checked([&] {
     const CollectiveSetup under = check_collective_setup(cjob);
-    if (const std::uint64_t channels = nccl_active_channels(cjob.spec, under.topology, under.chip); channels > 0) {
+    // Of the size that runs (padded_collective_spec).
+    if (const std::uint64_t channels =
+            nccl_active_channels(padded_collective_spec(cjob, under), under.topology, under.chip);
+        channels > 0) {
       cjob.chip.overrides.push_back(fmt::format("fabric.active_channels={}", channels));
     }
     return 0;
   });
   const CollectiveSetup setup = check_collective_setup(cjob);
-  const programs::CollectiveSpec& spec = cjob.spec;
+  // The program runs on the padded size (programs::padded_collective_bytes:
+  // the padded bytes travel); the user's size V is cjob.spec.bytes.
+  const programs::CollectiveSpec spec = padded_collective_spec(cjob, setup);
+  const std::uint64_t user_bytes = cjob.spec.bytes;
+  const bool padded = spec.bytes != user_bytes;
   const ici::Topology& topology = setup.topology;
   const programs::CollectivePlan plan = collective_plan(cjob, setup);
   const programs::CollectiveShapes shapes = checked([&] { return programs::collective_shapes(spec, topology); });
   const bool bf16 = spec.dtype == "bf16";
   const bool data = !cjob.no_data;
+  // The user's bytes of chip `id`'s input and output (the rest of each is the
+  // zero padding): the first V bytes, but all-gather's input and
+  // reduce-scatter's output, which are the chip's valid chunk bytes.
+  const auto valid_chunk = [&](std::uint32_t id) {
+    return programs::collective_valid_chunk_bytes(user_bytes, spec.bytes, plan.group_size,
+                                                  plan.rank(topology.coords(ChipId{id})));
+  };
+  const auto user_input_bytes = [&](std::uint32_t id) {
+    if (!padded) return shapes.input_bytes;
+    return plan.op == programs::CollectivePlan::Op::kAllGather ? valid_chunk(id) : user_bytes;
+  };
+  const auto user_output_bytes = [&](std::uint32_t id) {
+    if (!padded) return shapes.output_bytes;
+    return plan.op == programs::CollectivePlan::Op::kReduceScatter ? valid_chunk(id) : user_bytes;
+  };
+  // Chip `id`'s input: the user's data, then zeros up to the padded operand.
+  const auto padded_input = [&](std::uint32_t id) {
+    std::vector<std::uint8_t> in = collective_input(user_input_bytes(id), bf16, id);
+    in.resize(shapes.input_bytes, 0);
+    return in;
+  };
 
   Job job;
   job.chip = cjob.chip;
@@ -211,8 +248,8 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
     // A chunk below one (8,128) tile is padded to the operand's device size
     // (the program reads only its first input_bytes).
     job.inputs["0"].origin = "the collective's input";
-    job.inputs["0"].device_provider = [&shapes, bf16](std::uint32_t id, const chip::OperandBinding&) {
-      return collective_input(shapes.input_bytes, bf16, id);
+    job.inputs["0"].device_provider = [&padded_input](std::uint32_t id, const chip::OperandBinding&) {
+      return padded_input(id);
     };
   }
   std::string check = "skipped (--no-data)";
@@ -221,15 +258,16 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   job.on_result = [&](Result& r) {
     if (!data || r.fault) return;
     std::vector<std::vector<std::uint8_t>> inputs;
-    for (std::uint32_t id = 0; id < topology.chip_count(); ++id)
-      inputs.push_back(collective_input(shapes.input_bytes, bf16, id));
+    for (std::uint32_t id = 0; id < topology.chip_count(); ++id) inputs.push_back(padded_input(id));
     const auto expected = programs::collective_reference(spec, topology, inputs);
     std::uint64_t wrong_chips = 0;
     const auto& got = r.outputs.at("1").device;
     const std::size_t element = bf16 ? 2 : 4;
     for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
       std::uint64_t wrong = 0;
-      for (std::size_t at = 0; at < expected[id].size(); at += element) {
+      // Only the user's output bytes: the padded tail is no one's output.
+      const std::uint64_t checked_bytes = std::min<std::uint64_t>(expected[id].size(), user_output_bytes(id));
+      for (std::size_t at = 0; at < checked_bytes; at += element) {
         wrong +=
             at + element > got[id].size() || std::memcmp(got[id].data() + at, expected[id].data() + at, element) != 0
                 ? 1
@@ -259,8 +297,13 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   const bool per_link = spec.op != "all-to-all";  // all-to-all blocks travel different distances
   // nccl-tests' S: the buffer (all-reduce), the whole output (all-gather), the
   // whole input (reduce-scatter), one rank's send buffer (all-to-all).
-  out.nccl_bytes = spec.op == "all-to-all" ? plan.chunk_bytes : spec.bytes;
+  // The user's V, not the padded one: the padding is overhead.
+  out.nccl_bytes = spec.op == "all-to-all" ? plan.chunk_bytes : user_bytes;
   out.count = out.nccl_bytes / (bf16 ? 2 : 4);
+  out.padded_bytes = spec.bytes;
+  if (cjob.keep_outputs) {
+    for (std::uint32_t id = 0; id < topology.chip_count(); ++id) out.output_bytes.push_back(user_output_bytes(id));
+  }
   out.wrong_elements = data ? std::optional<std::uint64_t>(wrong_elements) : std::nullopt;
   out.algbw = out.run.seconds > 0 ? static_cast<double>(out.nccl_bytes) / out.run.seconds : 0;
   out.busbw = out.algbw * bus_factor;
@@ -289,7 +332,8 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
       {"protocol", setup.chip.fabric.protocol},
       {"channels", setup.chip.fabric.active_channels},
       {"dtype", spec.dtype},
-      {"bytes", spec.bytes},
+      {"bytes", user_bytes},
+      {"padded_bytes", spec.bytes},
       {"size", out.nccl_bytes},
       {"count", out.count},
       {"type", bf16 ? "bfloat16" : "float"},
@@ -351,7 +395,8 @@ CollectiveChoice choose_collective_algorithm(const CollectiveJob& job, const Col
     programs::CollectiveSpec spec = job.spec;
     spec.algorithm = name;
     try {
-      (void)programs::collective_shapes(spec, setup.topology);  // refusals and sizes it cannot split
+      spec.bytes = programs::padded_collective_bytes(spec, setup.topology);  // each algorithm's own padding
+      (void)programs::collective_shapes(spec, setup.topology);               // refusals and sizes it cannot split
       if (const std::string why = programs::collective_algorithm(name).chip_refusal(setup.chip); !why.empty()) {
         throw std::invalid_argument(why);
       }

@@ -41,6 +41,10 @@ struct CollectiveResult {
   // rank's send buffer (all-to-all: V / N).
   std::uint64_t nccl_bytes = 0;
   std::uint64_t count = 0;
+  std::uint64_t padded_bytes = 0;  // the size that ran (padded_collective_spec); = the job's V when it divides
+  // With keep_outputs, per chip: the bytes of run.outputs["1"] that are the user's
+  // output (the rest is padding); else empty.
+  std::vector<std::uint64_t> output_bytes;
   std::optional<std::uint64_t> wrong_elements;  // elements unlike the reference, all chips; none with --no-data
   double algbw = 0;                             // S / time (B/s)
   double busbw = 0;                             // algbw x 2(N-1)/N (all-reduce) or (N-1)/N
@@ -59,7 +63,14 @@ struct CollectiveSetup {
 };
 CollectiveSetup check_collective_setup(const CollectiveJob& job);
 
-// The plan of size job.spec.bytes (group size, directions, parts). Throws BadInput.
+// job.spec with its bytes padded to the size the program runs
+// (programs::padded_collective_bytes: the next size its algorithm can split,
+// zeros in the padding). Throws BadInput: V = 0, V not whole elements, and
+// the refusals of plan_collective.
+programs::CollectiveSpec padded_collective_spec(const CollectiveJob& job, const CollectiveSetup& setup);
+
+// The plan the run runs: of the padded size (group size, directions, parts).
+// Throws BadInput.
 programs::CollectivePlan collective_plan(const CollectiveJob& job, const CollectiveSetup& setup);
 
 // A size: "65536", "64K", "1G", "2MiB" (K, M, G and KiB, MiB, GiB are powers
@@ -72,9 +83,10 @@ std::vector<std::uint64_t> parse_collective_sizes(const std::string& text);
 // spec's dtype, seeded by the chip id), `bytes` long in device layout.
 std::vector<std::uint8_t> collective_input(std::uint64_t bytes, bool bf16, std::uint32_t chip);
 
-// Throws BadInput if size `job.spec.bytes` cannot run: the algorithm cannot
-// split it (naming the multiple it needs), or the pod would not fit the
-// host's memory (naming the estimate and the limit).
+// Throws BadInput if size `job.spec.bytes` cannot run: not whole elements,
+// an all-to-all the algorithm cannot split (naming the multiple it needs), or
+// the pod would not fit the host's memory at the padded size (naming the
+// estimate and the limit). Other sizes are padded (padded_collective_spec).
 void check_collective_size(const CollectiveJob& job, const CollectiveSetup& setup);
 
 // `--algo list`: every registered algorithm, its summary and, per op, why
@@ -138,8 +150,16 @@ std::vector<PlannedCollective> plan_collective_runs(const CollectiveJob& job, co
 CollectiveJob planned_collective_job(const CollectiveJob& job, const PlannedCollective& planned);
 
 // Generates, runs (always in a child process, so the caller stays small and
-// each size's peak RSS is its own) and checks one size. Throws BadInput or
-// InternalError; a program fault is run.fault.
+// each size's peak RSS is its own) and checks one size. A size the algorithm
+// cannot split runs padded (padded_collective_spec; programs/collectives.hpp
+// has the semantics): the program, its time and the prediction are those of
+// the padded size; the check compares the user's bytes of every output
+// (reduce-scatter: the chip's valid chunk bytes) with the reference of the
+// padded run; with keep_outputs the outputs are the whole (padded) operands
+// and output_bytes says how many of their first bytes are the user's;
+// report["collective"]["bytes"], nccl_bytes, count and algbw are the user's
+// V and "padded_bytes" is what ran (= bytes when nothing was padded). Throws
+// BadInput or InternalError; a program fault is run.fault.
 CollectiveResult run_collective(const CollectiveJob& job);
 
 }  // namespace tpuemu::api

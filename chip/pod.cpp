@@ -712,8 +712,20 @@ PodResult run_pod(const PodRequest& request) {
                                                request.chip.clock_hz, request.chip.ici.packet_bytes)
                                       .lookahead();
 
-  // Buffers: one HBM place per name, the same on every chip, from address 0.
-  // A buffer that no earlier step writes is an input (host data or zeros).
+  // Buffers: one HBM place per name, the same on every chip, from address 0,
+  // laid out as its first use declares it and as large as its largest use (a
+  // padded collective reads and writes past the bytes of the matrix that
+  // produced it; the tail starts as zeros). A buffer that no earlier step
+  // writes is an input (host data or zeros).
+  std::map<std::string, std::uint64_t> largest;
+  for (std::size_t s = 0; s < execs.size(); ++s) {
+    for (const auto& b : execs[s].bindings) {
+      const auto name = steps[s].operand_buffers.find(b.index);
+      if (name == steps[s].operand_buffers.end() || b.space != "hbm") continue;  // refused below
+      std::uint64_t& size = largest[name->second];
+      size = std::max(size, device_bytes(b));
+    }
+  }
   struct Buffer {
     OperandBinding binding;
     std::uint64_t address = 0;
@@ -740,14 +752,11 @@ PodResult run_pod(const PodRequest& request) {
         buf.binding = b;
         buf.address = next;
         order.push_back(name->second);
-        next = (next + device_bytes(b) + kOperandAlign - 1) / kOperandAlign * kOperandAlign;
+        next = (next + largest.at(name->second) + kOperandAlign - 1) / kOperandAlign * kOperandAlign;
         if (next > request.chip.hbm.size_bytes) {
           throw LoadError(fmt::format("the buffers need {} bytes of HBM per chip but {} has {}", next,
                                       request.chip.name, request.chip.hbm.size_bytes));
         }
-      } else if (device_bytes(b) > device_bytes(buf.binding)) {
-        throw LoadError(fmt::format("step {}: operand {} needs {} bytes but buffer '{}' has {}", s, b.index,
-                                    device_bytes(b), name->second, device_bytes(buf.binding)));
       }
       if (!b.is_output && !buf.produced) buf.input = true;
       if (b.is_output) buf.produced = true;
@@ -775,7 +784,7 @@ PodResult run_pod(const PodRequest& request) {
   std::uint64_t data_bytes = 0;
   if (request.options.compute_numerics) {
     for (const auto& [name, buf] : buffers) {
-      data_bytes += device_bytes(buf.binding) * (buf.produced && request.read_outputs ? 2 : 1);
+      data_bytes += largest.at(name) * (buf.produced && request.read_outputs ? 2 : 1);
     }
     data_bytes += core_data_bytes(execs, request.chip);
   }

@@ -32,7 +32,10 @@ namespace tpuemu::chip {
 
 // A chain of programs run back to back on every core (the way a top-level
 // program calls its kernels): operand i of step s binds to the named buffer
-// operand_buffers[i], which keeps one HBM place on every chip for the chain.
+// operand_buffers[i], which keeps one HBM place on every chip for the chain:
+// laid out (dtype, shape) as its first use declares it, as large as its
+// largest use (a padded collective reads and writes past the matrix that
+// produced its input; bytes no step wrote read as zeros).
 struct PodStep {
   const isa::Program* program = nullptr;
   std::map<std::uint32_t, std::string> operand_buffers;

@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "common/types.hpp"
@@ -185,7 +187,11 @@ std::uint64_t CollectivePlan::rank(const ici::Coords& coords) const {
   return r;
 }
 
-CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& topology) {
+namespace {
+
+// plan_collective up to its size: op, dtype, groups, streams (no bytes, no
+// layout). Throws std::invalid_argument as plan_collective does.
+CollectivePlan plan_groups(const CollectiveSpec& spec, const ici::Topology& topology) {
   CollectivePlan plan;
   if (spec.op == "all-gather") {
     plan.op = Op::kAllGather;
@@ -227,14 +233,68 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
   if (const std::string why = algorithm.refusal(plan.op, plan.axes, topology); !why.empty()) {
     throw std::invalid_argument(fmt::format("collective: {}", why));
   }
+  if (plan.op == Op::kAllToAll) {
+    plan.parts = 1;
+    plan.directions = 1;
+  } else {
+    plan.parts = algorithm.parts(plan.axes.size());
+    plan.directions = algorithm.directions();
+    plan.half_rings = algorithm.half_rings();
+  }
+  return plan;
+}
+
+// The sizes a plan can split: 32-byte granules per unit (all-to-all: per block).
+std::uint64_t size_multiple(const CollectivePlan& plan) {
+  const std::uint64_t n = plan.group_size;
+  return plan.op == Op::kAllToAll ? kGranule * n * n : kGranule * n * plan.parts * plan.directions;
+}
+
+}  // namespace
+
+std::uint64_t collective_element_bytes(const std::string& dtype) {
+  return dtype == "bf16" ? 2 : 4;
+}
+
+std::uint64_t padded_collective_bytes(const CollectiveSpec& spec, const ici::Topology& topology) {
+  const CollectivePlan plan = plan_groups(spec, topology);
+  const std::string what = describe(spec, topology, plan.group_size);
+  if (spec.bytes == 0) throw std::invalid_argument(fmt::format("{}: bytes must be positive", what));
+  const std::uint64_t element = collective_element_bytes(spec.dtype);
+  if (spec.bytes % element != 0) {
+    throw std::invalid_argument(fmt::format("{}: bytes {} must be a multiple of the {}-byte {} element", what,
+                                            spec.bytes, element, spec.dtype));
+  }
+  if (plan.op == Op::kAllToAll) return spec.bytes;     // no padding: plan_collective names the multiple
+  const std::uint64_t multiple = size_multiple(plan);  // bytes per granule of a unit
+  if (spec.bytes % multiple == 0) return spec.bytes;
+  // Granules per unit: at least ceil(V / multiple), rounded up to a multiple
+  // of the largest power of two <= 1/64 of that, so the generators' pieces
+  // (which divide the unit) stay near their target: a unit of a prime
+  // number of granules would be moved 32 bytes at a time.
+  const std::uint64_t least = spec.bytes / multiple + 1;
+  const std::uint64_t align = std::bit_floor(std::max<std::uint64_t>(1, least / 64));
+  const std::uint64_t granules = (least + align - 1) / align * align;
+  if (granules > std::numeric_limits<std::uint64_t>::max() / multiple) return spec.bytes;  // plan_collective refuses it
+  return granules * multiple;
+}
+
+std::uint64_t collective_valid_chunk_bytes(std::uint64_t bytes, std::uint64_t padded_bytes, std::uint64_t group_size,
+                                           std::uint64_t rank) {
+  const std::uint64_t chunk = padded_bytes / group_size;
+  const std::uint64_t start = rank * chunk;
+  return start >= bytes ? 0 : std::min(chunk, bytes - start);
+}
+
+CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& topology) {
+  CollectivePlan plan = plan_groups(spec, topology);
+  const std::uint64_t n = plan.group_size;
   plan.bytes = spec.bytes;
   plan.piece_bytes = spec.piece_bytes;
   const std::string what = describe(spec, topology, n);
   if (spec.bytes == 0) throw std::invalid_argument(fmt::format("{}: bytes must be positive", what));
   if (plan.op == Op::kAllToAll) {
-    plan.parts = 1;
-    plan.directions = 1;
-    const std::uint64_t multiple = kGranule * n * n;
+    const std::uint64_t multiple = size_multiple(plan);
     if (spec.bytes % multiple != 0) {
       throw std::invalid_argument(
           fmt::format("{}: bytes {} must be a multiple of {} (N^2 = {} blocks of whole 32-byte granules)", what,
@@ -243,10 +303,7 @@ CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& 
     plan.chunk_bytes = spec.bytes / n;
     plan.unit_bytes = spec.bytes / (n * n);
   } else {
-    plan.parts = algorithm.parts(plan.axes.size());
-    plan.directions = algorithm.directions();
-    plan.half_rings = algorithm.half_rings();
-    const std::uint64_t multiple = kGranule * n * plan.parts * plan.directions;
+    const std::uint64_t multiple = size_multiple(plan);
     if (spec.bytes % multiple != 0) {
       throw std::invalid_argument(fmt::format(
           "{}: bytes {} must be a multiple of {} ({} chips x {} part{} x {} direction{} x 32-byte granules)", what,

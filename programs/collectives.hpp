@@ -176,6 +176,42 @@ struct CollectiveShapes {
 // piece_bytes that is not a multiple of 32 dividing the unit u.
 CollectiveShapes collective_shapes(const CollectiveSpec& spec, const ici::Topology& topology);
 
+// Padded collectives. The program above needs V a multiple of its split M =
+// N x parts x directions x 32 bytes (32 bytes per unit granule); a size that
+// is not runs, as XLA runs it, on the buffer padded with zeros to V_pad, and
+// the padded bytes really travel (the program is the one of V_pad: its time
+// is V_pad's). V_pad = g x M with g the least number of granules per unit,
+// ceil(V / M), rounded up to a multiple of the largest power of two <= g/64:
+// the generators' pipelining pieces divide the unit, and a unit of a prime
+// number of granules would move 32 bytes at a time (h100 node:6 ring
+// all-reduce of 1 MiB padded to the bare multiple, 1048704 B: 7164 us); the
+// rounding adds less than 1/64 of the unit.
+// Semantics on the user's V bytes, with Q_pad = V_pad / N:
+//   all-reduce      input V, zero-padded to V_pad; output the first V bytes.
+//                   Zero padding is exact: the padded elements are sums of
+//                   zeros and reach no other element; each of the first V
+//                   bytes is summed in the order of V_pad's plan (its unit's
+//                   ring order, programs/collective_reference.hpp).
+//   all-gather      unequal pieces: rank r's input is the bytes [r*Q_pad,
+//                   min((r+1)*Q_pad, V)) of the gathered array (possibly
+//                   empty for the last ranks; collective_valid_chunk_bytes),
+//                   zero-padded to Q_pad; output the first V bytes.
+//   reduce-scatter  input V, zero-padded; rank r's output is the sum of those
+//                   same bytes of the array (its valid chunk bytes).
+//   all-to-all      not padded (its N^2 blocks have no unequal form here):
+//                   plan_collective names the multiple it needs.
+// The element size of `dtype` ("f32" 4 bytes, "bf16" 2).
+std::uint64_t collective_element_bytes(const std::string& dtype);
+// V_pad for spec.bytes (spec.bytes itself when it divides, and for
+// all-to-all). Throws std::invalid_argument for the spec's op, algorithm,
+// dtype or axes as plan_collective does, for V = 0, and for V not a multiple
+// of the element size.
+std::uint64_t padded_collective_bytes(const CollectiveSpec& spec, const ici::Topology& topology);
+// The bytes of rank r's Q_pad chunk that hold user data: min(Q_pad, V - r x
+// Q_pad), 0 when r x Q_pad >= V (all-gather's input, reduce-scatter's output).
+std::uint64_t collective_valid_chunk_bytes(std::uint64_t bytes, std::uint64_t padded_bytes, std::uint64_t group_size,
+                                           std::uint64_t rank);
+
 // The LLO program. Throws std::invalid_argument as collective_shapes does, when
 // the VMEM buffers of an explicit piece_bytes do not fit the chip, and when the
 // chip has too few sync flags (sflag.count: one per stream and ring step).

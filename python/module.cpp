@@ -246,6 +246,19 @@ py::list collective(const std::string& op, const std::string& topology, const st
       r = api::run_collective(api::planned_collective_job(job, p));
     }
     py::dict row = result_dict(r.run);
+    if (keep_outputs && r.padded_bytes != p.bytes) {
+      // A padded run: each chip's output is its user bytes (a 1-D operand: its first elements).
+      const std::uint64_t element = programs::collective_element_bytes(job.spec.dtype);
+      for (const char* key : {"outputs", "bits"}) {
+        py::list cut;
+        const py::dict buffers = row[key];
+        const py::list whole = buffers["1"];
+        for (std::size_t c = 0; c < r.output_bytes.size(); ++c) {
+          cut.append(whole[c][py::slice(0, static_cast<py::ssize_t>(r.output_bytes[c] / element), 1)]);
+        }
+        buffers["1"] = cut;
+      }
+    }
     py::dict fields = py::module_::import("json").attr("loads")(r.run.report["collective"].dump());
     for (auto item : fields) row[item.first] = item.second;
     row["proto"] = p.protocol.empty() ? py::object(py::none()) : py::object(py::str(p.protocol));

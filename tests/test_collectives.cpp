@@ -2,6 +2,7 @@
 // reference (programs/collective_reference.hpp), plain C++: sizes and errors,
 // every generated program assembles and fits its chip, the reference against
 // independent expectations, the book's predictions.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -179,6 +180,53 @@ TEST_CASE("collectives: bad specs are refused with the reason", "[collectives]")
                                    preset("v5e", {"sflag.count=8"}));
              }),
              Contains("needs 85 sync flags, v5e has 8 (sflag.count)"));
+}
+
+TEST_CASE("collectives: padded sizes are the next aligned multiple of the split, whole elements only",
+          "[collectives]") {
+  const ici::Topology t = topo("v5e", "8x16");
+  // bidir-ring over y (16 chips): multiples of 16 x 2 directions x 32 B = 1024 B.
+  CHECK(padded_collective_bytes(spec("all-reduce", "bidir-ring", "f32", 1000, {1}), t) == 1024);
+  CHECK(padded_collective_bytes(spec("all-reduce", "bidir-ring", "f32", 1 << 20, {1}), t) == 1 << 20);  // divides
+  CHECK(padded_collective_bytes(spec("all-gather", "ring", "bf16", 1002, {1}), t) == 1024);             // ring: 512 B
+  // 2 MiB over 20 chips (bidir-ring: 1280 B a granule of every unit): at least 1639 granules, a prime, rounded
+  // up to a multiple of 16 (the power of two <= 1639 / 64): 1648 x 1280 B.
+  const ici::Topology y20 = ici::make_topology(ici::TopologyRequest{"1x20x1", std::nullopt, true}, preset("v5p"));
+  CHECK(padded_collective_bytes(spec("all-reduce", "bidir-ring", "f32", 2 << 20, {1}), y20) == 1648 * 1280);
+  CHECK(padded_collective_bytes(spec("all-reduce", "bidir-ring", "f32", 1648 * 1280 - 4, {1}), y20) == 1648 * 1280);
+  CHECK(padded_collective_bytes(spec("all-reduce", "bidir-ring", "f32", 1639 * 1280, {1}), y20) == 1639 * 1280);
+  // multi-axis over the 3 axes of v5p 2x3x1 (z has one chip): 6 chips x 2 parts x 2 directions x 32 B.
+  CHECK(padded_collective_bytes(spec("all-reduce", "multi-axis", "f32", 4000, {0, 1, 2}), topo("v5p", "2x3x1")) ==
+        6 * 768);
+  // The padded size is one the plan takes.
+  for (const std::uint64_t v : {4ULL, 1000ULL, 65540ULL, (2ULL << 20) + 4, 100000000ULL}) {
+    for (const char* op : {"all-gather", "reduce-scatter", "all-reduce"}) {
+      const CollectiveSpec s = spec(op, "bidir-ring", "f32", v, {0, 1});
+      const std::uint64_t padded = padded_collective_bytes(s, t);
+      INFO(op << " " << v << " -> " << padded);
+      CHECK(padded >= v);
+      // Beyond V by less than max(1, least / 64) granules of every unit (m = 128 chips x 2 directions x 32 B).
+      const std::uint64_t m = 128 * 2 * 32;
+      CHECK(padded - v < m * std::max<std::uint64_t>(1, (v / m + 1) / 64));
+      CHECK_NOTHROW(plan_collective(spec(op, "bidir-ring", "f32", padded, {0, 1}), t));
+    }
+  }
+  // Refused: no bytes, not whole elements, and all-to-all (not padded: the plan names its multiple).
+  CHECK_THAT(error_of([&] { padded_collective_bytes(spec("all-reduce", "ring", "f32", 0, {1}), t); }),
+             Contains("bytes must be positive"));
+  CHECK_THAT(error_of([&] { padded_collective_bytes(spec("all-reduce", "ring", "f32", 1002, {1}), t); }),
+             Contains("all-reduce ring over y of 8x16 (16 chips per group): bytes 1002 must be a multiple of the "
+                      "4-byte f32 element"));
+  CHECK_THAT(error_of([&] { padded_collective_bytes(spec("all-reduce", "ring", "bf16", 1001, {1}), t); }),
+             Contains("bytes 1001 must be a multiple of the 2-byte bf16 element"));
+  CHECK(padded_collective_bytes(spec("all-to-all", "ring", "f32", 4096, {1}), t) == 4096);
+  CHECK_THAT(error_of([&] { plan_collective(spec("all-to-all", "ring", "f32", 4096, {1}), t); }),
+             Contains("must be a multiple of 8192"));
+  // Unequal pieces: 1000 B in 6 chunks of 192 B.
+  CHECK(collective_valid_chunk_bytes(1000, 1152, 6, 0) == 192);
+  CHECK(collective_valid_chunk_bytes(1000, 1152, 6, 5) == 40);
+  CHECK(collective_valid_chunk_bytes(100, 1152, 6, 1) == 0);
+  CHECK(collective_valid_chunk_bytes(1152, 1152, 6, 5) == 192);
 }
 
 TEST_CASE("collectives: every generated program assembles and fits its chip", "[collectives]") {

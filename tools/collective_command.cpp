@@ -156,6 +156,7 @@ int collective_command(const std::vector<std::string>& args) {
   std::vector<std::pair<std::string, std::string>> formulas;  // per algorithm, the last size's
   std::vector<std::string> host_lines;
   std::vector<std::string> choices;
+  std::vector<std::string> padding_lines;
   std::vector<std::pair<std::string, std::vector<double>>> busbw_by_algorithm;
   api::LinePlot chart;
   int exit_code = kExitOk;  // a fault's code, else 1 if a check failed
@@ -189,6 +190,12 @@ int collective_command(const std::vector<std::string>& args) {
       break;
     }
     if (!row.ok) exit_code = kExitFailure;
+    if (row.padded_bytes != v) {
+      padding_lines.push_back(
+          fmt::format("# padded: {} B ran as {} B ({} B of zeros travel; {} cannot split {} B over {} chips): time and "
+                      "prediction are the padded size's, algbw and busbw count the {} B asked for",
+                      v, row.padded_bytes, row.padded_bytes - v, p.algorithm, v, row.group_size, v));
+    }
     const std::string series = algo_text == "auto" ? std::string("auto") : p.algorithm;
     auto formula =
         std::find_if(formulas.begin(), formulas.end(), [&](const auto& f) { return f.first == p.algorithm; });
@@ -218,7 +225,8 @@ int collective_command(const std::vector<std::string>& args) {
         row.algbw / 1e9, row.busbw / 1e9, row.wrong_elements ? std::to_string(*row.wrong_elements) : "N/A",
         per_link ? fmt::format("{:.2f}", row.linkbw / 1e9) : "-",
         per_link ? fmt::format("{:.1f}%", 100.0 * row.link_fraction) : "-", row.prediction.seconds * 1e6,
-        row.run.seconds / row.prediction.seconds, p.protocol.empty() ? "-" : p.protocol, p.algorithm, row.check);
+        row.run.seconds / row.prediction.seconds, p.protocol.empty() ? "-" : p.protocol, p.algorithm,
+        row.padded_bytes == v ? row.check : fmt::format("{} (padded to {} B)", row.check, row.padded_bytes));
     std::fflush(stdout);
     // The row: the run API's per-size fields (bandwidths, prediction, check, nccl-tests' columns), minus
     // those the whole table shares (op, dtype, axes, group size), plus time and host cost.
@@ -259,6 +267,7 @@ int collective_command(const std::vector<std::string>& args) {
                busbw_by_algorithm.size() > 1 ? fmt::format(" ({})", name) : std::string());
   }
   for (const auto& line : choices) fmt::print("{}\n", line);
+  for (const auto& line : padding_lines) fmt::print("{}\n", line);
   for (const auto& [name, formula] : formulas) {
     fmt::print("# predicted{}: {}\n", formulas.size() > 1 ? fmt::format(" ({})", name) : std::string(), formula);
   }

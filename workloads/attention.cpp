@@ -191,6 +191,16 @@ class AttentionWorkload final : public Workload {
     reduce.bytes = BT * D * 4;
     reduce.algorithm = options.text("algo");
     reduce.axes.assign(model.rbegin(), model.rend());  // the collective's first axis varies fastest in its rank
+    const std::uint64_t asked_bytes = reduce.bytes;
+    // An all-reduce its ring cannot split runs padded with zeros
+    // (programs::padded_collective_bytes; "partial out" and "out" take the
+    // padded size, the reference cuts back).
+    if (!scatter && !reduce.axes.empty()) {
+      try {
+        reduce.bytes = programs::padded_collective_bytes(reduce, topology);
+      } catch (const std::invalid_argument&) {  // generate_collective names the problem below
+      }
+    }
 
     try {
       refuse_other_mxu(chip, "attention");
@@ -348,6 +358,10 @@ class AttentionWorkload final : public Workload {
                                         T, D, reduce.op, BT, D, y_name, e.what()));
       }
       Phase p = collective_phase(reduce, topology, chip, "partial out");
+      if (reduce.bytes != asked_bytes) {
+        p.name += fmt::format(" (padded {} -> {} B)", asked_bytes, reduce.bytes);
+        p.detail["padded_from_bytes"] = asked_bytes;
+      }
       p.own_flags = true;
       built.phases.push_back(std::move(p));
     }
@@ -412,8 +426,10 @@ class AttentionWorkload final : public Workload {
         if (reduces) {
           for (std::uint32_t id = 0; id < chips; ++id) {
             partials.push_back(device_matrix(R.partial[shard(id)], BT, D, "f32", "partial out"));
+            partials.back().resize(std::max<std::size_t>(partials.back().size(), reduce.bytes), 0);  // padding: zeros
           }
-          for (const auto& bytes : programs::collective_reference(reduce, topology, partials)) {
+          for (auto bytes : programs::collective_reference(reduce, topology, partials)) {
+            bytes.resize(std::min<std::size_t>(bytes.size(), out_rows * D * 4));  // a padded all-reduce's tail
             R.out.push_back(host_matrix_f32(bytes, out_rows, D));
           }
         } else {
@@ -470,9 +486,14 @@ class AttentionWorkload final : public Workload {
         json verdict{{"ok", true}, {"elements", 0}};
         std::vector<std::string> lines;
         for (const Output& o : outputs) {
+          // A padded all-reduce's output is longer: its first rows x cols f32 are out.
+          std::vector<std::vector<std::uint8_t>> device = result.outputs.at(o.buffer).device;
+          if (o.buffer == "out" && reduces && !scatter) {
+            for (auto& d : device) d.resize(std::min<std::size_t>(d.size(), o.rows * o.cols * 4));
+          }
           const json v = check_outputs(
-              result.outputs.at(o.buffer).device, chips, o.buffer, o.dtype,
-              [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); }, o.expected);
+              device, chips, o.buffer, o.dtype, [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); },
+              o.expected);
           verdict["elements"] = verdict["elements"].get<std::uint64_t>() + v.at("elements").get<std::uint64_t>();
           if (!v.at("ok").get<bool>()) {
             verdict["ok"] = false;

@@ -279,6 +279,15 @@ class MlpWorkload final : public Workload {
       spec.dtype = dtype;
       spec.bytes = bytes;
       spec.axes.assign(over.rbegin(), over.rend());  // the collective's first axis varies fastest in its rank
+      // An all-reduce of a size its ring cannot split runs padded with zeros
+      // (programs::padded_collective_bytes): its buffers take the padded size
+      // (a pod buffer is as large as its largest use), the references cut back.
+      if (op == "all-reduce" && !over.empty()) {
+        try {
+          spec.bytes = programs::padded_collective_bytes(spec, topology);
+        } catch (const std::invalid_argument&) {  // generate_collective names the problem below
+        }
+      }
       return spec;
     };
     const std::string reduce_op = axes.fsdp ? "reduce-scatter" : "all-reduce";
@@ -292,6 +301,10 @@ class MlpWorkload final : public Workload {
     const std::uint64_t grad_d = axes.fsdp && dx > 1 ? D / dx : D;
     const auto seq_dwo = collective("all-reduce", axes.sequence, "f32", grad_f * D * 4);
     const auto seq_dwi = collective("all-reduce", axes.sequence, "f32", grad_d * f * 4);
+    // The bytes each collective was asked for (a padded all-reduce runs more).
+    const std::map<const programs::CollectiveSpec*, std::uint64_t> asked{
+        {&ag_in, b * D * 2},   {&rs_y, b * D * 4},    {&ag_wi, D * f * 2},        {&ag_wo, f * D * 2},
+        {&red_dwo, f * D * 4}, {&red_dwi, D * f * 4}, {&seq_dwo, grad_f * D * 4}, {&seq_dwi, grad_d * f * 4}};
     if (dx > 1) {
       need(!axes.fsdp || (f % (dx * kF32TileRows) == 0 && D % (dx * kF32TileRows) == 0),
            fmt::format("--d-ff {} / --d-model {}: the gradients' reduce-scatter over {} leaves each chip {} and {} "
@@ -340,6 +353,10 @@ class MlpWorkload final : public Workload {
           with_own_flags(programs::generate_collective(spec, topology, chip), next_flag, chip, "mlp");
       built.steps.push_back({api::assemble(text, file), file, buffers});
       Phase p = collective_phase(spec, topology, chip, what);
+      if (const auto it = asked.find(&spec); it != asked.end() && it->second != spec.bytes) {
+        p.name += fmt::format(" (padded {} -> {} B)", it->second, spec.bytes);
+        p.detail["padded_from_bytes"] = it->second;
+      }
       p.own_flags = true;
       built.phases.push_back(std::move(p));
     };
@@ -443,8 +460,21 @@ class MlpWorkload final : public Workload {
       const auto reduce = [&](const programs::CollectiveSpec& spec, bool over,
                               const std::vector<std::vector<std::uint8_t>>& in, std::uint64_t cols,
                               const programs::CollectiveSpec* then = nullptr) {
-        std::vector<std::vector<std::uint8_t>> bytes = over ? programs::collective_reference(spec, topology, in) : in;
-        if (then != nullptr) bytes = programs::collective_reference(*then, topology, bytes);
+        // A padded all-reduce: zeros after each chip's bytes, the result cut back to them.
+        const auto reduced = [&](const programs::CollectiveSpec& s, std::vector<std::vector<std::uint8_t>> chips) {
+          std::vector<std::size_t> sizes;
+          for (auto& c : chips) {
+            sizes.push_back(c.size());
+            if (s.op == "all-reduce") c.resize(std::max<std::size_t>(c.size(), s.bytes), 0);
+          }
+          auto out = programs::collective_reference(s, topology, chips);
+          if (s.op == "all-reduce") {
+            for (std::size_t i = 0; i < out.size(); ++i) out[i].resize(sizes[i]);
+          }
+          return out;
+        };
+        std::vector<std::vector<std::uint8_t>> bytes = over ? reduced(spec, in) : in;
+        if (then != nullptr) bytes = reduced(*then, bytes);
         std::vector<std::vector<float>> out;
         for (const auto& chip_bytes : bytes) {
           out.push_back(host_matrix_f32(chip_bytes, chip_bytes.size() / (cols * 4), cols));
@@ -516,9 +546,13 @@ class MlpWorkload final : public Workload {
       json verdict{{"ok", true}, {"elements", 0}};
       std::vector<std::string> lines;
       for (const Output& o : outputs) {
+        // A padded all-reduce's output (dWo, dWi) is longer: its first rows x cols f32 are the gradient.
+        std::vector<std::vector<std::uint8_t>> device = result.outputs.at(o.buffer).device;
+        if (o.buffer == "dWo" || o.buffer == "dWi") {
+          for (auto& d : device) d.resize(std::min<std::size_t>(d.size(), o.rows * o.cols * 4));
+        }
         const json v = check_f32_outputs(
-            result.outputs.at(o.buffer).device, chips, o.buffer,
-            [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); }, o.expected);
+            device, chips, o.buffer, [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); }, o.expected);
         verdict["elements"] = verdict["elements"].get<std::uint64_t>() + v.at("elements").get<std::uint64_t>();
         if (!v.at("ok").get<bool>()) {
           verdict["ok"] = false;

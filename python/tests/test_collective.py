@@ -37,12 +37,32 @@ def test_outputs_on_request():
 
 
 def test_bad_sizes_and_axes():
-    with pytest.raises(tpuemu.BadInput, match="multiple"):
-        tpuemu.collective("reduce-scatter", "4x4", sizes=1000)
+    with pytest.raises(tpuemu.BadInput, match="bytes 1001 must be a multiple of the 4-byte f32 element"):
+        tpuemu.collective("reduce-scatter", "4x4", sizes=1001)
+    with pytest.raises(tpuemu.BadInput, match="must be positive"):
+        tpuemu.collective("all-reduce", "3", chip="v5e", sizes=[0])
+    with pytest.raises(tpuemu.BadInput, match="must be a multiple of 288"):  # all-to-all is not padded
+        tpuemu.collective("all-to-all", "3", chip="v5e", sizes=1000)
     with pytest.raises(tpuemu.BadInput):
         tpuemu.collective("all-gather", "4x4", sizes="64K", axes="z")
     with pytest.raises(tpuemu.BadInput, match="whole number"):
         tpuemu.collective("all-gather", "4x4", sizes="12Q")
+
+
+def test_padded_sizes_are_bit_exact_and_report_what_moved():
+    # 1000 B over 3 chips: bidir-ring splits multiples of 3 x 2 directions x 32 B = 192 B; it runs as 1152 B.
+    rows = tpuemu.collective("all-reduce", "3", chip="v5e", sizes="1000,1152", keep_outputs=True)
+    padded, whole = rows
+    assert padded["bytes"] == 1000 and padded["padded_bytes"] == 1152 and padded["count"] == 250
+    assert whole["bytes"] == 1152 and whole["padded_bytes"] == 1152
+    assert padded["check"] == "bit-exact" and padded["wrong"] == 0 and padded["ok"]
+    assert padded["cycles"] == whole["cycles"]  # the padded bytes travel
+    assert [len(o) for o in padded["outputs"]["1"]] == [250] * 3  # the user's elements only
+    assert [len(o) for o in whole["outputs"]["1"]] == [288] * 3
+    # reduce-scatter of 1000 B (bf16) over 6 chips: chunks of 192 B, the last chip's holds 40 user bytes.
+    rs = tpuemu.collective("reduce-scatter", "1x6", chip="v5e", sizes=1000, dtype="bf16", keep_outputs=True)[0]
+    assert rs["padded_bytes"] == 1152 and rs["check"] == "bit-exact"
+    assert [len(o) for o in rs["outputs"]["1"]] == [96] * 5 + [20]
 
 
 @pytest.mark.parametrize("algo", ["ring", "one-shot", "two-shot", "halving-doubling", "in-network"])

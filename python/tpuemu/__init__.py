@@ -294,7 +294,13 @@ def collective(op: str = "all-gather",
         has no protocols). It is put into effect after ``set``'s overrides,
         so it wins over a ``fabric.protocol`` there.
     sizes: V in bytes: an int, a list of ints, or text as ``--sizes`` takes
-        it ("64K:1G" doubling, "1M,4M"; K, M, G are powers of 1024).
+        it ("64K:1G" doubling, "1M,4M"; K, M, G are powers of 1024). Any
+        whole number of elements: a size the algorithm cannot split runs
+        zero-padded (all-reduce, reduce-scatter, all-gather; not all-to-all),
+        its padded bytes travel, and the row's ``padded_bytes`` says what ran
+        (= ``bytes`` when nothing was padded); with ``keep_outputs`` each
+        chip's output is cut to its user elements (reduce-scatter: its piece
+        of the array, shorter or empty on the last ranks).
     no_data: timing only (identical times, no check).
     keep_outputs: also return every chip's output (``outputs["1"]``, raw
         bytes in device layout as uint8).
@@ -311,9 +317,10 @@ def collective(op: str = "all-gather",
     ``auto_predictions`` (with an "auto": every candidate, "algorithm" or
     "algorithm/protocol", and its predicted seconds; else empty),
     ``report`` (the pod report),
-    ``host_seconds``, ``host_peak_rss_bytes``. Raises BadInput (a size the
-    algorithm cannot split names the multiple it needs; a pod that would
-    not fit the host's memory names the estimate and the limit),
+    ``host_seconds``, ``host_peak_rss_bytes``. Raises BadInput (a size
+    that is not whole elements, an all-to-all size the algorithm cannot
+    split (naming the multiple it needs), a pod that would not fit the
+    host's memory (naming the estimate and the limit)),
     ProgramFault, InternalError.
     """
     if isinstance(sizes, int):
