@@ -23,11 +23,13 @@ constexpr std::uint32_t kPanelColumns = 8;                    // columns of a we
 constexpr std::size_t kPanelFloats = kPanelColumns * kLanes;  // floats per panel
 constexpr std::uint32_t kZmmFloats = 16;
 
-// GCC 12's avx512fintrin.h makes the "undefined" operands of the casts and
+// GCC 12's avx512fintrin.h (not clang's) makes the "undefined" operands of the casts and
 // inserts below from a self-initialised variable, and -Wmaybe-uninitialized
 // reports each use; the lanes it refers to are always overwritten.
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // Weight row k of columns [16 j, 16 j + 16): row k of two consecutive panels.
 TPUEMU_AVX512 inline __m512 weight_row(const float* panel, std::uint32_t k) {
@@ -113,7 +115,9 @@ TPUEMU_AVX512 void zmm_blocks(const float* a, const float* panels, std::uint32_t
   if (panel_count - p == 1) block_ymm<kFused>(a, panels + p * kPanelFloats, k_count, out + p * kPanelColumns);
 }
 
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 }  // namespace
 
