@@ -76,13 +76,23 @@ TEST_CASE("collective sizes parse as nccl-tests writes them", "[api]") {
   CHECK_THROWS_AS(api::parse_collective_sizes("1M:64K"), api::BadInput);
 }
 
-TEST_CASE("collective protocol auto: the cost model picks (algorithm, protocol) per size as NCCL's does", "[api]") {
+namespace {
+
+// An f32 all-reduce over the 8 GPUs of one H100 node, its size and algorithm not yet set.
+api::CollectiveJob h100_node_all_reduce() {
   api::CollectiveJob job;
   job.chip.preset = "h100";
   job.topology.shape = "node:8";
   job.spec.op = "all-reduce";
   job.spec.dtype = "f32";
   job.spec.axes = {0};
+  return job;
+}
+
+}  // namespace
+
+TEST_CASE("collective protocol auto: the cost model picks (algorithm, protocol) per size as NCCL's does", "[api]") {
+  api::CollectiveJob job = h100_node_all_reduce();
   const api::CollectiveSetup setup = api::check_collective_setup(job);
   const std::vector<std::string> protocols{"LL", "LL128", "Simple"};
   // Ring alone: LL (lowest latency) small, LL128 in between, Simple (no flags, full rate) large.
@@ -110,12 +120,7 @@ TEST_CASE("collective protocol auto: the cost model picks (algorithm, protocol) 
 }
 
 TEST_CASE("collective runs are planned in the API: algorithms x sizes, each with its protocol, checked", "[api]") {
-  api::CollectiveJob job;
-  job.chip.preset = "h100";
-  job.topology.shape = "node:8";
-  job.spec.op = "all-reduce";
-  job.spec.dtype = "f32";
-  job.spec.axes = {0};
+  api::CollectiveJob job = h100_node_all_reduce();
   const api::CollectiveSetup setup = api::check_collective_setup(job);
   const std::vector<std::uint64_t> sizes{32 << 10, 256 << 20};
   // --proto auto: each run's protocol by the cost model; a named algorithm keeps its name.
