@@ -1019,8 +1019,11 @@ class CollectiveGen : CollectiveEmitter {
                       plan_.half_rings ? fmt::format("u{}", streams_[k].unit) : "", streams_[k].dir == 0 ? "+" : "-",
                       ph.reduce ? "reduce" : "gather", ici::axis_name(ph.axis), j.step);
     }
-    w_.comment(
-        fmt::format("=== round {}: {}{}", u, what, spans_ ? fmt::format(" (pieces of {} bytes)", pg_ * kGranule) : ""));
+    w_.comment(fmt::format("=== round {}: {}{}{}", u, what,
+                           spans_ ? fmt::format(" (pieces of {} bytes)", pg_ * kGranule) : "",
+                           lead_[u] ? fmt::format(" (leads: its first {} piece{} here, the rest from round {}'s loop)",
+                                                  kLeadPieces, kLeadPieces == 1 ? "" : "s", u + 1)
+                                    : ""));
     // A stream whose buffers held pieces of another size: both free, then
     // their credit changed to this round's piece.
     for (std::size_t k : active) {

@@ -380,6 +380,8 @@ TEST_CASE("collectives: a one-hop reduce phase issues its sends inside the reduc
       generate_collective(spec("reduce-scatter", "bidir-ring", "bf16", 128 << 20, {1}), topo("v2", "4x2"), v2);
   CHECK(isa::check_program(isa::assemble(rs, "rs.llo"), v2).violations.empty());
   CHECK_THAT(rs, Contains("pieces of 524288 bytes."));
+  CHECK_THAT(rs, Contains("stream 1 (0u1-): reduce y step 0 (leads: its first 1 piece here, the rest from round 1's "
+                          "loop)\n"));
   CHECK(count(rs, "dma.remote.hbm_to_hbm") == 4);
   CHECK(count(rs, "target = led_") == 1);
   CHECK_THAT(rs, Contains("%p5 = scmp.ge.s32.totalorder %s11, 63"));
