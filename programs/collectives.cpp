@@ -772,7 +772,7 @@ class CollectiveGen : CollectiveEmitter {
   // took 1.92 ms for a link time of 1.18 ms). Such a round leads: it issues
   // its first kLeadPieces pieces only, and round u + 1's loop issues step
   // 0's piece i + kLeadPieces just before it reduces piece i, so each piece
-  // is added while the next is on the link. The sends, their sizes, flags
+  // is added while the next ones are on the link. The sends, their sizes, flags
   // and destinations are those of the unled round; only their issue is
   // interleaved (the sums are the same). Longer reduce phases are left as
   // they are: their later steps' forwards keep the links busy while the
@@ -780,9 +780,15 @@ class CollectiveGen : CollectiveEmitter {
   // measured up to 3 % slower (v5p 4x4x4 ring, h100 node:8). Needs step 0's
   // source to advance by one piece per piece (a later phase's result block,
   // or phase 0 without varying digits or with pieces spanning units) and the
-  // same piece count for every stream. One piece ahead measured best (v2 4x2
-  // 128 MiB: 1199.0, 1204.4, 1204.9, 1208.7 us with 1, 2, 3, 4).
-  static constexpr std::uint64_t kLeadPieces = 1;
+  // same piece count for every stream, more pieces than kLeadPieces. Three
+  // pieces ahead is the fewest that measured never slower than the unled
+  // round (v5e 2, 2x4, 4x2; v5p 2x2x2; v6e 2x2; h100 and a100 node:2; 256 KiB
+  // to 256 MiB): with one, h100 node:2's ring reduce-scatter of 1 MiB took
+  // 17.14 us against 15.93 unled (its fast links need more sends in flight),
+  // with three 15.93 (256 MiB: 574.7 unled, 539.5 with one, 385.5 with
+  // three); v2 4x2 128 MiB: 1199.0, 1204.4, 1204.9, 1208.7 us with 1, 2, 3, 4
+  // (1920.2 unled).
+  static constexpr std::uint64_t kLeadPieces = 3;
   void choose_leads() {
     std::size_t rounds = 0;
     for (const Stream& st : streams_) rounds = std::max(rounds, st.jobs.size());
