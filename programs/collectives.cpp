@@ -780,7 +780,9 @@ class CollectiveGen : CollectiveEmitter {
   // measured up to 3 % slower (v5p 4x4x4 ring, h100 node:8). Needs step 0's
   // source to advance by one piece per piece (a later phase's result block,
   // or phase 0 without varying digits or with pieces spanning units) and the
-  // same piece count for every stream, more pieces than kLeadPieces. Three
+  // same piece count for every stream, more than 2 x kLeadPieces of them
+  // (with fewer the lead gains little: v5p 2x2x2 mlp tp's all-reduce at
+  // batch 4096 measured 6 ns slower with four pieces). Three
   // pieces ahead is the fewest that measured never slower than the unled
   // round (v5e 2, 2x4, 4x2; v5p 2x2x2; v6e 2x2; h100 and a100 node:2; 256 KiB
   // to 256 MiB): with one, h100 node:2's ring reduce-scatter of 1 MiB took
@@ -816,7 +818,7 @@ class CollectiveGen : CollectiveEmitter {
              (j0.phase > 0 || ph.varying.empty() || a.spans) && (n == 0 || n == pieces);
         n = pieces;
       }
-      lead_[u] = ok && n > kLeadPieces;
+      lead_[u] = ok && n > 2 * kLeadPieces;
     }
   }
 
