@@ -402,7 +402,7 @@ TEST_CASE("collectives: a one-hop reduce phase issues its sends inside the reduc
               "led_") == 0);
   // multi-axis on a 2x2x2 cube: every part's phases are one hop; the first
   // (rank-addressed, strided units) cannot lead, the two after it do.
-  const std::string cube = generate_collective(spec("all-reduce", "multi-axis", "f32", 3 << 20, {0, 1, 2}, 16384),
+  const std::string cube = generate_collective(spec("all-reduce", "multi-axis", "f32", 3 << 20, {0, 1, 2}, 8192),
                                                topo("v5p", "2x2x2"), preset("v5p"));
   CHECK(count(cube, "target = led_") == 2);
 }
