@@ -772,9 +772,9 @@ class CollectiveGen : CollectiveEmitter {
   // took 1.92 ms for a link time of 1.18 ms). Such a round leads: it issues
   // its first kLeadPieces pieces only, and round u + 1's loop issues step
   // 0's piece i + kLeadPieces just before it reduces piece i, so each piece
-  // is added while the next ones are on the link. The sends, their sizes, flags
-  // and destinations are those of the unled round; only their issue is
-  // interleaved (the sums are the same). Longer reduce phases are left as
+  // is added while the next ones are on the link. The sends, their sizes,
+  // flags and destinations are those of the unled round; only their issue
+  // is interleaved (the sums are the same). Longer reduce phases are left as
   // they are: their later steps' forwards keep the links busy while the
   // reductions run, and leading their first round (two pieces ahead)
   // measured up to 3 % slower (v5p 4x4x4 ring, h100 node:8). Needs step 0's
@@ -782,13 +782,13 @@ class CollectiveGen : CollectiveEmitter {
   // or phase 0 without varying digits or with pieces spanning units) and the
   // same piece count for every stream, more than 2 x kLeadPieces of them
   // (with fewer the lead gains little: v5p 2x2x2 mlp tp's all-reduce at
-  // batch 4096 measured 6 ns slower with four pieces). Three
-  // pieces ahead is the fewest that measured never slower than the unled
-  // round (v5e 2, 2x4, 4x2; v5p 2x2x2; v6e 2x2; h100 and a100 node:2; 256 KiB
-  // to 256 MiB): with one, h100 node:2's ring reduce-scatter of 1 MiB took
-  // 17.14 us against 15.93 unled (its fast links need more sends in flight),
-  // with three 15.93 (256 MiB: 574.7 unled, 539.5 with one, 385.5 with
-  // three); v2 4x2 128 MiB: 1199.0, 1204.4, 1204.9, 1208.7 us with 1, 2, 3, 4
+  // batch 4096 measured 6 ns slower with four pieces). Three pieces ahead
+  // is the fewest that measured never slower than the unled round (v5e 2,
+  // 2x4, 4x2; v5p 2x2x2; v6e 2x2; h100 and a100 node:2; 256 KiB to 256 MiB):
+  // with one, h100 node:2's ring reduce-scatter of 1 MiB took 17.14 us
+  // against 15.93 unled (its fast links need more sends in flight), with
+  // three 15.93 (256 MiB: 574.7 unled, 539.5 with one, 385.5 with three);
+  // v2 4x2 128 MiB: 1199.0, 1204.4, 1204.9, 1208.7 us with 1, 2, 3, 4
   // (1920.2 unled).
   static constexpr std::uint64_t kLeadPieces = 3;
   void choose_leads() {
