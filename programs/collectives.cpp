@@ -578,6 +578,7 @@ class CollectiveGen : CollectiveEmitter {
         arrive_flags_ += st.jobs.size();
       }
       choose_piece();
+      choose_leads();
     }
     if (flag_count() > chip_.sflag.count) {
       throw std::invalid_argument(fmt::format("{}: needs {} sync flags, {} has {} (sflag.count)",
@@ -622,11 +623,14 @@ class CollectiveGen : CollectiveEmitter {
   // granule offset of piece i; s14 VMEM row offset and s16 flag offset of
   // buffer i % 2 (s15); s17..s23 temporaries; per stream k: s24+3k successor
   // chip, s25+3k chunk pointer, s26+3k fastest varying digit; s42..s44 the add
-  // loop. p0..p4 shared, p5 stream guards, p6 and p7 temporaries.
+  // loop; s45+k stream k's send pointer in a lead round's trail (choose_leads).
+  // p0..p4 shared, p5 stream guards, p6 and p7 temporaries.
   static std::string coord(std::size_t axis) { return fmt::format("s{}", 7 + axis); }
   static std::string succ(std::size_t k) { return fmt::format("s{}", 24 + 3 * k); }
   static std::string ptr(std::size_t k) { return fmt::format("s{}", 25 + 3 * k); }
   static std::string digit(std::size_t k) { return fmt::format("s{}", 26 + 3 * k); }
+  // A lead round's send pointer of stream k (see choose_leads): s45..s50.
+  static std::string send_ptr(std::size_t k) { return fmt::format("s{}", 45 + k); }
 
   // Allocation ids.
   static constexpr int kAllocA = 0, kAllocB = 1, kFlags = 2;
@@ -756,6 +760,66 @@ class CollectiveGen : CollectiveEmitter {
       round_pieces_.push_back(rp);
     }
     rows_pad_ = ceil_div(largest, kGroupBytes) * kGroupRows;
+  }
+
+  // Lead rounds. A round u in which every stream it runs sends step 0 of a
+  // one-hop reduce phase (a 2-chip axis), followed by round u + 1 running
+  // step 1, the phase's last, of those phases for the same streams with the
+  // same pieces, would otherwise issue all its sends first: the DMA queue
+  // (dma.max_in_flight) fills, the core stalls until the last of them is on
+  // its way, and step 1's reductions (loads, add, store) start only then,
+  // after nearly all of the transfer (the v2 4x2 ReduceScatter of 128 MiB
+  // took 1.92 ms for a link time of 1.18 ms). Such a round leads: it issues
+  // its first kLeadPieces pieces only, and round u + 1's loop issues step
+  // 0's piece i + kLeadPieces just before it reduces piece i, so each piece
+  // is added while the next ones are on the link. The sends, their sizes,
+  // flags and destinations are those of the unled round; only their issue
+  // is interleaved (the sums are the same). Longer reduce phases are left as
+  // they are: their later steps' forwards keep the links busy while the
+  // reductions run, and leading their first round (two pieces ahead)
+  // measured up to 3 % slower (v5p 4x4x4 ring, h100 node:8). Needs step 0's
+  // source to advance by one piece per piece (a later phase's result block,
+  // or phase 0 without varying digits or with pieces spanning units) and the
+  // same piece count for every stream, more than 2 x kLeadPieces of them
+  // (with fewer the lead gains little: v5p 2x2x2 mlp tp's all-reduce at
+  // batch 4096 measured 6 ns slower with four pieces). Three pieces ahead
+  // is the fewest that measured never slower than the unled round (v5e 2,
+  // 2x4, 4x2; v5p 2x2x2; v6e 2x2; h100 and a100 node:2; 256 KiB to 256 MiB):
+  // with one, h100 node:2's ring reduce-scatter of 1 MiB took 17.14 us
+  // against 15.93 unled (its fast links need more sends in flight), with
+  // three 15.93 (256 MiB: 574.7 unled, 539.5 with one, 385.5 with three);
+  // v2 4x2 128 MiB: 1199.0, 1204.4, 1204.9, 1208.7 us with 1, 2, 3, 4
+  // (1920.2 unled).
+  static constexpr std::uint64_t kLeadPieces = 3;
+  void choose_leads() {
+    std::size_t rounds = 0;
+    for (const Stream& st : streams_) rounds = std::max(rounds, st.jobs.size());
+    lead_.assign(rounds, false);
+    if (!plan_.reduces()) return;
+    for (std::size_t u = 0; u + 1 < rounds; ++u) {
+      const RoundPiece& a = round_pieces_[u];
+      const RoundPiece& b = round_pieces_[u + 1];
+      if (a.pg != b.pg || a.per_unit != b.per_unit || a.spans != b.spans) continue;
+      bool ok = true;
+      std::uint64_t n = 0;
+      for (const Stream& st : streams_) {
+        const bool sends = u < st.jobs.size() && !st.jobs[u].idle;
+        const bool reduces = u + 1 < st.jobs.size() && !st.jobs[u + 1].idle;
+        if (!sends && !reduces) continue;
+        if (sends != reduces) {
+          ok = false;
+          break;
+        }
+        const Job& j0 = st.jobs[u];
+        const Job& j1 = st.jobs[u + 1];
+        const Phase& ph = st.phases[j0.phase];
+        const std::uint64_t pieces = ph.units * ug_ / a.pg;
+        ok = ok && ph.reduce && j1.phase == j0.phase && j0.step == 0 && j1.step == 1 && final_step(st, j1) &&
+             (j0.phase > 0 || ph.varying.empty() || a.spans) && (n == 0 || n == pieces);
+        n = pieces;
+      }
+      lead_[u] = ok && n > 2 * kLeadPieces;
+    }
   }
 
   void header() {
@@ -963,8 +1027,11 @@ class CollectiveGen : CollectiveEmitter {
                       plan_.half_rings ? fmt::format("u{}", streams_[k].unit) : "", streams_[k].dir == 0 ? "+" : "-",
                       ph.reduce ? "reduce" : "gather", ici::axis_name(ph.axis), j.step);
     }
-    w_.comment(
-        fmt::format("=== round {}: {}{}", u, what, spans_ ? fmt::format(" (pieces of {} bytes)", pg_ * kGranule) : ""));
+    w_.comment(fmt::format("=== round {}: {}{}{}", u, what,
+                           spans_ ? fmt::format(" (pieces of {} bytes)", pg_ * kGranule) : "",
+                           lead_[u] ? fmt::format(" (leads: its first {} piece{} here, the rest from round {}'s loop)",
+                                                  kLeadPieces, kLeadPieces == 1 ? "" : "s", u + 1)
+                                    : ""));
     // A stream whose buffers held pieces of another size: both free, then
     // their credit changed to this round's piece.
     for (std::size_t k : active) {
@@ -989,6 +1056,22 @@ class CollectiveGen : CollectiveEmitter {
       emit(S::kSalu, fmt::format("%s14 = smul.u32 %s15, {}", rows_pad_));
       emit(S::kSalu, fmt::format("%s16 = smul.u32 %s15, {}", streams_.size()));
     }
+    const bool lead = lead_[u];
+    const bool trail = u > 0 && lead_[u - 1];
+    if (trail) {
+      // The lead round's piece i + kLeadPieces (choose_leads).
+      const std::string skip = label("led");
+      emit(S::kSalu, fmt::format("%p5 = scmp.ge.s32.totalorder %s11, {}", n_max - kLeadPieces));
+      branch("%p5", skip);
+      for (std::size_t k : active) {
+        const Stream& st = streams_[k];
+        const Job& j = st.jobs[u - 1];
+        scratch_address("s20", st.scratch.slots[j.phase] + kLeadPieces * pg_);
+        remote_dma("hbm_to_hbm", "%" + send_ptr(k), k, "%s20", flag(f_hbm_send(k)), flag(f_arrive(k, u - 1)));
+        add_imm(send_ptr(k), send_ptr(k), static_cast<std::int64_t>(pg_));
+      }
+      w_.label(skip);
+    }
     for (std::size_t k : active) guarded(k, u, n_max, [&] { piece_issue(k, u); });
     for (std::size_t k : active) {
       if (uses_buffers(streams_[k], streams_[k].jobs[u])) guarded(k, u, n_max, [&] { piece_reduce(k, u); });
@@ -1011,9 +1094,18 @@ class CollectiveGen : CollectiveEmitter {
     }
     add_imm("s13", "s13", static_cast<std::int64_t>(pg_));
     emit(S::kSalu, "%s11 = sadd.s32 %s11, 1");
-    if (n_max > 1) {
-      emit(S::kSalu, fmt::format("%p1 = scmp.lt.s32.totalorder %s11, {}", n_max));
+    const std::uint64_t issued = lead ? kLeadPieces : n_max;
+    if (issued > 1) {
+      emit(S::kSalu, fmt::format("%p1 = scmp.lt.s32.totalorder %s11, {}", issued));
       branch("%p1", loop);
+    }
+    if (lead) {
+      // Where the next round's loop resumes this round's sends: piece
+      // kLeadPieces of step 0's source.
+      for (std::size_t k : active) {
+        const bool rank_addressed = streams_[k].jobs[u].phase == 0;  // advanced piece by piece
+        emit(S::kSalu, fmt::format("%{} = sadd.s32 %{}, {}", send_ptr(k), ptr(k), rank_addressed ? "0" : "%s13"));
+      }
     }
     // Phase ends: an all-gather phase's last arrivals (not forwarded), a
     // reduce phase's last stores (both buffers free).
@@ -1383,6 +1475,7 @@ class CollectiveGen : CollectiveEmitter {
     bool spans;
   };
   std::vector<RoundPiece> round_pieces_;
+  std::vector<bool> lead_;             // per round (choose_leads)
   std::vector<std::uint64_t> credit_;  // per stream: granules a free buffer's flag holds
   std::uint64_t piece_ = 0;            // bytes, within a unit
   std::uint64_t pg_ = 0;               // the current round's piece, granules

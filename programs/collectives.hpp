@@ -78,7 +78,11 @@
 // smaller than half the generator's target piece or than an eighth of the
 // chunk, pieces span several units and divide the chunk instead); a piece is
 // forwarded as soon as its predecessor piece has arrived, so the links stay
-// busy. Received partial sums land in an HBM scratch slot per step (never
+// busy. A reduce phase of one hop (a 2-chip axis: step 0 sends, step 1
+// adds and stores) does not issue all of step 0 first: step 1's loop issues
+// step 0's piece i + 3 just before it adds piece i, so each piece is reduced
+// while the next ones are on the link (lead rounds, programs/collectives.cpp).
+// Received partial sums land in an HBM scratch slot per step (never
 // reused: no back-pressure), are staged into VMEM with the local operand
 // (double-buffered per stream), added on the VPU and sent on from VMEM. The
 // VMEM buffers are padded to whole add-loop iterations (16 KiB), plus 32 KiB

@@ -364,6 +364,49 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
   CHECK_THAT(ar, Contains("vld [vmem:[%s42 + $0x18] sm:$0xff]"));
 }
 
+TEST_CASE("collectives: a one-hop reduce phase issues its sends inside the reduction loop (lead rounds)",
+          "[collectives]") {
+  auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  // The book's v2 ReduceScatter (128 MiB of bf16 over the 2-way y of a 4x2):
+  // one reduce step of 64 pieces of 512 KiB per long stream. Round 0 sends
+  // pieces 0..2 of each; round 1's loop sends piece i + 3 (while i < 61)
+  // before it adds piece i.
+  const ChipConfig v2 = preset("v2");
+  const std::string rs =
+      generate_collective(spec("reduce-scatter", "bidir-ring", "bf16", 128 << 20, {1}), topo("v2", "4x2"), v2);
+  CHECK(isa::check_program(isa::assemble(rs, "rs.llo"), v2).violations.empty());
+  CHECK_THAT(rs, Contains("pieces of 524288 bytes."));
+  CHECK_THAT(rs, Contains("stream 1 (0u1-): reduce y step 0 (leads: its first 3 pieces here, the rest from round 1's "
+                          "loop)\n"));
+  CHECK(count(rs, "dma.remote.hbm_to_hbm") == 4);
+  CHECK(count(rs, "target = led_") == 1);
+  CHECK_THAT(rs, Contains("%p5 = scmp.ge.s32.totalorder %s11, 61"));
+  CHECK(count(rs, "%p1 = scmp.lt.s32.totalorder %s11, 3") == 1);   // round 0's loop
+  CHECK(count(rs, "%p1 = scmp.lt.s32.totalorder %s11, 64") == 1);  // round 1's
+  // The led sends go where the unled ones went: the scratch slot, three pieces on.
+  CHECK_THAT(rs, Contains("%s20 = sadd.s32 %s20, 49152"));
+  // All-reduce: its reduce phase leads, its gather phase does not.
+  const std::string ar =
+      generate_collective(spec("all-reduce", "bidir-ring", "bf16", 128 << 20, {1}), topo("v2", "4x2"), v2);
+  CHECK(count(ar, "target = led_") == 1);
+  // Longer rings keep their first round whole (their forwards overlap the
+  // reductions), and so does a single piece.
+  CHECK(count(generate_collective(spec("reduce-scatter", "bidir-ring", "f32", 256 << 20, {0}), topo("v5e", "16"),
+                                  preset("v5e")),
+              "led_") == 0);
+  CHECK(count(generate_collective(spec("reduce-scatter", "bidir-ring", "bf16", 1 << 20, {1}), topo("v2", "4x2"), v2),
+              "led_") == 0);
+  // multi-axis on a 2x2x2 cube: every part's phases are one hop; the first
+  // (rank-addressed, strided units) cannot lead, the two after it do.
+  const std::string cube = generate_collective(spec("all-reduce", "multi-axis", "f32", 3 << 20, {0, 1, 2}, 8192),
+                                               topo("v5p", "2x2x2"), preset("v5p"));
+  CHECK(count(cube, "target = led_") == 2);
+}
+
 TEST_CASE("collectives: the program's identity, operands and remote DMAs", "[collectives]") {
   const std::string text =
       generate_collective(spec("all-reduce", "bidir-ring", "f32", 1 << 20, {1}), topo("v5e", "8x16"), preset("v5e"));

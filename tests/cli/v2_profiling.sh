@@ -11,10 +11,10 @@
 #   reduce-scatter: the down-projection's ReduceScatter over the 2-way axis,
 #        128 MiB of bf16 per core, one hop: the predicted time within 10 % of
 #        the book's ~1.1 ms, and the measured time no faster than it.
-#   reduce-scatter-acceptance: the measured time within 10 % of 1.1 ms;
-#        prints "KNOWN MISS: ..." when not (today: the core's HBM traffic of
-#        the reduction, with the preset's assumed 300 GB/s per core, does not
-#        all overlap the link time), "ACCEPTANCE MET: ..." when it is.
+#   reduce-scatter-acceptance: the measured time within 10 % of 1.1 ms
+#        (prints "ACCEPTANCE MET: ..."; fails otherwise). The one-hop
+#        reduction overlaps the link piece by piece (lead rounds,
+#        programs/collectives.cpp): 1.205 ms; it took 1.92 ms without.
 set -euo pipefail
 tpuemu=$1 work=$2 mode=$3
 mkdir -p "$work" && cd "$work"
@@ -39,12 +39,10 @@ case "$mode" in
     if [ "$mode" = reduce-scatter ]; then
       within "$p" 0.0011 0.10 || fail "predicted $p s, not within 10 % of 1.1 ms"
       awk -v t="$t" -v p="$p" 'BEGIN { exit !(t >= p) }' || fail "measured $t s under the bandwidth bound $p s"
-    elif within "$t" 0.0011 0.10; then
-      echo "ACCEPTANCE MET: measured $t s"
-      exit 0
     else
-      echo "KNOWN MISS: measured $t s is $(awk -v t="$t" 'BEGIN { printf "%.2f", t / 0.0011 }')x the book's 1.1 ms"
-      exit 0
+      within "$t" 0.0011 0.10 ||
+        fail "measured $t s is $(awk -v t="$t" 'BEGIN { printf "%.2f", t / 0.0011 }')x the book's 1.1 ms, not within 10 %"
+      echo "ACCEPTANCE MET: measured $t s is $(awk -v t="$t" 'BEGIN { printf "%.3f", t / 0.0011 }')x the book's 1.1 ms"
     fi
     ;;
   *) fail "mode $mode" ;;
