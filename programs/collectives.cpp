@@ -181,6 +181,56 @@ RingHops ring_hops(std::uint32_t length, bool reduce) {
   return {(length + 1) / 2, (length - 3) / 2};
 }
 
+bool folded_ring_axis(const ici::Topology& topology, std::size_t axis) {
+  return !topology.switched() && !topology.wraps(axis) && topology.length(axis) >= 4;
+}
+
+std::uint32_t ring_coordinate(std::uint32_t position, std::uint32_t length, bool folded) {
+  if (!folded) return position;
+  const std::uint32_t evens = (length + 1) / 2;
+  return position < evens ? 2 * position : 2 * (length - 1 - position) + 1;
+}
+
+std::uint32_t ring_position(std::uint32_t coordinate, std::uint32_t length, bool folded) {
+  if (!folded) return coordinate;
+  return coordinate % 2 == 0 ? coordinate / 2 : length - 1 - coordinate / 2;
+}
+
+RingLinkLoads ring_link_loads(std::uint32_t length, bool wraps, bool folded) {
+  RingLinkLoads out;
+  out.plus.assign(length, 0);
+  out.minus.assign(length, 0);
+  if (length < 2) return out;
+  for (std::uint32_t p = 0; p < length; ++p) {
+    const std::uint32_t a = ring_coordinate(p, length, folded);
+    const std::uint32_t b = ring_coordinate((p + 1) % length, length, folded);
+    std::uint32_t links = 0;
+    if (wraps) {
+      // The short way round (ties +); on the ring orders used here always one link.
+      const std::uint32_t up = (b + length - a) % length;
+      if (up <= length - up) {
+        for (std::uint32_t i = 0; i < up; ++i) ++out.plus[(a + i) % length];
+        links = up;
+      } else {
+        for (std::uint32_t i = 0; i < length - up; ++i) ++out.minus[(a + length - 1 - i) % length];
+        links = length - up;
+      }
+    } else if (a < b) {
+      for (std::uint32_t i = a; i < b; ++i) ++out.plus[i];
+      links = b - a;
+    } else {
+      for (std::uint32_t i = b; i < a; ++i) ++out.minus[i];
+      links = a - b;
+    }
+    out.longest_hop = std::max(out.longest_hop, links);
+  }
+  for (std::uint32_t i = 0; i < length; ++i) {
+    out.one_way = std::max({out.one_way, out.plus[i], out.minus[i]});
+    out.both_ways = std::max(out.both_ways, out.plus[i] + out.minus[i]);
+  }
+  return out;
+}
+
 std::uint64_t CollectivePlan::rank(const ici::Coords& coords) const {
   std::uint64_t r = 0;
   for (std::size_t a : axes) r += coords[a] * rank_stride[a];
@@ -1052,13 +1102,34 @@ class CollectiveGen : CollectiveEmitter {
     const Stream& st = streams_[k];
     const Phase& ph = st.phases[j.phase];
     const std::int64_t l = ph.length;
-    const std::string c = coord(ph.axis);
+    const std::string coordinate = coord(ph.axis);
+    // c: this chip's ring position on the axis (its coordinate unless the
+    // ring is folded: ring_position, into s20).
+    const bool folded = folded_ring_axis(topo_, ph.axis);
+    std::string c = coordinate;
+    if (folded) {
+      emit(S::kSalu, fmt::format("%s20 = sshrl.u32 %{}, 1", coordinate));
+      emit(S::kSalu, fmt::format("%s21 = sand.u32 %{}, 1", coordinate));
+      emit(S::kSalu, "%p3 = scmp.eq.s32.totalorder %s21, 1");
+      emit(S::kSalu, fmt::format("%s21 = ssub.s32 {}, %s20", imm(l - 1)));
+      sel("s20", "p3", "%s21", "%s20");
+      c = "s20";
+    }
     if (j.step == 0) {
-      // Successor along the axis in this stream's direction (the ring closes over the ends).
       const auto t = static_cast<std::int64_t>(topo_stride(ph.axis));
-      emit(S::kSalu, fmt::format("%p3 = scmp.eq.s32.totalorder %{}, {}", c, sign(st) > 0 ? l - 1 : 0));
-      sel("s17", "p3", imm(sign(st) > 0 ? -(l - 1) * t : (l - 1) * t), imm(sign(st) > 0 ? t : -t));
-      emit(S::kSalu, fmt::format("%{} = sadd.s32 %s6, %s17", succ(k)));
+      if (folded) {
+        // The chip at the next ring position in this stream's direction.
+        position_plus("s22", c, sign(st) > 0 ? 1 : l - 1, l);
+        folded_coordinate("s22", "s22", l);
+        emit(S::kSalu, fmt::format("%s22 = ssub.s32 %s22, %{}", coordinate));
+        emit(S::kSalu, fmt::format("%s22 = smul.u32 %s22, {}", imm(t)));
+        emit(S::kSalu, fmt::format("%{} = sadd.s32 %s6, %s22", succ(k)));
+      } else {
+        // Successor along the axis in this stream's direction (the ring closes over the ends).
+        emit(S::kSalu, fmt::format("%p3 = scmp.eq.s32.totalorder %{}, {}", c, sign(st) > 0 ? l - 1 : 0));
+        sel("s17", "p3", imm(sign(st) > 0 ? -(l - 1) * t : (l - 1) * t), imm(sign(st) > 0 ? t : -t));
+        emit(S::kSalu, fmt::format("%{} = sadd.s32 %s6, %s17", succ(k)));
+      }
     }
     if (from_input(j, st)) {
       emit(S::kSalu, fmt::format("%{} = sadd.s32 %s10, {}", ptr(k), unit_offset(st)));
@@ -1081,10 +1152,12 @@ class CollectiveGen : CollectiveEmitter {
     const std::int64_t add = ph.reduce ? ((sign(st) * (h - j.step)) % l + l) % l : ((-sign(st) * j.step) % l + l) % l;
     std::string jr = c;
     if (add != 0) {
-      add_imm("s17", c, add);
-      add_imm("s18", "s17", -l);
-      emit(S::kSalu, fmt::format("%p3 = scmp.ge.s32.totalorder %s17, {}", l));
-      sel("s17", "p3", "%s18", "%s17");
+      position_plus("s17", c, add, l);
+      jr = "s17";
+    }
+    if (folded) {
+      // The chunk's digit: the coordinate at ring position jr.
+      folded_coordinate("s17", jr, l);
       jr = "s17";
     }
     const std::string p = ptr(k);
@@ -1105,6 +1178,22 @@ class CollectiveGen : CollectiveEmitter {
     }
     if (chunk_offset(st, j) != 0) add_imm(p, p, static_cast<std::int64_t>(chunk_offset(st, j)));
     if (ph.varying.size() == 2 && !halves(st, j)) emit(S::kSalu, fmt::format("%{} = smov 0", digit(k)));
+  }
+
+  // dst = (src + add) mod l, for 0 <= src, add < l (clobbers s18 and p3).
+  void position_plus(const std::string& dst, const std::string& src, std::int64_t add, std::int64_t l) {
+    add_imm(dst, src, add);
+    add_imm("s18", dst, -l);
+    emit(S::kSalu, fmt::format("%p3 = scmp.ge.s32.totalorder %{}, {}", dst, l));
+    sel(dst, "p3", "%s18", "%" + dst);
+  }
+  // dst = ring_coordinate(src, l, folded): 2 src for the first ceil(l/2)
+  // positions, else 2 (l - 1 - src) + 1 (clobbers s18, s19 and p3).
+  void folded_coordinate(const std::string& dst, const std::string& src, std::int64_t l) {
+    emit(S::kSalu, fmt::format("%p3 = scmp.lt.s32.totalorder %{}, {}", src, (l + 1) / 2));
+    emit(S::kSalu, fmt::format("%s18 = sshll.u32 %{}, 1", src));
+    emit(S::kSalu, fmt::format("%s19 = ssub.s32 {}, %s18", imm(2 * l - 1)));
+    sel(dst, "p3", "%s18", "%s19");
   }
 
   // Moves stream k's rank-addressed pointer to its next piece: +1 piece within

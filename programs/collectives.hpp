@@ -160,6 +160,36 @@ struct RingHops {
 };
 RingHops ring_hops(std::uint32_t length, bool reduce);
 
+// Ring order on one axis of L chips (the ring family's rings, and their host
+// reference). An axis without wraparound of at least 4 chips is folded: ring
+// positions 0, 1, 2, ... are the coordinates 0, 2, 4, ..., then the odd ones
+// descending, ..., 5, 3, 1 (L = 8: 0 2 4 6 7 5 3 1), so every hop spans at
+// most 2 links and a ring going one way crosses each direction of each link
+// exactly once (ring_link_loads). Elsewhere position p is coordinate p: a
+// wrapping axis closes through its wraparound link, an axis of 2 over its one
+// link, an unwrapped axis of 3 over 2 links (the fold would only reverse it).
+[[nodiscard]] bool folded_ring_axis(const ici::Topology& topology, std::size_t axis);
+// The coordinate at ring position `position` (< length), and its inverse.
+[[nodiscard]] std::uint32_t ring_coordinate(std::uint32_t position, std::uint32_t length, bool folded);
+[[nodiscard]] std::uint32_t ring_position(std::uint32_t coordinate, std::uint32_t length, bool folded);
+
+// What the ring over one axis of L chips asks of its links, each hop routed
+// the short way along the axis (an unwrapped axis has one route; a wrapping
+// one's hops are single links). plus[i] / minus[i]: the hops of a ring going
+// one way (position p to p + 1) that cross link i (between coordinates i and
+// i + 1; i = L - 1 the wraparound link) in direction + / -. A ring going the
+// other way crosses the same links the other way, so rings going both ways
+// at once (bidir-ring, multi-axis) put plus[i] + minus[i] hops on each
+// direction of link i.
+struct RingLinkLoads {
+  std::vector<std::uint32_t> plus;
+  std::vector<std::uint32_t> minus;
+  std::uint32_t longest_hop = 0;  // links
+  std::uint32_t one_way = 0;      // max over links and directions, one ring
+  std::uint32_t both_ways = 0;    // max over links of plus[i] + minus[i]
+};
+[[nodiscard]] RingLinkLoads ring_link_loads(std::uint32_t length, bool wraps, bool folded);
+
 // Throws std::invalid_argument as collective_shapes does.
 CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& topology);
 
