@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -508,9 +509,109 @@ CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::T
   return p;
 }
 
+namespace {
+
+// An axis without wraparound of 3 chips or more, where the book's ring terms
+// (a wrapped axis) do not hold.
+bool unwrapped_ring_axis(const ici::Topology& topology, std::size_t axis) {
+  return !topology.wraps(axis) && topology.length(axis) >= 3;
+}
+
+// The ring family over axes of which some lack wraparound (collectives.hpp:
+// "The prediction"): what the links carry, round by round as the generator
+// runs its streams (stream_shapes; a reduce phase of h hops takes h + 1
+// rounds, the last only adding, a gather phase h; half rings pad each phase
+// to its longest stream). In a round every stream that sends moves its chunk
+// over each hop of its ring at once, crossing the links of its axis as
+// ring_link_loads says (a stream going - crosses them the other way); the
+// round lasts as long as the busiest direction of a link takes at the one-way
+// payload rate, W_oneway. Latency: T_min per link of the longest hop sent in
+// a round, per round that sends.
+CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                             const ici::Topology& topology, const ChipConfig& chip) {
+  CollectivePrediction p;
+  const double w_one = chip.link_payload_rate();
+  std::vector<RingLinkLoads> loads(ici::kMaxAxes);
+  for (std::size_t a : plan.axes) {
+    loads[a] = ring_link_loads(topology.length(a), topology.wraps(a), folded_ring_axis(topology, a));
+  }
+  // Per stream, per round: the phase whose step it sends (-1: none).
+  const std::vector<StreamShape> streams = stream_shapes(plan, topology);
+  const std::size_t phase_count = streams.front().phases.size();
+  auto rounds_of = [](const StreamShape& st, std::size_t t) {
+    return st.hops[t] == 0 ? 0U : st.hops[t] + (st.phases[t].reduce ? 1U : 0U);
+  };
+  std::vector<std::uint32_t> padded(phase_count, 0);
+  for (const StreamShape& st : streams) {
+    for (std::size_t t = 0; t < phase_count; ++t) padded[t] = std::max(padded[t], rounds_of(st, t));
+  }
+  std::vector<std::vector<int>> sends(streams.size());
+  for (std::size_t k = 0; k < streams.size(); ++k) {
+    const StreamShape& st = streams[k];
+    for (std::size_t t = 0; t < phase_count; ++t) {
+      const std::uint32_t own = rounds_of(st, t);
+      for (std::uint32_t step = 0; step < (plan.half_rings ? padded[t] : own); ++step) {
+        sends[k].push_back(step < st.hops[t] ? static_cast<int>(t) : -1);
+      }
+    }
+  }
+  std::size_t rounds = 0;
+  for (const auto& s : sends) rounds = std::max(rounds, s.size());
+  std::uint64_t links = 0;
+  for (std::size_t u = 0; u < rounds; ++u) {
+    // Bytes per link direction: [axis][link][0 +, 1 -].
+    std::vector<std::vector<std::array<double, 2>>> bytes(ici::kMaxAxes);
+    std::uint32_t longest = 0;
+    for (std::size_t k = 0; k < streams.size(); ++k) {
+      if (u >= sends[k].size() || sends[k][u] < 0) continue;
+      const Phase& ph = streams[k].phases[static_cast<std::size_t>(sends[k][u])];
+      const RingLinkLoads& l = loads[ph.axis];
+      const double chunk = static_cast<double>(ph.units * plan.unit_bytes);
+      auto& b = bytes[ph.axis];
+      b.resize(l.plus.size(), {0, 0});
+      const std::size_t fwd = streams[k].dir;  // a stream going - crosses a + hop's links the other way
+      for (std::size_t i = 0; i < l.plus.size(); ++i) {
+        b[i][fwd] += chunk * l.plus[i];
+        b[i][1 - fwd] += chunk * l.minus[i];
+      }
+      longest = std::max(longest, l.longest_hop);
+    }
+    double busiest = 0;
+    for (const auto& axis : bytes) {
+      for (const auto& link : axis) busiest = std::max({busiest, link[0], link[1]});
+    }
+    p.bandwidth_seconds += busiest / w_one;
+    links += longest;
+  }
+  std::string lengths;
+  std::string unwrapped;
+  for (std::size_t a : plan.axes) {
+    const std::uint32_t l = topology.length(a);
+    lengths += fmt::format("{}{} = {}{}", lengths.empty() ? "" : ", ", ici::axis_name(a), l,
+                           topology.wraps(a) ? " wrapped" : "");
+    if (unwrapped_ring_axis(topology, a)) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
+  }
+  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links);
+  p.seconds = p.bandwidth_seconds + p.latency_seconds;
+  p.formula = fmt::format(
+      "{} {}: link loads, sum over rounds of the busiest link direction's bytes / W_oneway + T_min x sum over "
+      "rounds of the longest hop's links; {} without wraparound: rings folded (hops of up to 2 links, a ring going "
+      "one way crosses each link direction once, rings going both ways twice); V = {} B, N = {}, W_oneway = {:g} "
+      "B/s (payload), T_min = {:g} s, {}",
+      spec.op, spec.algorithm, unwrapped, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s, lengths);
+  return p;
+}
+
+}  // namespace
+
 CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                          const ici::Topology& topology, const ChipConfig& chip) {
   if (topology.switched()) return predict_switched(spec, plan, topology, chip);
+  if (plan.op != Op::kAllToAll) {
+    for (std::size_t a : plan.axes) {
+      if (unwrapped_ring_axis(topology, a)) return predict_unwrapped_rings(spec, plan, topology, chip);
+    }
+  }
   CollectivePrediction p;
   const auto v = static_cast<double>(plan.bytes);
   // The payload rate: ici.link_bandwidth x ici.payload_efficiency.
@@ -732,8 +833,10 @@ class CollectiveGen : CollectiveEmitter {
   // always dividing the unit. All-gather pieces are at least 4 KiB. A
   // reduction piece waits for its HBM -> VMEM loads before it is added and
   // sent, so its pieces must be long enough on the link to cover that:
-  // P / B >= 1.5 (HBM latency + 0.1 us per stream) + 2 S P / HBM bandwidth
-  // (S streams loading two operands each per piece). Reduction buffers
+  // share P / B >= 1.5 (HBM latency + 0.1 us per stream) + 2 S P / HBM
+  // bandwidth (S streams loading two operands each per piece; share 1, but
+  // with an axis without wraparound of 3 chips or more the streams of a part,
+  // which all cross each of its link directions). Reduction buffers
   // (2 x 2 per stream) take at most half of VMEM.
   void choose_piece() {
     const std::uint64_t u = plan_.unit_bytes;
@@ -756,7 +859,14 @@ class CollectiveGen : CollectiveEmitter {
     } else {
       std::uint64_t least = 4096;
       if (plan_.reduces()) {
-        const double per_byte = 1 / chip_.ici.link_bandwidth - 2 * streams / chip_.hbm.bandwidth;
+        // On an axis without wraparound every stream of a part crosses every
+        // link direction (rings going both ways are folded over the same
+        // links), so a piece there takes `share` times as long on its link.
+        double share = 1;
+        for (std::size_t a : plan_.axes) {
+          if (!topo_.wraps(a) && topo_.length(a) >= 3) share = streams / static_cast<double>(plan_.parts);
+        }
+        const double per_byte = share / chip_.ici.link_bandwidth - 2 * streams / chip_.hbm.bandwidth;
         const double cover = 1.5 * (chip_.hbm.latency_s + 1e-7 * streams);
         least = per_byte <= 0
                     ? kMax
