@@ -197,6 +197,40 @@ std::uint32_t ring_position(std::uint32_t coordinate, std::uint32_t length, bool
   return coordinate % 2 == 0 ? coordinate / 2 : length - 1 - coordinate / 2;
 }
 
+std::vector<ScalarOp> folded_ring_neighbour(const std::string& coord, const std::string& chip, const std::string& dst,
+                                            std::uint32_t length, std::uint32_t steps, std::uint64_t stride,
+                                            const std::string& t0, const std::string& t1, const std::string& p) {
+  const auto l = static_cast<std::int64_t>(length);
+  auto op = [](std::string text, std::vector<std::string> reads, std::vector<std::string> writes) {
+    return ScalarOp{std::move(text), std::move(reads), std::move(writes)};
+  };
+  return {
+      // t0 = ring_position(c): c / 2 for even c, l - 1 - c / 2 for odd.
+      op(fmt::format("%{} = sshrl.u32 %{}, 1", t0, coord), {coord}, {t0}),
+      op(fmt::format("%{} = sand.u32 %{}, 1", t1, coord), {coord}, {t1}),
+      op(fmt::format("%{} = scmp.eq.s32.totalorder %{}, 1", p, t1), {t1}, {p}),
+      op(fmt::format("%{} = ssub.s32 {}, %{}", t1, llo_imm(l - 1), t0), {t0}, {t1}),
+      op(fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/%{}, /*on_false=*/%{}", t0, p, t1, t0),
+         {p, t1, t0}, {t0}),
+      // t0 = (t0 + steps) mod l.
+      op(fmt::format("%{} = sadd.s32 %{}, {}", t0, t0, steps), {t0}, {t0}),
+      op(fmt::format("%{} = sadd.s32 %{}, {}", t1, t0, llo_imm(-l)), {t0}, {t1}),
+      op(fmt::format("%{} = scmp.ge.s32.totalorder %{}, {}", p, t0, l), {t0}, {p}),
+      op(fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/%{}, /*on_false=*/%{}", t0, p, t1, t0),
+         {p, t1, t0}, {t0}),
+      // t0 = ring_coordinate(t0): 2 t0 for the first ceil(l/2) positions, else 2 (l - 1 - t0) + 1.
+      op(fmt::format("%{} = scmp.lt.s32.totalorder %{}, {}", p, t0, (l + 1) / 2), {t0}, {p}),
+      op(fmt::format("%{} = sshll.u32 %{}, 1", t0, t0), {t0}, {t0}),
+      op(fmt::format("%{} = ssub.s32 {}, %{}", t1, llo_imm(2 * l - 1), t0), {t0}, {t1}),
+      op(fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/%{}, /*on_false=*/%{}", t0, p, t0, t1),
+         {p, t0, t1}, {t0}),
+      // dst = chip + (t0 - c) x stride.
+      op(fmt::format("%{} = ssub.s32 %{}, %{}", t0, t0, coord), {t0, coord}, {t0}),
+      op(fmt::format("%{} = smul.u32 %{}, {}", t0, t0, llo_imm(static_cast<std::int64_t>(stride))), {t0}, {t0}),
+      op(fmt::format("%{} = sadd.s32 %{}, %{}", dst, chip, t0), {chip, t0}, {dst}),
+  };
+}
+
 RingLinkLoads ring_link_loads(std::uint32_t length, bool wraps, bool folded) {
   RingLinkLoads out;
   out.plus.assign(length, 0);

@@ -173,6 +173,22 @@ RingHops ring_hops(std::uint32_t length, bool reduce);
 [[nodiscard]] std::uint32_t ring_coordinate(std::uint32_t position, std::uint32_t length, bool folded);
 [[nodiscard]] std::uint32_t ring_position(std::uint32_t coordinate, std::uint32_t length, bool folded);
 
+// Scalar LLO computing, on a folded axis of `length` chips, the chip `steps`
+// ring positions on from this one (steps in 1 .. length-1; length-1 is the
+// one before): `dst` = `chip` + (ring_coordinate((ring_position(c) + steps)
+// mod length) - c) x `stride`, c the chip's coordinate in register `coord`.
+// Registers without their %; the ops clobber `t0`, `t1` and predicate `p`
+// and are one scalar op each, in order.
+struct ScalarOp {
+  std::string text;
+  std::vector<std::string> reads, writes;
+};
+[[nodiscard]] std::vector<ScalarOp> folded_ring_neighbour(const std::string& coord, const std::string& chip,
+                                                          const std::string& dst, std::uint32_t length,
+                                                          std::uint32_t steps, std::uint64_t stride,
+                                                          const std::string& t0, const std::string& t1,
+                                                          const std::string& p);
+
 // What the ring over one axis of L chips asks of its links, each hop routed
 // the short way along the axis (an unwrapped axis has one route; a wrapping
 // one's hops are single links). plus[i] / minus[i]: the hops of a ring going
