@@ -47,14 +47,22 @@
 // through O_p reversed. The streams run in lockstep rounds, round i being the
 // i-th ring step of every stream, their pieces interleaved in one loop (with
 // axes of unequal length a stream whose step has fewer pieces sits out the
-// rest of the loop). On an axis without wraparound the ring's last hop is
-// routed back over the whole axis (the book's "about twice as long").
+// rest of the loop). Ring positions, not coordinates, are what the ring
+// steps below count: on an axis without wraparound of 4 or more chips the
+// ring is folded (ring_coordinate: 0, 2, 4, ..., 5, 3, 1), so no hop spans
+// more than 2 links, instead of closing with a hop back over the whole axis;
+// both directions of every link then carry each ring direction once, so
+// rings going both ways (bidir-ring, multi-axis) share them: such an axis
+// moves half the bytes per second of a wrapped one, the book's "about twice
+// as long", but no longer waits on hops of L-1 links.
 // all-to-all is the same program for every algorithm: a direct remote DMA of
 // every block to its destination, in the order of destination rank r+1, r+2,
 // ... (mod N), the routes doing the rest.
 //
-// Ring steps on an axis of L chips, chip coordinate c, direction sign s_d
-// (+1, -1), chunks indexed by the digit on that axis:
+// Ring steps on an axis of L chips, chip ring position c (its coordinate
+// unless the axis is folded), direction sign s_d (+1, -1), chunks indexed by
+// ring position (chunk j is the one of the rank whose digit on the axis is
+// ring_coordinate(j)):
 //   reduce-scatter step k = 0..L-2: send the partial sum of chunk c - s_d*(k+1);
 //     the chunk received at step k is added to the local one and sent on at
 //     step k+1; after step L-2 chunk c is complete (summation order:
@@ -276,9 +284,14 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip);
 //   multi-axis  the bidir-ring terms divided by K
 //   all-to-all  V * max(L_i) / (4 * N * W) (1-D: V / (4W))
 // Latency: T_min = chip.ici.hop_latency per hop; floor(L_i/2) hops per axis
-// (ring: L_i - 1), summed over the axes, twice for all-reduce. An axis without
-// wraparound is predicted as if it wrapped (the book: about twice as long);
-// `formula` says so.
+// (ring: L_i - 1), summed over the axes, twice for all-reduce. With an axis
+// without wraparound of 3 chips or more, the ring family is predicted from
+// what its links carry instead: round by round as the generator runs its
+// streams, the busiest link direction's bytes at the one-way payload rate,
+// plus T_min per link of the round's longest hop (2 on a folded ring; the
+// one-way ring keeps the wrapped ring's bandwidth term, bidir-ring's halves);
+// `formula` says so. All-to-all on such an axis is predicted as if it
+// wrapped (the book: about twice as long), and `formula` says that.
 struct CollectivePrediction {
   double seconds = 0;
   double bandwidth_seconds = 0;
