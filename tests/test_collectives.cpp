@@ -643,6 +643,33 @@ TEST_CASE("collectives: rings over an axis without wraparound are predicted from
   CHECK_THAT(y.formula, Contains("all-gather bidir-ring: V/W + T_min*sum(floor(L/2))"));
 }
 
+TEST_CASE("collectives: direct algorithms on a torus are predicted no faster than their busiest link",
+          "[collectives]") {
+  // Every member sends to every other at once. On a line of 8 (v5p 1x8x1,
+  // no wraparound) the middle link carries 4 x 4 pairs one way; on a ring of
+  // 16 (v5e 8x16's y) a + link carries pairs 1..8 apart (ties go +): 36.
+  const ChipConfig v5p = preset("v5p");
+  const double v = 2.0 * (1 << 20);
+  {
+    const ici::Topology t = ici::make_topology(ici::TopologyRequest{"1x8x1", std::nullopt, true}, v5p);
+    const double q = v / 8;
+    const CollectivePrediction two = predict_collective(spec("all-reduce", "two-shot", "f32", 1 << 21, {1}), t, v5p);
+    CHECK(two.bandwidth_seconds == Approx(2 * 16 * q / v5p.link_payload_rate() + 8 * q / v5p.hbm.bandwidth));
+    const CollectivePrediction one = predict_collective(spec("all-reduce", "one-shot", "f32", 1 << 21, {1}), t, v5p);
+    CHECK(one.bandwidth_seconds == Approx(16 * v / v5p.link_payload_rate() + 8 * v / v5p.hbm.bandwidth));
+    CHECK_THAT(two.formula, Contains("the busiest link"));
+  }
+  const ChipConfig v5e = preset("v5e");
+  const CollectivePrediction ag =
+      predict_collective(spec("all-gather", "one-shot", "f32", 1 << 21, {1}), topo("v5e", "8x16"), v5e);
+  CHECK(ag.bandwidth_seconds == Approx(36 * (v / 16) / v5e.link_payload_rate()));
+  // Switched fabrics keep the egress bound.
+  const ChipConfig h100 = preset("h100");
+  const CollectivePrediction node =
+      predict_collective(spec("all-gather", "one-shot", "f32", 1 << 21, {0}), topo("h100", "node:8"), h100);
+  CHECK(node.bandwidth_seconds == Approx(7 * (v / 8) / h100.switched_egress()));
+}
+
 TEST_CASE("collectives: a ring over an axis without wraparound is folded", "[collectives]") {
   // Which axes fold: without wraparound and at least 4 chips.
   CHECK(folded_ring_axis(topo("v5e", "8x16"), 0));
