@@ -551,8 +551,8 @@ bool unwrapped_ring_axis(const ici::Topology& topology, std::size_t axis) {
   return !topology.wraps(axis) && topology.length(axis) >= 3;
 }
 
-// The ring family over axes of which some lack wraparound (collectives.hpp:
-// "The prediction"): what the links carry, round by round as the generator
+// The ring family over axes of which some lack wraparound (collectives.hpp,
+// the comment on CollectivePrediction): what the links carry, round by round as the generator
 // runs its streams (stream_shapes; a reduce phase of h hops takes h + 1
 // rounds, the last only adding, a gather phase h; half rings pad each phase
 // to its longest stream). In a round every stream that sends moves its chunk
