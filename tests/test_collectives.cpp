@@ -670,6 +670,20 @@ TEST_CASE("collectives: direct algorithms on a torus are predicted no faster tha
   CHECK(node.bandwidth_seconds == Approx(7 * (v / 8) / h100.switched_egress()));
 }
 
+TEST_CASE("collectives: on a torus the tree's latency counts the links of its longest root-to-leaf path",
+          "[collectives]") {
+  // A line of 16 (v5p 1x16x1): the trees' edges join ranks 1, 2, 4 and 8
+  // links apart, 15 links from the deepest leaf to the root at depth 4; on
+  // 8 x H100 every edge is one switched hop.
+  const ChipConfig v5p = preset("v5p");
+  const ici::Topology line = ici::make_topology(ici::TopologyRequest{"1x16x1", std::nullopt, true}, v5p);
+  const CollectivePrediction p = predict_collective(spec("all-reduce", "tree", "f32", 1 << 16, {1}), line, v5p);
+  CHECK_THAT(p.formula, Contains("depth = 4, path = 15 hops"));
+  const CollectivePrediction node =
+      predict_collective(spec("all-reduce", "tree", "f32", 1 << 16, {0}), topo("h100", "node:8"), preset("h100"));
+  CHECK_THAT(node.formula, Contains("depth = 3, path = 3 hops"));
+}
+
 TEST_CASE("collectives: a ring over an axis without wraparound is folded", "[collectives]") {
   // Which axes fold: without wraparound and at least 4 chips.
   CHECK(folded_ring_axis(topo("v5e", "8x16"), 0));
