@@ -19,8 +19,8 @@
 #include "chip/memory_profile.hpp"
 #include "chip/pod.hpp"
 #include "chip/simulate.hpp"
-#include "common/huge_pages.hpp"
 #include "common/chip_config.hpp"
+#include "common/huge_pages.hpp"
 #include "dist/ranks.hpp"
 #include "ici/partition.hpp"
 #include "isa/assembler.hpp"
@@ -212,7 +212,7 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
     // provider made for this run moves in; the job's own arrays are copied.
     const NpyArray& array = input_array(input, 0, holder);
     request.inputs[binding->index] =
-        holder.empty() ? NpyArray{array.dtype, array.shape, copied_bytes(array.data)} : std::move(holder.back());
+        holder.empty() ? NpyArray{array.dtype, array.shape, array.data} : std::move(holder.back());
     request.input_origins[binding->index] = origin_of(name, input);
   }
   if (!dry_tracer && job.configure_chip_run) job.configure_chip_run(request);

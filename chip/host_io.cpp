@@ -10,8 +10,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "common/huge_pages.hpp"
 #include "common/host_pool.hpp"
+#include "common/huge_pages.hpp"
 #include "common/numerics.hpp"
 #include "common/types.hpp"
 
@@ -319,7 +319,10 @@ std::uint32_t scalar_register(const OperandBinding& binding, const NpyArray& hos
       integer = host.as_u8()[0];
       break;
     case NpyDtype::kBool:
-      integer = host.data.at(0) != 0 ? 1 : 0;
+      if (host.data.size() != 1)
+        throw std::invalid_argument(
+            fmt::format("{}: a bool array of one element holds {} bytes", origin, host.data.size()));
+      integer = host.data[0] != 0 ? 1 : 0;
       break;
     case NpyDtype::kUint32:
       integer = host.as_u32()[0];
@@ -403,7 +406,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
       result.dtype = binding.dtype == "f32"   ? NpyDtype::kFloat32
                      : binding.dtype == "s32" ? NpyDtype::kInt32
                                               : NpyDtype::kUint32;
-      resize_zeroed(result.data, n_elements * 4);
+      result.data.resize(n_elements * 4);
       std::uint8_t* const out = result.data.data();
       over_tile_rows(
           l,
@@ -418,7 +421,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
     }
     case Element::kBf16: {
       result.dtype = raw_bits ? NpyDtype::kUint16 : NpyDtype::kFloat32;
-      resize_zeroed(result.data, n_elements * (raw_bits ? 2 : 4));
+      result.data.resize(n_elements * (raw_bits ? 2 : 4));
       std::uint8_t* const out = result.data.data();
       if (!raw_bits) {
         over_tile_rows(
@@ -465,7 +468,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
     }
     case Element::kF8: {
       result.dtype = raw_bits ? NpyDtype::kUint8 : NpyDtype::kFloat32;
-      resize_zeroed(result.data, n_elements * (raw_bits ? 1 : 4));
+      result.data.resize(n_elements * (raw_bits ? 1 : 4));
       std::uint8_t* const out = result.data.data();
       over_tile_rows(
           l,

@@ -347,8 +347,7 @@ RunResult run_program(const RunRequest& request) {
 }
 
 RunResult run_program_freeing_inputs(RunRequest& request) {
-  return run_program_on(
-      request, [&request](std::uint32_t index) { std::vector<std::uint8_t>().swap(request.inputs.at(index).data); });
+  return run_program_on(request, [&request](std::uint32_t index) { request.inputs.at(index).data = NpyBytes(); });
 }
 
 namespace {

@@ -11,7 +11,6 @@
 #include <bit>
 #include <cctype>
 #include <cerrno>
-#include <fstream>
 #include <iterator>
 #include <optional>
 #include <utility>
@@ -297,7 +296,7 @@ class HeaderParser {
   std::size_t pos_ = 0;
 };
 
-void byte_swap_elements(std::vector<std::uint8_t>& data, std::size_t element_bytes) {
+void byte_swap_elements(std::span<std::uint8_t> data, std::size_t element_bytes) {
   for (std::size_t i = 0; i + element_bytes <= data.size(); i += element_bytes)
     std::reverse(data.begin() + static_cast<std::ptrdiff_t>(i),
                  data.begin() + static_cast<std::ptrdiff_t>(i + element_bytes));
@@ -517,26 +516,43 @@ NpyArray parse_npy(std::span<const std::uint8_t> bytes, const std::string& origi
   NpyArray array{layout.descr.dtype, layout.shape, {}};
   const auto data_span = bytes.subspan(layout.offset);
   array.data.assign(data_span.begin(), data_span.end());
-  if (layout.descr.big_endian) byte_swap_elements(array.data, element_size(layout.descr.dtype));
+  if (layout.descr.big_endian)
+    byte_swap_elements(std::span(array.data.data(), array.data.size()), element_size(layout.descr.dtype));
   return array;
 }
 
-NpyArray read_npy(const std::string& path) {
-  // The header first, then the data straight into the array (one pass over it).
+namespace {
+
+// Data at least this big is mapped by map_npy; below, a read costs less than a mapping.
+constexpr std::size_t kMinMappedBytes = std::size_t{1} << 20;
+
+NpyArray read_npy_file(const std::string& path, bool mapping) {
+  // The header first, then the data straight into the array (one pass over
+  // it), or the data mapped.
   try {
     (void)check_input_file(path, kMaxNpyBytes);
   } catch (const InputFileError& e) {
     throw NpyError(e.what());
   }
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) throw NpyError(fmt::format("{}: cannot open file", path));
-  const std::streamoff size = in.tellg();
-  if (size < 0) throw NpyError(fmt::format("{}: read error", path));
-  const auto total = static_cast<std::uint64_t>(size);
-  in.seekg(0);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw NpyError(fmt::format("{}: cannot open file", path));
+  struct CloseFd {
+    int fd;
+    ~CloseFd() { (void)::close(fd); }
+  } close_fd{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size < 0) throw NpyError(fmt::format("{}: read error", path));
+  const auto total = static_cast<std::uint64_t>(st.st_size);
+  std::uint64_t at = 0;
   const auto read = [&](std::uint8_t* to, std::size_t bytes) {
-    in.read(reinterpret_cast<char*>(to), static_cast<std::streamsize>(bytes));
-    if (static_cast<std::size_t>(in.gcount()) != bytes) throw NpyError(fmt::format("{}: read error", path));
+    while (bytes > 0) {
+      const ssize_t n = ::pread(fd, to, bytes, static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw NpyError(fmt::format("{}: read error", path));
+      to += n;
+      at += static_cast<std::uint64_t>(n);
+      bytes -= static_cast<std::size_t>(n);
+    }
   };
   std::vector<std::uint8_t> prefix(static_cast<std::size_t>(std::min<std::uint64_t>(total, kMaxPreambleBytes)));
   read(prefix.data(), prefix.size());
@@ -548,10 +564,26 @@ NpyArray read_npy(const std::string& path) {
   }
   const DataLayout layout = parse_layout(prefix, total, path);
   NpyArray array{layout.descr.dtype, layout.shape, {}};
-  resize_zeroed(array.data, layout.bytes);
+  if (mapping && !layout.descr.big_endian && layout.bytes >= kMinMappedBytes && layout.offset % kArrayAlign == 0) {
+    array.data = NpyBytes::map_file(fd, layout.offset, layout.bytes);
+    if (array.data.mapped()) return array;
+  }
+  array.data.resize(layout.bytes);
+  at = layout.offset;
   read(array.data.data(), array.data.size());
-  if (layout.descr.big_endian) byte_swap_elements(array.data, element_size(layout.descr.dtype));
+  if (layout.descr.big_endian)
+    byte_swap_elements(std::span(array.data.data(), array.data.size()), element_size(layout.descr.dtype));
   return array;
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) {
+  return read_npy_file(path, false);
+}
+
+NpyArray map_npy(const std::string& path) {
+  return read_npy_file(path, true);
 }
 
 std::vector<std::uint8_t> serialize_npy(const NpyArray& array) {

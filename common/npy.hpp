@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/npy_bytes.hpp"
+
 namespace tpuemu {
 
 // A file or byte buffer that is not a readable .npy array, or an NpyArray that
@@ -39,7 +41,7 @@ std::uint64_t element_count(std::span<const std::uint64_t> shape);
 struct NpyArray {
   NpyDtype dtype = NpyDtype::kFloat32;
   std::vector<std::uint64_t> shape;
-  std::vector<std::uint8_t> data;
+  NpyBytes data;
 
   [[nodiscard]] std::uint64_t element_count() const { return tpuemu::element_count(shape); }
 
@@ -78,6 +80,12 @@ NpyArray make_npy(NpyDtype dtype, std::vector<std::uint64_t> shape, const void* 
 //    trailing bytes.
 NpyArray parse_npy(std::span<const std::uint8_t> bytes, const std::string& origin);
 NpyArray read_npy(const std::string& path);
+// read_npy, with the data of a big file (>= 1 MiB) mapped privately instead
+// of read (NpyBytes): the same array, the same errors. Falls back to reading
+// where a mapping cannot serve (not a regular file, data not 64-byte aligned
+// in the file, big-endian data). Contract: nothing truncates or rewrites the
+// file while the array's data is mapped (a truncated mapping faults).
+NpyArray map_npy(const std::string& path);
 
 // Format 1.0 with numpy's header: keys sorted, numpy's spare space for growing
 // the first axis, padded with spaces so the data starts at a multiple of 64

@@ -12,11 +12,15 @@
 // cycles >= 0. Payloads are trivially copyable.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -131,8 +135,11 @@ class EventQueue {
   // A bucket is a list of fixed-size chunks from one pool: memory follows
   // the events pending, not the most a bucket ever held (vectors per bucket
   // kept their capacity: 2^18 of them grew to hundreds of MiB on large pods).
+  // Chunk 0 is never used: index 0 means "none", so that an empty bucket is
+  // all zero bytes and the wheel can live in an anonymous mapping, whose pages cost
+  // nothing until a bucket is used (most runs touch a few of the 2^18).
   static constexpr std::uint32_t kChunkNodes = 7;
-  static constexpr std::uint32_t kNoChunk = UINT32_MAX;
+  static constexpr std::uint32_t kNoChunk = 0;
   struct Chunk {
     std::array<Node, kChunkNodes> nodes;
     std::uint32_t next = kNoChunk;  // the bucket's next chunk, or the free list's
@@ -147,8 +154,9 @@ class EventQueue {
     if (c != kNoChunk) {
       free_chunks_ = chunks_[c].next;
     } else {
+      if (chunks_.empty()) chunks_.emplace_back();  // the unused chunk 0
+      if (chunks_.size() >= UINT32_MAX) throw std::length_error("network event queue: too many pending events");
       c = static_cast<std::uint32_t>(chunks_.size());
-      if (c == kNoChunk) throw std::length_error("network event queue: too many pending events");
       chunks_.emplace_back();
     }
     chunks_[c].next = kNoChunk;
@@ -234,7 +242,19 @@ class EventQueue {
 
   std::vector<Node> near_;  // events of buckets <= current_
   // bucket b at b % kWheelCycles, current_ < b < current_ + kWheelCycles
-  std::vector<Bucket> wheel_ = std::vector<Bucket>(kWheelCycles);
+  // The wheel is an anonymous mapping, not calloc'd: glibc's calloc clears
+  // reused heap memory byte by byte, which touched all 2 MiB on every run.
+  struct UnmapWheel {
+    void operator()(Bucket* wheel) const { (void)munmap(wheel, kWheelCycles * sizeof(Bucket)); }
+  };
+  static_assert(std::is_trivially_copyable_v<Bucket> && std::is_trivially_destructible_v<Bucket>);
+  std::unique_ptr<Bucket[], UnmapWheel> wheel_{[] {
+    // Fresh anonymous pages are zeros: every bucket empty (kNoChunk == 0).
+    void* wheel = mmap(nullptr, kWheelCycles * sizeof(Bucket), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (wheel == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<Bucket*>(wheel);
+  }()};
   std::vector<Chunk> chunks_;
   std::uint32_t free_chunks_ = kNoChunk;
   static constexpr std::uint64_t kWords = kWheelCycles / 64;

@@ -96,7 +96,7 @@ TEST_CASE("core: an MXU pop waits for the result: latency.mxu_matmul after the m
   CHECK(h.core.stats().stall_cycles[static_cast<std::size_t>(StallCause::kFifo)] == latency - 1);
 }
 
-TEST_CASE("core: one multiply per MXU every cycles_per_tile cycles; other MXUs in parallel", "[core][timing][mxu]") {
+TEST_CASE("core: one multiply per MXU every cycles_per_tile cycles, other MXUs in parallel", "[core][timing][mxu]") {
   const std::string push =
       "{ %v0 = vlaneseq }\n{ %1 = vmatpush.xpose.msra.mxu0 %v0 ;; %2 = vmatpush.xpose.msra.mxu1 %v0 }\n";
   Harness same(push + "{ %3 = vmatmul.f32.vlgmr.msra.gmra.mxu0 %v0 }\n{ %4 = vmatmul.f32.gmra.mxu0 %v0 }\n");

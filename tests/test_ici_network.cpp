@@ -388,31 +388,48 @@ TEST_CASE("network: a switched domain stripes a transfer over its switches by th
   CHECK(links[0].name == "chip 0 -> nvswitch 0");
 }
 
-TEST_CASE("network: a one-packet transfer takes the heavier switch; a path dealt no packet is not used",
-          "[ici][network][fabric]") {
+TEST_CASE(
+    "network: a transfer shorter than a packet per path is sprayed over every path by weight, "
+    "a path dealt nothing is not used",
+    "[ici][network][fabric]") {
   const ChipConfig chip = round_switched_chip();
   {
     auto n = switched_network("node:4", chip);
-    // floor shares 0 and 0, remainders 3 and 1: the packet goes by switch 0
-    // (30 B/cycle each way): 33.3 + 100 + 33.3 + 100.
+    // 1000 B < 1000 B x 2 paths: the unit is 1000 / 4 rounded up to 32 B =
+    // 256 B, 4 units dealt 3 : 1. Part 0 (768 B) by switch 0 at 30 B/cycle:
+    // 25.6 + 100 + 25.6 + 100 = 251.2; part 1 (232 B) by switch 1 at 10
+    // B/cycle: 23.2 + 100 + 23.2 + 100 = 246.4. Arrival is the later part's.
     const auto id = n->send(ChipId(2), ChipId(3), 1000, 0.0);
     const Timeline t = run_all(*n);
-    CHECK(t.at(id, Network::EventKind::kArrived) == Approx(266.6667));
+    CHECK(t.at(id, Network::EventKind::kSent) == Approx(25.6));
+    CHECK(t.at(id, Network::EventKind::kArrived) == Approx(251.2));
+    const auto links = n->used_links();
+    REQUIRE(links.size() == 4);
+    CHECK(links[0].name == "chip 2 -> nvswitch 0");
+    CHECK(links[0].bytes == 768);
+  }
+  {
+    auto n = switched_network("node:4", chip);
+    // 32 B: one 32-byte unit, floor shares 0 and 0, remainders 3 and 1: it
+    // goes by switch 0 alone, 32 / 30 + 100 + 32 / 30 + 100.
+    const auto id = n->send(ChipId(2), ChipId(3), 32, 0.0);
+    const Timeline t = run_all(*n);
+    CHECK(t.at(id, Network::EventKind::kArrived) == Approx(200.0 + 64.0 / 30.0));
     REQUIRE(n->used_links().size() == 2);
     CHECK(n->used_links()[0].name == "chip 2 -> nvswitch 0");
   }
   {
     auto n = switched_network("node:4", chip);
-    // 2 packets: floor shares 1 and 0, remainders 2 and 2 (of 4): the tie
-    // goes to the lower switch, so both go by switch 0 and one part remains.
+    // 1500 B: unit 1500 / 4 -> 384 B, 4 units 3 : 1: 1152 B by switch 0
+    // (38.4 cycles on its up link), the last 348 B by switch 1 (34.8).
     const auto id = n->send(ChipId(0), ChipId(1), 1500, 0.0);
     const Timeline t = run_all(*n);
-    CHECK(t.at(id, Network::EventKind::kSent) == Approx(50.0));
-    CHECK(n->used_links().size() == 2);
+    CHECK(t.at(id, Network::EventKind::kSent) == Approx(38.4));
+    CHECK(n->used_links().size() == 4);
   }
 }
 
-TEST_CASE("network: two chips sending to one chip share its down links; one cycle early or on time",
+TEST_CASE("network: two chips sending to one chip share its down links, one cycle early or on time",
           "[ici][network][fabric]") {
   const ChipConfig chip = round_switched_chip("1");
   // One switch, 10 B/cycle. Chip 1's packet reaches the switch at 200 and

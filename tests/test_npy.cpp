@@ -152,6 +152,95 @@ TEST_CASE("npy: write_npy over a longer or shorter file leaves exactly the new f
   std::filesystem::remove(path);
 }
 
+TEST_CASE("npy: map_npy maps a big file's data and gives what read_npy gives", "[npy]") {
+  const std::filesystem::path path = temp_file("tpuemu_test_npy_map");
+  std::vector<float> values(512 * 1024);  // 2 MiB: mapped
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.5F;
+  const NpyArray array = make_npy(NpyDtype::kFloat32, {512, 1024}, values.data());
+  write_npy(path.string(), array);
+  NpyArray mapped = map_npy(path.string());
+  CHECK(mapped.data.mapped());
+  CHECK(mapped == array);
+  CHECK(mapped == read_npy(path.string()));
+  CHECK_FALSE(read_npy(path.string()).data.mapped());
+  // A write changes the array only (copy on write), never the file.
+  mapped.data[0] = 0xFF;
+  CHECK(mapped.as_f32()[0] != 0.0F);
+  CHECK(read_npy(path.string()) == array);
+  // A copy is deep and on the heap; a move keeps the mapping.
+  const NpyArray copy = mapped;
+  CHECK_FALSE(copy.data.mapped());
+  CHECK(copy == mapped);
+  const NpyArray moved = std::move(mapped);
+  CHECK(moved.data.mapped());
+  CHECK(moved == copy);
+  // A size change moves the bytes to the heap first.
+  NpyArray remapped = map_npy(path.string());
+  remapped.data.pop_back();
+  CHECK_FALSE(remapped.data.mapped());
+  CHECK(remapped.data.size() == array.data.size() - 1);
+  CHECK(std::equal(remapped.data.begin(), remapped.data.end(), array.data.begin()));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("npy: map_npy reads what a mapping cannot serve: small, big-endian, unaligned data", "[npy]") {
+  const std::filesystem::path path = temp_file("tpuemu_test_npy_map_small");
+  const std::vector<float> small = {1.0F, 2.0F, 3.0F};
+  const NpyArray small_array = make_npy(NpyDtype::kFloat32, {3}, small.data());
+  write_npy(path.string(), small_array);
+  const NpyArray small_back = map_npy(path.string());
+  CHECK_FALSE(small_back.data.mapped());
+  CHECK(small_back == small_array);
+  // 1 MiB of big-endian uint16: converted on reading, so read.
+  Bytes big_endian;
+  const std::string dict = "{'descr': '>u2', 'fortran_order': False, 'shape': (524288,), }";
+  std::string header = dict;
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  big_endian = {0x93,
+                'N',
+                'U',
+                'M',
+                'P',
+                'Y',
+                1,
+                0,
+                static_cast<std::uint8_t>(header.size() & 0xFF),
+                static_cast<std::uint8_t>(header.size() >> 8)};
+  big_endian.insert(big_endian.end(), header.begin(), header.end());
+  for (std::uint32_t i = 0; i < 524288; ++i) {
+    big_endian.push_back(static_cast<std::uint8_t>((i >> 8) & 0xFF));
+    big_endian.push_back(static_cast<std::uint8_t>(i & 0xFF));
+  }
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(big_endian.data()), static_cast<std::streamsize>(big_endian.size()));
+  }
+  const NpyArray swapped = map_npy(path.string());
+  CHECK_FALSE(swapped.data.mapped());
+  REQUIRE(swapped.as_u16().size() == 524288);
+  CHECK(swapped.as_u16()[1] == 1);
+  CHECK(swapped.as_u16()[300] == 300);
+  CHECK(swapped == read_npy(path.string()));
+  // Data that starts at an offset not a multiple of 64 (a header of another writer): read.
+  Bytes odd = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  const std::string odd_header = "{'descr': '<f4', 'fortran_order': False, 'shape': (262144,), }    \n";  // 68 bytes
+  odd.push_back(static_cast<std::uint8_t>(odd_header.size()));
+  odd.push_back(0);
+  odd.insert(odd.end(), odd_header.begin(), odd_header.end());
+  REQUIRE(odd.size() % 64 != 0);
+  odd.resize(odd.size() + 262144 * 4, 0);
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(odd.data()), static_cast<std::streamsize>(odd.size()));
+  }
+  const NpyArray odd_back = map_npy(path.string());
+  CHECK_FALSE(odd_back.data.mapped());
+  CHECK(odd_back == read_npy(path.string()));
+  CHECK_THROWS_WITH(map_npy("/nonexistent/dir/x.npy"), StartsWith("/nonexistent/dir/x.npy: cannot open file"));
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("npy: headers numpy and other writers produce are accepted", "[npy]") {
   const Bytes four_f32 = byte_ramp(16);
   struct Row {

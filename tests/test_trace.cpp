@@ -124,7 +124,7 @@ TEST_CASE("trace: with --trace-detail every bundle is its own span", "[trace]") 
   CHECK(issue_spans == r.cores.front().bundles);
 }
 
-TEST_CASE("trace: the event limit stops the run; a window keeps only its events", "[trace]") {
+TEST_CASE("trace: the event limit stops the run, a window keeps only its events", "[trace]") {
   chip::Tracer::Options options{1.5e9};
   options.max_events = 50;
   chip::Tracer tracer(options);

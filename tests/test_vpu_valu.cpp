@@ -493,7 +493,7 @@ TEST_CASE("vpu/valu: vweird.f32, vmor, vsel, vlaneseq, vstv") {
   check_all(vstv(0xDEAD'BEEFU), 0xDEAD'BEEFU);
 }
 
-TEST_CASE("vpu/valu: vcmask: 64512 selects lanes 0..7 of every sublane; other immediates are refused") {
+TEST_CASE("vpu/valu: vcmask: 64512 selects lanes 0..7 of every sublane, other immediates are refused") {
   const Vmask mask = vcmask(64512);
   for (std::size_t s = 0; s < kSublanes; ++s) {
     for (std::size_t l = 0; l < kLanes; ++l) CHECK(mask.at(s, l) == (l < 8));
@@ -529,7 +529,7 @@ TEST_CASE("vpu/valu: vrot.slane: sublane s moves to (s + amount) mod 8") {
   check_all(v, f(36.0F));
 }
 
-TEST_CASE("vpu/valu: every op each VALU function accepts has a test case; others throw naming the mnemonic") {
+TEST_CASE("vpu/valu: every op each VALU function accepts has a test case, others throw naming the mnemonic") {
   const Vreg zero;
   std::set<OpId> binary_tested;
   std::set<OpId> compare_tested;

@@ -296,7 +296,7 @@ TEST_CASE("mlp: the book's thresholds on v5p") {
   CHECK(both.threshold == Approx(99).epsilon(0.02));
 }
 
-TEST_CASE("sweep ranges: doubling, steps, factors; refusals name --sweep") {
+TEST_CASE("sweep ranges: doubling, steps, factors, refusals name --sweep") {
   const std::vector<OptionSpec> options{{"batch", "512", ""}, {"strategy", "fsdp", ""}};
   CHECK(parse_sweep("batch=256:2048", options).values == std::vector<std::uint64_t>{256, 512, 1024, 2048});
   CHECK(parse_sweep("batch=256:1000", options).values == std::vector<std::uint64_t>{256, 512});

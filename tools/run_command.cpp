@@ -1,6 +1,7 @@
 #include "tools/run_command.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
@@ -70,18 +71,33 @@ void check_outputs(const po::variables_map& vm, std::uint32_t chips) {
   if (vm.count("report") != 0U) check_writable("--report", vm["report"].as<std::string>());
 }
 
+// Whether `path` names a file that is also one of `written` (by device and
+// inode, so another name of the same file counts): such a file is rewritten
+// by the run, and must be read, not mapped.
+bool is_written(const std::string& path, const std::vector<std::string>& written) {
+  struct stat in {};
+  if (::stat(path.c_str(), &in) != 0) return false;
+  for (const std::string& w : written) {
+    struct stat out {};
+    if (::stat(w.c_str(), &out) == 0 && out.st_dev == in.st_dev && out.st_ino == in.st_ino) return true;
+  }
+  return false;
+}
+
 // The .npy files of --in and --expect, read on the host threads
 // (common/host_pool.hpp) while the options are checked in order: take()
 // returns a file's array, or throws its read error, at the point where the
 // checks read it, so messages and their order are those of reading in turn.
+// A big file is mapped (map_npy), unless it is one of the run's outputs.
 class NpyPrefetch {
  public:
-  explicit NpyPrefetch(const std::vector<std::string>& paths) {
+  NpyPrefetch(const std::vector<std::string>& paths, const std::vector<std::string>& written) : written_(written) {
     if (host_threads() <= 1) return;
     for (const std::string& path : paths) {
       if (reads_.count(path) != 0U) continue;
       auto read = std::make_unique<Read>();
       read->path = path;
+      read->mappable = !is_written(path, written_);
       read->run = &Read::go;
       submit_host_task(*read);
       reads_.emplace(path, std::move(read));
@@ -95,7 +111,7 @@ class NpyPrefetch {
 
   NpyArray take(const std::string& path) {
     const auto it = reads_.find(path);
-    if (it == reads_.end() || it->second->taken) return read_npy(path);
+    if (it == reads_.end() || it->second->taken) return is_written(path, written_) ? read_npy(path) : map_npy(path);
     Read& read = *it->second;
     wait_host_task(read, std::chrono::microseconds::max());
     read.taken = true;
@@ -106,18 +122,20 @@ class NpyPrefetch {
  private:
   struct Read : HostTask {
     std::string path;
+    bool mappable = false;
     NpyArray array;
     std::exception_ptr error;
     bool taken = false;
     static void go(HostTask& task) {
       auto& read = static_cast<Read&>(task);
       try {
-        read.array = read_npy(read.path);
+        read.array = read.mappable ? map_npy(read.path) : read_npy(read.path);
       } catch (...) {
         read.error = std::current_exception();
       }
     }
   };
+  std::vector<std::string> written_;
   std::map<std::string, std::unique_ptr<Read>> reads_;
 };
 
@@ -218,7 +236,11 @@ int run_command(const std::vector<std::string>& args) {
     job.options.quantum_cycles = std::max<std::uint64_t>(1, (*vm)["quantum"].as<std::uint64_t>());
     // A timing-only run reads only the inputs passed by value (the run API
     // asks for no others); the rest are read on the host threads meanwhile.
-    files = std::make_unique<NpyPrefetch>(timing_only || on_pod ? std::vector<std::string>{} : npy_files(*vm));
+    std::vector<std::string> written;
+    for (const auto& [index, pattern] : bindings_of(*vm, "out")) {
+      for (std::uint32_t c = 0; c < chips; ++c) written.push_back(per_chip_path(pattern, c));
+    }
+    files = std::make_unique<NpyPrefetch>(timing_only || on_pod ? std::vector<std::string>{} : npy_files(*vm), written);
     for (const auto& binding : bindings_of(*vm, "in")) {
       const std::uint32_t index = binding.first;
       const std::string path = binding.second;  // a variable, not a structured binding: clang 14 cannot capture those
