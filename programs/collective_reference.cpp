@@ -127,17 +127,22 @@ std::vector<std::vector<float>> reduce_stream(const CollectivePlan& plan, const 
     const std::size_t b = order[t];
     const std::int64_t l = topology.length(b);
     const auto stride = static_cast<std::int64_t>(plan.rank_stride[b]);
+    const bool folded = folded_ring_axis(topology, b);
+    const auto len = static_cast<std::uint32_t>(l);
     std::vector<std::vector<float>> next(n * n);
     for (std::uint64_t x = 0; x < n; ++x) {
-      const std::int64_t j = digit(plan, topology, x, b);
+      const std::int64_t own_digit = digit(plan, topology, x, b);
+      // x's ring position; y(i) is the chip i positions on in direction s.
+      const std::int64_t j = ring_position(static_cast<std::uint32_t>(own_digit), len, folded);
       for (std::uint64_t r = 0; r < n; ++r) {
         bool mine = true;
         for (std::size_t i = 0; i <= t; ++i)
           mine = mine && digit(plan, topology, r, order[i]) == digit(plan, topology, x, order[i]);
         if (!mine) continue;
         auto y = [&](std::int64_t i) {
-          const std::int64_t c = ((j + s * i) % l + l) % l;
-          return static_cast<std::uint64_t>(static_cast<std::int64_t>(x) + (c - j) * stride);
+          const auto at = static_cast<std::uint32_t>(((j + s * i) % l + l) % l);
+          const std::int64_t c = ring_coordinate(at, len, folded);
+          return static_cast<std::uint64_t>(static_cast<std::int64_t>(x) + (c - own_digit) * stride);
         };
         if (!plan.half_rings) {
           std::vector<float> acc = partial[y(1) * n + r];

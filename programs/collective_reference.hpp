@@ -8,8 +8,10 @@
 // element of its units (unit (r, p, d) at CollectivePlan::unit_offset): with O_p = (b_0, ..., b_{m-1}) and
 // partial_{-1}(x, r) = chip x's input element in chunk r,
 //   partial_t(x, r) for the chunks r whose digits on b_0..b_t equal x's:
-//     let L = length of b_t, j = x's coordinate on b_t, y_i = x with its b_t
-//     coordinate replaced by (j + s*i) mod L;
+//     let L = length of b_t, j = x's ring position on b_t (its coordinate,
+//     but on a folded axis ring_position: programs/collectives.hpp), y_i = x
+//     with its b_t coordinate replaced by the one at ring position
+//     (j + s*i) mod L (ring_coordinate);
 //     acc = partial_{t-1}(y_1, r); acc = add(acc, partial_{t-1}(y_i, r)) for
 //     i = 2, ..., L (y_L = x itself);
 // and chip x's result for chunk rank(x) is partial_{m-1}(x, rank(x)).

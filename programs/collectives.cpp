@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cctype>
 #include <cmath>
@@ -179,6 +180,90 @@ RingHops ring_hops(std::uint32_t length, bool reduce) {
   if (length < 2) return {};
   if (!reduce || length % 2 == 0) return {length / 2, (length - 1) / 2};
   return {(length + 1) / 2, (length - 3) / 2};
+}
+
+bool folded_ring_axis(const ici::Topology& topology, std::size_t axis) {
+  return !topology.switched() && !topology.wraps(axis) && topology.length(axis) >= 4;
+}
+
+std::uint32_t ring_coordinate(std::uint32_t position, std::uint32_t length, bool folded) {
+  if (!folded) return position;
+  const std::uint32_t evens = (length + 1) / 2;
+  return position < evens ? 2 * position : 2 * (length - 1 - position) + 1;
+}
+
+std::uint32_t ring_position(std::uint32_t coordinate, std::uint32_t length, bool folded) {
+  if (!folded) return coordinate;
+  return coordinate % 2 == 0 ? coordinate / 2 : length - 1 - coordinate / 2;
+}
+
+std::vector<ScalarOp> folded_ring_neighbour(const std::string& coord, const std::string& chip, const std::string& dst,
+                                            std::uint32_t length, std::uint32_t steps, std::uint64_t stride,
+                                            const std::string& t0, const std::string& t1, const std::string& p) {
+  const auto l = static_cast<std::int64_t>(length);
+  auto op = [](std::string text, std::vector<std::string> reads, std::vector<std::string> writes) {
+    return ScalarOp{std::move(text), std::move(reads), std::move(writes)};
+  };
+  return {
+      // t0 = ring_position(c): c / 2 for even c, l - 1 - c / 2 for odd.
+      op(fmt::format("%{} = sshrl.u32 %{}, 1", t0, coord), {coord}, {t0}),
+      op(fmt::format("%{} = sand.u32 %{}, 1", t1, coord), {coord}, {t1}),
+      op(fmt::format("%{} = scmp.eq.s32.totalorder %{}, 1", p, t1), {t1}, {p}),
+      op(fmt::format("%{} = ssub.s32 {}, %{}", t1, llo_imm(l - 1), t0), {t0}, {t1}),
+      op(fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/%{}, /*on_false=*/%{}", t0, p, t1, t0),
+         {p, t1, t0}, {t0}),
+      // t0 = (t0 + steps) mod l.
+      op(fmt::format("%{} = sadd.s32 %{}, {}", t0, t0, steps), {t0}, {t0}),
+      op(fmt::format("%{} = sadd.s32 %{}, {}", t1, t0, llo_imm(-l)), {t0}, {t1}),
+      op(fmt::format("%{} = scmp.ge.s32.totalorder %{}, {}", p, t0, l), {t0}, {p}),
+      op(fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/%{}, /*on_false=*/%{}", t0, p, t1, t0),
+         {p, t1, t0}, {t0}),
+      // t0 = ring_coordinate(t0): 2 t0 for the first ceil(l/2) positions, else 2 (l - 1 - t0) + 1.
+      op(fmt::format("%{} = scmp.lt.s32.totalorder %{}, {}", p, t0, (l + 1) / 2), {t0}, {p}),
+      op(fmt::format("%{} = sshll.u32 %{}, 1", t0, t0), {t0}, {t0}),
+      op(fmt::format("%{} = ssub.s32 {}, %{}", t1, llo_imm(2 * l - 1), t0), {t0}, {t1}),
+      op(fmt::format("%{} = scalar_select /*predicate=*/%{}, /*on_true=*/%{}, /*on_false=*/%{}", t0, p, t0, t1),
+         {p, t0, t1}, {t0}),
+      // dst = chip + (t0 - c) x stride.
+      op(fmt::format("%{} = ssub.s32 %{}, %{}", t0, t0, coord), {t0, coord}, {t0}),
+      op(fmt::format("%{} = smul.u32 %{}, {}", t0, t0, llo_imm(static_cast<std::int64_t>(stride))), {t0}, {t0}),
+      op(fmt::format("%{} = sadd.s32 %{}, %{}", dst, chip, t0), {chip, t0}, {dst}),
+  };
+}
+
+RingLinkLoads ring_link_loads(std::uint32_t length, bool wraps, bool folded) {
+  RingLinkLoads out;
+  out.plus.assign(length, 0);
+  out.minus.assign(length, 0);
+  if (length < 2) return out;
+  for (std::uint32_t p = 0; p < length; ++p) {
+    const std::uint32_t a = ring_coordinate(p, length, folded);
+    const std::uint32_t b = ring_coordinate((p + 1) % length, length, folded);
+    std::uint32_t links = 0;
+    if (wraps) {
+      // The short way round (ties +); on the ring orders used here always one link.
+      const std::uint32_t up = (b + length - a) % length;
+      if (up <= length - up) {
+        for (std::uint32_t i = 0; i < up; ++i) ++out.plus[(a + i) % length];
+        links = up;
+      } else {
+        for (std::uint32_t i = 0; i < length - up; ++i) ++out.minus[(a + length - 1 - i) % length];
+        links = length - up;
+      }
+    } else if (a < b) {
+      for (std::uint32_t i = a; i < b; ++i) ++out.plus[i];
+      links = b - a;
+    } else {
+      for (std::uint32_t i = b; i < a; ++i) ++out.minus[i];
+      links = a - b;
+    }
+    out.longest_hop = std::max(out.longest_hop, links);
+  }
+  for (std::uint32_t i = 0; i < length; ++i) {
+    out.one_way = std::max({out.one_way, out.plus[i], out.minus[i]});
+    out.both_ways = std::max(out.both_ways, out.plus[i] + out.minus[i]);
+  }
+  return out;
 }
 
 std::uint64_t CollectivePlan::rank(const ici::Coords& coords) const {
@@ -458,9 +543,109 @@ CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::T
   return p;
 }
 
+namespace {
+
+// An axis without wraparound of 3 chips or more, where the book's ring terms
+// (a wrapped axis) do not hold.
+bool unwrapped_ring_axis(const ici::Topology& topology, std::size_t axis) {
+  return !topology.wraps(axis) && topology.length(axis) >= 3;
+}
+
+// The ring family over axes of which some lack wraparound (collectives.hpp,
+// the comment on CollectivePrediction): what the links carry, round by round as the generator
+// runs its streams (stream_shapes; a reduce phase of h hops takes h + 1
+// rounds, the last only adding, a gather phase h; half rings pad each phase
+// to its longest stream). In a round every stream that sends moves its chunk
+// over each hop of its ring at once, crossing the links of its axis as
+// ring_link_loads says (a stream going - crosses them the other way); the
+// round lasts as long as the busiest direction of a link takes at the one-way
+// payload rate, W_oneway. Latency: T_min per link of the longest hop sent in
+// a round, per round that sends.
+CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                             const ici::Topology& topology, const ChipConfig& chip) {
+  CollectivePrediction p;
+  const double w_one = chip.link_payload_rate();
+  std::vector<RingLinkLoads> loads(ici::kMaxAxes);
+  for (std::size_t a : plan.axes) {
+    loads[a] = ring_link_loads(topology.length(a), topology.wraps(a), folded_ring_axis(topology, a));
+  }
+  // Per stream, per round: the phase whose step it sends (-1: none).
+  const std::vector<StreamShape> streams = stream_shapes(plan, topology);
+  const std::size_t phase_count = streams.front().phases.size();
+  auto rounds_of = [](const StreamShape& st, std::size_t t) {
+    return st.hops[t] == 0 ? 0U : st.hops[t] + (st.phases[t].reduce ? 1U : 0U);
+  };
+  std::vector<std::uint32_t> padded(phase_count, 0);
+  for (const StreamShape& st : streams) {
+    for (std::size_t t = 0; t < phase_count; ++t) padded[t] = std::max(padded[t], rounds_of(st, t));
+  }
+  std::vector<std::vector<int>> sends(streams.size());
+  for (std::size_t k = 0; k < streams.size(); ++k) {
+    const StreamShape& st = streams[k];
+    for (std::size_t t = 0; t < phase_count; ++t) {
+      const std::uint32_t own = rounds_of(st, t);
+      for (std::uint32_t step = 0; step < (plan.half_rings ? padded[t] : own); ++step) {
+        sends[k].push_back(step < st.hops[t] ? static_cast<int>(t) : -1);
+      }
+    }
+  }
+  std::size_t rounds = 0;
+  for (const auto& s : sends) rounds = std::max(rounds, s.size());
+  std::uint64_t links = 0;
+  for (std::size_t u = 0; u < rounds; ++u) {
+    // Bytes per link direction: [axis][link][0 +, 1 -].
+    std::vector<std::vector<std::array<double, 2>>> bytes(ici::kMaxAxes);
+    std::uint32_t longest = 0;
+    for (std::size_t k = 0; k < streams.size(); ++k) {
+      if (u >= sends[k].size() || sends[k][u] < 0) continue;
+      const Phase& ph = streams[k].phases[static_cast<std::size_t>(sends[k][u])];
+      const RingLinkLoads& l = loads[ph.axis];
+      const double chunk = static_cast<double>(ph.units * plan.unit_bytes);
+      auto& b = bytes[ph.axis];
+      b.resize(l.plus.size(), {0, 0});
+      const std::size_t fwd = streams[k].dir;  // a stream going - crosses a + hop's links the other way
+      for (std::size_t i = 0; i < l.plus.size(); ++i) {
+        b[i][fwd] += chunk * l.plus[i];
+        b[i][1 - fwd] += chunk * l.minus[i];
+      }
+      longest = std::max(longest, l.longest_hop);
+    }
+    double busiest = 0;
+    for (const auto& axis : bytes) {
+      for (const auto& link : axis) busiest = std::max({busiest, link[0], link[1]});
+    }
+    p.bandwidth_seconds += busiest / w_one;
+    links += longest;
+  }
+  std::string lengths;
+  std::string unwrapped;
+  for (std::size_t a : plan.axes) {
+    const std::uint32_t l = topology.length(a);
+    lengths += fmt::format("{}{} = {}{}", lengths.empty() ? "" : ", ", ici::axis_name(a), l,
+                           topology.wraps(a) ? " wrapped" : "");
+    if (unwrapped_ring_axis(topology, a)) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
+  }
+  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links);
+  p.seconds = p.bandwidth_seconds + p.latency_seconds;
+  p.formula = fmt::format(
+      "{} {}: link loads, sum over rounds of the busiest link direction's bytes / W_oneway + T_min x sum over "
+      "rounds of the longest hop's links; {} without wraparound: rings folded (hops of up to 2 links, a ring going "
+      "one way crosses each link direction once, rings going both ways twice); V = {} B, N = {}, W_oneway = {:g} "
+      "B/s (payload), T_min = {:g} s, {}",
+      spec.op, spec.algorithm, unwrapped, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s, lengths);
+  return p;
+}
+
+}  // namespace
+
 CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                          const ici::Topology& topology, const ChipConfig& chip) {
   if (topology.switched()) return predict_switched(spec, plan, topology, chip);
+  if (plan.op != Op::kAllToAll) {
+    for (std::size_t a : plan.axes) {
+      if (unwrapped_ring_axis(topology, a)) return predict_unwrapped_rings(spec, plan, topology, chip);
+    }
+  }
   CollectivePrediction p;
   const auto v = static_cast<double>(plan.bytes);
   // The payload rate: ici.link_bandwidth x ici.payload_efficiency.
@@ -686,8 +871,10 @@ class CollectiveGen : CollectiveEmitter {
   // always dividing the unit. All-gather pieces are at least 4 KiB. A
   // reduction piece waits for its HBM -> VMEM loads before it is added and
   // sent, so its pieces must be long enough on the link to cover that:
-  // P / B >= 1.5 (HBM latency + 0.1 us per stream) + 2 S P / HBM bandwidth
-  // (S streams loading two operands each per piece). Reduction buffers
+  // share P / B >= 1.5 (HBM latency + 0.1 us per stream) + 2 S P / HBM
+  // bandwidth (S streams loading two operands each per piece; share 1, but
+  // with an axis without wraparound of 3 chips or more the streams of a part,
+  // which all cross each of its link directions). Reduction buffers
   // (2 x 2 per stream) take at most half of VMEM.
   void choose_piece() {
     const std::uint64_t u = plan_.unit_bytes;
@@ -710,7 +897,14 @@ class CollectiveGen : CollectiveEmitter {
     } else {
       std::uint64_t least = 4096;
       if (plan_.reduces()) {
-        const double per_byte = 1 / chip_.ici.link_bandwidth - 2 * streams / chip_.hbm.bandwidth;
+        // On an axis without wraparound every stream of a part crosses every
+        // link direction (rings going both ways are folded over the same
+        // links), so a piece there takes `share` times as long on its link.
+        double share = 1;
+        for (std::size_t a : plan_.axes) {
+          if (!topo_.wraps(a) && topo_.length(a) >= 3) share = streams / static_cast<double>(plan_.parts);
+        }
+        const double per_byte = share / chip_.ici.link_bandwidth - 2 * streams / chip_.hbm.bandwidth;
         const double cover = 1.5 * (chip_.hbm.latency_s + 1e-7 * streams);
         least = per_byte <= 0
                     ? kMax
@@ -1144,13 +1338,34 @@ class CollectiveGen : CollectiveEmitter {
     const Stream& st = streams_[k];
     const Phase& ph = st.phases[j.phase];
     const std::int64_t l = ph.length;
-    const std::string c = coord(ph.axis);
+    const std::string coordinate = coord(ph.axis);
+    // c: this chip's ring position on the axis (its coordinate unless the
+    // ring is folded: ring_position, into s20).
+    const bool folded = folded_ring_axis(topo_, ph.axis);
+    std::string c = coordinate;
+    if (folded) {
+      emit(S::kSalu, fmt::format("%s20 = sshrl.u32 %{}, 1", coordinate));
+      emit(S::kSalu, fmt::format("%s21 = sand.u32 %{}, 1", coordinate));
+      emit(S::kSalu, "%p3 = scmp.eq.s32.totalorder %s21, 1");
+      emit(S::kSalu, fmt::format("%s21 = ssub.s32 {}, %s20", imm(l - 1)));
+      sel("s20", "p3", "%s21", "%s20");
+      c = "s20";
+    }
     if (j.step == 0) {
-      // Successor along the axis in this stream's direction (the ring closes over the ends).
       const auto t = static_cast<std::int64_t>(topo_stride(ph.axis));
-      emit(S::kSalu, fmt::format("%p3 = scmp.eq.s32.totalorder %{}, {}", c, sign(st) > 0 ? l - 1 : 0));
-      sel("s17", "p3", imm(sign(st) > 0 ? -(l - 1) * t : (l - 1) * t), imm(sign(st) > 0 ? t : -t));
-      emit(S::kSalu, fmt::format("%{} = sadd.s32 %s6, %s17", succ(k)));
+      if (folded) {
+        // The chip at the next ring position in this stream's direction.
+        position_plus("s22", c, sign(st) > 0 ? 1 : l - 1, l);
+        folded_coordinate("s22", "s22", l);
+        emit(S::kSalu, fmt::format("%s22 = ssub.s32 %s22, %{}", coordinate));
+        emit(S::kSalu, fmt::format("%s22 = smul.u32 %s22, {}", imm(t)));
+        emit(S::kSalu, fmt::format("%{} = sadd.s32 %s6, %s22", succ(k)));
+      } else {
+        // Successor along the axis in this stream's direction (the ring closes over the ends).
+        emit(S::kSalu, fmt::format("%p3 = scmp.eq.s32.totalorder %{}, {}", c, sign(st) > 0 ? l - 1 : 0));
+        sel("s17", "p3", imm(sign(st) > 0 ? -(l - 1) * t : (l - 1) * t), imm(sign(st) > 0 ? t : -t));
+        emit(S::kSalu, fmt::format("%{} = sadd.s32 %s6, %s17", succ(k)));
+      }
     }
     if (from_input(j, st)) {
       emit(S::kSalu, fmt::format("%{} = sadd.s32 %s10, {}", ptr(k), unit_offset(st)));
@@ -1173,10 +1388,12 @@ class CollectiveGen : CollectiveEmitter {
     const std::int64_t add = ph.reduce ? ((sign(st) * (h - j.step)) % l + l) % l : ((-sign(st) * j.step) % l + l) % l;
     std::string jr = c;
     if (add != 0) {
-      add_imm("s17", c, add);
-      add_imm("s18", "s17", -l);
-      emit(S::kSalu, fmt::format("%p3 = scmp.ge.s32.totalorder %s17, {}", l));
-      sel("s17", "p3", "%s18", "%s17");
+      position_plus("s17", c, add, l);
+      jr = "s17";
+    }
+    if (folded) {
+      // The chunk's digit: the coordinate at ring position jr.
+      folded_coordinate("s17", jr, l);
       jr = "s17";
     }
     const std::string p = ptr(k);
@@ -1197,6 +1414,22 @@ class CollectiveGen : CollectiveEmitter {
     }
     if (chunk_offset(st, j) != 0) add_imm(p, p, static_cast<std::int64_t>(chunk_offset(st, j)));
     if (ph.varying.size() == 2 && !halves(st, j)) emit(S::kSalu, fmt::format("%{} = smov 0", digit(k)));
+  }
+
+  // dst = (src + add) mod l, for 0 <= src, add < l (clobbers s18 and p3).
+  void position_plus(const std::string& dst, const std::string& src, std::int64_t add, std::int64_t l) {
+    add_imm(dst, src, add);
+    add_imm("s18", dst, -l);
+    emit(S::kSalu, fmt::format("%p3 = scmp.ge.s32.totalorder %{}, {}", dst, l));
+    sel(dst, "p3", "%s18", "%" + dst);
+  }
+  // dst = ring_coordinate(src, l, folded): 2 src for the first ceil(l/2)
+  // positions, else 2 (l - 1 - src) + 1 (clobbers s18, s19 and p3).
+  void folded_coordinate(const std::string& dst, const std::string& src, std::int64_t l) {
+    emit(S::kSalu, fmt::format("%p3 = scmp.lt.s32.totalorder %{}, {}", src, (l + 1) / 2));
+    emit(S::kSalu, fmt::format("%s18 = sshll.u32 %{}, 1", src));
+    emit(S::kSalu, fmt::format("%s19 = ssub.s32 {}, %s18", imm(2 * l - 1)));
+    sel(dst, "p3", "%s18", "%s19");
   }
 
   // Moves stream k's rank-addressed pointer to its next piece: +1 piece within

@@ -47,14 +47,22 @@
 // through O_p reversed. The streams run in lockstep rounds, round i being the
 // i-th ring step of every stream, their pieces interleaved in one loop (with
 // axes of unequal length a stream whose step has fewer pieces sits out the
-// rest of the loop). On an axis without wraparound the ring's last hop is
-// routed back over the whole axis (the book's "about twice as long").
+// rest of the loop). Ring positions, not coordinates, are what the ring
+// steps below count: on an axis without wraparound of 4 or more chips the
+// ring is folded (ring_coordinate: 0, 2, 4, ..., 5, 3, 1), so no hop spans
+// more than 2 links, instead of closing with a hop back over the whole axis;
+// both directions of every link then carry each ring direction once, so
+// rings going both ways (bidir-ring, multi-axis) share them: such an axis
+// moves half the bytes per second of a wrapped one, the book's "about twice
+// as long", but no longer waits on hops of L-1 links.
 // all-to-all is the same program for every algorithm: a direct remote DMA of
 // every block to its destination, in the order of destination rank r+1, r+2,
 // ... (mod N), the routes doing the rest.
 //
-// Ring steps on an axis of L chips, chip coordinate c, direction sign s_d
-// (+1, -1), chunks indexed by the digit on that axis:
+// Ring steps on an axis of L chips, chip ring position c (its coordinate
+// unless the axis is folded), direction sign s_d (+1, -1), chunks indexed by
+// ring position (chunk j is the one of the rank whose digit on the axis is
+// ring_coordinate(j)):
 //   reduce-scatter step k = 0..L-2: send the partial sum of chunk c - s_d*(k+1);
 //     the chunk received at step k is added to the local one and sent on at
 //     step k+1; after step L-2 chunk c is complete (summation order:
@@ -164,6 +172,52 @@ struct RingHops {
 };
 RingHops ring_hops(std::uint32_t length, bool reduce);
 
+// Ring order on one axis of L chips (the ring family's rings, and their host
+// reference). An axis without wraparound of at least 4 chips is folded: ring
+// positions 0, 1, 2, ... are the coordinates 0, 2, 4, ..., then the odd ones
+// descending, ..., 5, 3, 1 (L = 8: 0 2 4 6 7 5 3 1), so every hop spans at
+// most 2 links and a ring going one way crosses each direction of each link
+// exactly once (ring_link_loads). Elsewhere position p is coordinate p: a
+// wrapping axis closes through its wraparound link, an axis of 2 over its one
+// link, an unwrapped axis of 3 over 2 links (the fold would only reverse it).
+[[nodiscard]] bool folded_ring_axis(const ici::Topology& topology, std::size_t axis);
+// The coordinate at ring position `position` (< length), and its inverse.
+[[nodiscard]] std::uint32_t ring_coordinate(std::uint32_t position, std::uint32_t length, bool folded);
+[[nodiscard]] std::uint32_t ring_position(std::uint32_t coordinate, std::uint32_t length, bool folded);
+
+// Scalar LLO computing, on a folded axis of `length` chips, the chip `steps`
+// ring positions on from this one (steps in 1 .. length-1; length-1 is the
+// one before): `dst` = `chip` + (ring_coordinate((ring_position(c) + steps)
+// mod length) - c) x `stride`, c the chip's coordinate in register `coord`.
+// Registers without their %; the ops clobber `t0`, `t1` and predicate `p`
+// and are one scalar op each, in order.
+struct ScalarOp {
+  std::string text;
+  std::vector<std::string> reads, writes;
+};
+[[nodiscard]] std::vector<ScalarOp> folded_ring_neighbour(const std::string& coord, const std::string& chip,
+                                                          const std::string& dst, std::uint32_t length,
+                                                          std::uint32_t steps, std::uint64_t stride,
+                                                          const std::string& t0, const std::string& t1,
+                                                          const std::string& p);
+
+// What the ring over one axis of L chips asks of its links, each hop routed
+// the short way along the axis (an unwrapped axis has one route; a wrapping
+// one's hops are single links). plus[i] / minus[i]: the hops of a ring going
+// one way (position p to p + 1) that cross link i (between coordinates i and
+// i + 1; i = L - 1 the wraparound link) in direction + / -. A ring going the
+// other way crosses the same links the other way, so rings going both ways
+// at once (bidir-ring, multi-axis) put plus[i] + minus[i] hops on each
+// direction of link i.
+struct RingLinkLoads {
+  std::vector<std::uint32_t> plus;
+  std::vector<std::uint32_t> minus;
+  std::uint32_t longest_hop = 0;  // links
+  std::uint32_t one_way = 0;      // max over links and directions, one ring
+  std::uint32_t both_ways = 0;    // max over links of plus[i] + minus[i]
+};
+[[nodiscard]] RingLinkLoads ring_link_loads(std::uint32_t length, bool wraps, bool folded);
+
 // Throws std::invalid_argument as collective_shapes does.
 CollectivePlan plan_collective(const CollectiveSpec& spec, const ici::Topology& topology);
 
@@ -234,9 +288,14 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip);
 //   multi-axis  the bidir-ring terms divided by K
 //   all-to-all  V * max(L_i) / (4 * N * W) (1-D: V / (4W))
 // Latency: T_min = chip.ici.hop_latency per hop; floor(L_i/2) hops per axis
-// (ring: L_i - 1), summed over the axes, twice for all-reduce. An axis without
-// wraparound is predicted as if it wrapped (the book: about twice as long);
-// `formula` says so.
+// (ring: L_i - 1), summed over the axes, twice for all-reduce. With an axis
+// without wraparound of 3 chips or more, the ring family is predicted from
+// what its links carry instead: round by round as the generator runs its
+// streams, the busiest link direction's bytes at the one-way payload rate,
+// plus T_min per link of the round's longest hop (2 on a folded ring; the
+// one-way ring keeps the wrapped ring's bandwidth term, bidir-ring's halves);
+// `formula` says so. All-to-all on such an axis is predicted as if it
+// wrapped (the book: about twice as long), and `formula` says that.
 struct CollectivePrediction {
   double seconds = 0;
   double bandwidth_seconds = 0;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/types.hpp"
+#include "programs/collectives.hpp"
 #include "programs/llo_writer.hpp"
 
 namespace tpuemu::programs {
@@ -45,6 +46,7 @@ struct ChunkRing {
   std::uint64_t chunks = 1;
   char axis = 'y';
   std::uint64_t length = 1, stride = 1;
+  bool folded = false;  // the axis's ring is folded (programs::folded_ring_axis)
 };
 
 // Matmul generator state: the fixed register plan and VMEM layout of one program.
@@ -207,10 +209,19 @@ class MatmulGen {
                            cr_.length));
     w_.op(S::kSalu, fmt::format("%s62 = sid.{}", cr_.axis), {}, {"s62"});
     w_.op(S::kSalu, "%s63 = sid.chip", {}, {"s63"});
-    w_.op(S::kSalu, "%p6 = scmp.eq.s32.totalorder %s62, 0", {"s62"}, {"p6"});
-    w_.op(S::kSalu, fmt::format("%s60 = sadd.s32 %s63, {}", (cr_.length - 1) * cr_.stride), {"s63"}, {"s60"});
-    w_.op(S::kSalu, fmt::format("%s59 = ssub.s32 %s63, {}", cr_.stride), {"s63"}, {"s59"});
-    w_.op(S::kSalu, "%s59 = scalar_select %p6, %s60, %s59", {"p6", "s60", "s59"}, {"s59"});
+    if (cr_.folded) {
+      // One ring position back on the folded ring (length - 1 on).
+      for (const ScalarOp& op :
+           folded_ring_neighbour("s62", "s63", "s59", static_cast<std::uint32_t>(cr_.length),
+                                 static_cast<std::uint32_t>(cr_.length - 1), cr_.stride, "s60", "s61", "p6")) {
+        w_.op(S::kSalu, op.text, op.reads, op.writes);
+      }
+    } else {
+      w_.op(S::kSalu, "%p6 = scmp.eq.s32.totalorder %s62, 0", {"s62"}, {"p6"});
+      w_.op(S::kSalu, fmt::format("%s60 = sadd.s32 %s63, {}", (cr_.length - 1) * cr_.stride), {"s63"}, {"s60"});
+      w_.op(S::kSalu, fmt::format("%s59 = ssub.s32 %s63, {}", cr_.stride), {"s63"}, {"s59"});
+      w_.op(S::kSalu, "%s59 = scalar_select %p6, %s60, %s59", {"p6", "s60", "s59"}, {"s59"});
+    }
     w_.op(S::kSalu, "%s60 = sid.core", {}, {"s60"});
     w_.op(S::kSalu, "%s61 = sshll.u32 %s0, 4", {"s0"}, {"s61"});
     w_.op(S::kSalu, fmt::format("%s62 = sadd.s32 %s61, {}", n), {"s61"}, {"s62"});
@@ -1372,7 +1383,9 @@ std::string generate_collective_matmul(const CollectiveMatmulSpec& spec, const i
   std::uint64_t stride = 1;  // linear ids: x + X*(y + Y*z)
   for (std::size_t a = 0; a < spec.axis; ++a) stride *= topology.length(a);
   const MatmulSpec matmul{spec.m, spec.k_chunk * spec.chunks, spec.n, "bf16", true};
-  MatmulGen gen(matmul, chip, ChunkRing{spec.chunks, ici::axis_name(spec.axis), length, stride});
+  MatmulGen gen(
+      matmul, chip,
+      ChunkRing{spec.chunks, ici::axis_name(spec.axis), length, stride, folded_ring_axis(topology, spec.axis)});
   return gen.run();
 }
 

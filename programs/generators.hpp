@@ -85,8 +85,10 @@ struct MatmulSpec {
 // chip: C[M,N] (f32) = sum over the chunks t = 0 .. T-1 of A_t[M,KC] @
 // B[t KC .. (t+1) KC, N], bf16, where A_t is the A chunk in hand at step t:
 // chunk 0 is the chip's own, chunk t+1 is the chunk the chip one step up
-// `axis` (c + 1 mod L) held at step t. The chip sends each chunk it holds
-// (t < T-1) to the chip one step down (c - 1 mod L) with one remote DMA,
+// `axis` (c + 1 mod L; on a folded axis the next ring position,
+// programs::folded_ring_axis) held at step t. The chip sends each chunk it
+// holds (t < T-1) to the chip one step down (c - 1 mod L, or the previous
+// ring position) with one remote DMA,
 // issued as soon as the chunk is in hand, while it multiplies.
 // Operands: 0 = A, bf16 [M, T KC] in HBM as T column blocks [M, KC] one after
 // another (MatmulSpec::a_column_blocks' layout), block 0 the chip's own chunk
@@ -137,7 +139,8 @@ std::string generate_collective_matmul(const CollectiveMatmulSpec& spec, const i
 // programs so that other steps of a chain can run while it travels:
 //   send: core 0 of the chip at coordinate c on `axis` issues one remote DMA
 //         of operand 0 (its HBM bytes) to operand 1 of core 0 of the chip at
-//         (c - 1) mod L and ends without waiting;
+//         (c - 1) mod L (on a folded axis, programs::folded_ring_axis, the
+//         chip at the previous ring position) and ends without waiting;
 //   wait: core 0 waits until its own send has left and the neighbour's has
 //         arrived, and sets both flags back to 0.
 // Both use the two sync flags at the top of the chip's flag space

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "programs/collectives.hpp"
 #include "programs/generators.hpp"
 
 namespace tpuemu::programs {
@@ -43,9 +44,10 @@ std::string generate_ring_shift_send(const RingShiftSpec& spec, const ici::Topol
   const std::string shape = fmt::format("bf16[{},{}]", spec.rows, spec.cols);
   std::string t;
   t += fmt::format(
-      "// Ring shift, send: core 0 sends operand 0 ({} B) to operand 1 of the chip one step down axis {} (c - 1 mod "
+      "// Ring shift, send: core 0 sends operand 0 ({} B) to operand 1 of the chip one step down axis {} ({} "
       "{}), then ends; the wait program completes it.\n",
-      n * kShiftGranule, ici::axis_name(spec.axis), length);
+      n * kShiftGranule, ici::axis_name(spec.axis),
+      folded_ring_axis(topology, spec.axis) ? "the previous position of the folded ring of" : "c - 1 mod", length);
   t += flag_allocation(chip) + "\n\n";
   t += fmt::format(
       "{{ %s0 = inlined_call_operand.hbm [shape: {}, index: 0, kind: input, shape index: {{}}] ;; %s1 = "
@@ -53,9 +55,19 @@ std::string generate_ring_shift_send(const RingShiftSpec& spec, const ici::Topol
       shape, shape);
   t += fmt::format("{{ %s2 = sid.{} ;; %s3 = sid.chip }}\n", ici::axis_name(spec.axis));
   t += "{ %s4 = sid.core ;; %p0 = scmp.eq.s32.totalorder %s2, 0 }\n";
-  t += fmt::format("{{ %p1 = scmp.eq.s32.totalorder %s4, 0 ;; %s5 = sadd.s32 %s3, {} }}\n", (length - 1) * stride);
-  t += fmt::format("{{ %s6 = ssub.s32 %s3, {} ;; %s8 = sshll.u32 %s0, 4 }}\n", stride);
-  t += "{ %s7 = scalar_select %p0, %s5, %s6 ;; %s9 = sshll.u32 %s1, 4 }\n";
+  if (folded_ring_axis(topology, spec.axis)) {
+    // The chip one ring position back on the folded ring (length - 1 on).
+    t += "{ %p1 = scmp.eq.s32.totalorder %s4, 0 ;; %s8 = sshll.u32 %s0, 4 }\n";
+    t += "{ %s9 = sshll.u32 %s1, 4 }\n";
+    for (const ScalarOp& op : folded_ring_neighbour("s2", "s3", "s7", static_cast<std::uint32_t>(length),
+                                                    static_cast<std::uint32_t>(length - 1), stride, "s5", "s6", "p2")) {
+      t += "{ " + op.text + " }\n";
+    }
+  } else {
+    t += fmt::format("{{ %p1 = scmp.eq.s32.totalorder %s4, 0 ;; %s5 = sadd.s32 %s3, {} }}\n", (length - 1) * stride);
+    t += fmt::format("{{ %s6 = ssub.s32 %s3, {} ;; %s8 = sshll.u32 %s0, 4 }}\n", stride);
+    t += "{ %s7 = scalar_select %p0, %s5, %s6 ;; %s9 = sshll.u32 %s1, 4 }\n";
+  }
   t += fmt::format(
       "{{ %10 = dma.remote.hbm_to_hbm [thread:$0] (%p1) /*src=*/%s8, /*size_in_granules=*/{}, /*chip=*/%s7, "
       "/*core=*/%s4, /*dst=*/%s9, /*src_syncflagno=*/[#allocation0], /*dst_syncflagno=*/[#allocation0 + $0x1] }}\n",

@@ -516,23 +516,36 @@ TEST_CASE("collectives: reference rounds at every ring step in ring order", "[co
   // (x_{j-1} + x_j): one pair holds big + 1 (rounds to big), the other 2, so
   // every half is big + 2 (in ring order chunk 0 would be big + 4, in rank
   // order big).
-  const ici::Topology t = topo("v5e", "4");
+  // On a ring of 4 with wraparound (v5e's 4 has none: --wrap x).
+  const ici::Topology wrapped =
+      ici::make_topology(ici::TopologyRequest{"4", std::vector<bool>{true}, false}, preset("v5e"));
+  // Without wraparound the ring is folded, 0 -> 2 -> 3 -> 1 -> 0: chunk c is
+  // summed from the chip after c in that order round to c itself (chunk 0:
+  // x_2, x_3, x_1, x_0; chunk 1: x_0, x_2, x_3, x_1; chunk 2: x_3, x_1, x_0,
+  // x_2; chunk 3: x_1, x_0, x_2, x_3), so chunks 0 and 2 end on big. The
+  // half rings' sums are again big + 2.
+  const ici::Topology line = topo("v5e", "4");
   auto x = [](float big) { return [big](std::uint32_t c, std::uint64_t) { return c == 0 ? big : 1.0f; }; };
   struct Row {
+    const ici::Topology* t;
     std::string dtype, algorithm;
     float big;
     std::vector<float> plus, minus;  // per chunk, direction + (half 0) and - (half 1)
   };
   const float f = 16777216.0f;  // 2^24: f32 steps of 2 above it
   const std::vector<Row> rows = {
-      {"bf16", "ring", 256, {260, 260, 256, 256}, {}},
-      {"bf16", "bidir-ring", 256, {258, 258, 258, 258}, {258, 258, 258, 258}},
-      {"f32", "ring", f, {f + 4, f + 4, f, f}, {}},
-      {"f32", "bidir-ring", f, {f + 2, f + 2, f + 2, f + 2}, {f + 2, f + 2, f + 2, f + 2}},
+      {&wrapped, "bf16", "ring", 256, {260, 260, 256, 256}, {}},
+      {&wrapped, "bf16", "bidir-ring", 256, {258, 258, 258, 258}, {258, 258, 258, 258}},
+      {&wrapped, "f32", "ring", f, {f + 4, f + 4, f, f}, {}},
+      {&wrapped, "f32", "bidir-ring", f, {f + 2, f + 2, f + 2, f + 2}, {f + 2, f + 2, f + 2, f + 2}},
+      {&line, "bf16", "ring", 256, {260, 256, 260, 256}, {}},
+      {&line, "f32", "ring", f, {f + 4, f, f + 4, f}, {}},
+      {&line, "bf16", "bidir-ring", 256, {258, 258, 258, 258}, {258, 258, 258, 258}},
   };
   for (const Row& r : rows) {
+    const ici::Topology& t = *r.t;
     for (const std::string op : {"reduce-scatter", "all-reduce"}) {
-      INFO(op << " " << r.algorithm << " " << r.dtype);
+      INFO(op << " " << r.algorithm << " " << r.dtype << (t.wraps(0) ? " wrapped" : " folded"));
       const bool bf16 = r.dtype == "bf16";
       const CollectiveSpec s = spec(op, r.algorithm, r.dtype, 1024, {0});
       const auto out = collective_reference(s, t, inputs_of(t, 1024, bf16, x(r.big)));
@@ -619,10 +632,154 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
       predict_collective(spec("all-reduce", "multi-axis", "f32", 1 << 26, {0, 1}), topo("v5e", "16x16"), v5e);
   CHECK(m.bandwidth_seconds == Approx(2 * v / (2 * w)));
   CHECK(m.latency_seconds == Approx(32e-6));
-  // The x axis of 8x16 has no wraparound: said in the formula.
-  const CollectivePrediction x = predict_collective(spec("all-gather", "bidir-ring", "f32", 1 << 26, {0}), t, v5e);
+  // The x axis of 8x16 has no wraparound: all-to-all is predicted as if it
+  // wrapped and says so; the rings are folded (predicted from their link
+  // loads, below).
+  const CollectivePrediction x = predict_collective(spec("all-to-all", "bidir-ring", "f32", 1 << 26, {0}), t, v5e);
   CHECK_THAT(x.formula, Contains("x without wraparound: predicted as if wrapped"));
-  CHECK(x.bandwidth_seconds == Approx(v / w));
+}
+
+TEST_CASE("collectives: rings over an axis without wraparound are predicted from their link loads", "[collectives]") {
+  // x of v5e 8x16 (8 chips, no wraparound), V = 64 MiB, Q = V/8 (every step
+  // moves a chunk of Q per stream direction: all-gather's gathered chunk,
+  // reduce-scatter's partial sums). A folded ring
+  // crosses each link direction once per ring direction; hops span 2 links.
+  const ChipConfig v5e = preset("v5e");
+  const double w_one = 4.5e10 * 0.95;
+  const double v = 64.0 * (1 << 20);
+  const double q = v / 8;
+  const ici::Topology t = topo("v5e", "8x16");
+  struct Row {
+    std::string op, algorithm;
+    double bytes;   // on the busiest link direction, summed over rounds
+    double rounds;  // that send, 2 links each
+  };
+  const std::vector<Row> rows = {
+      // One stream, 7 steps of Q per phase: the wrapped ring's own bandwidth.
+      {"all-gather", "ring", 7 * q, 7},
+      {"all-reduce", "ring", 14 * q, 14},
+      // Half rings: 4 streams of Q/2 each cross every link direction: 3
+      // rounds of 2Q, then the long streams' last hop (Q); all-gather 4
+      // rounds, reduce-scatter 4 (its fifth round only adds).
+      {"all-gather", "bidir-ring", 7 * q, 4},
+      {"reduce-scatter", "bidir-ring", 7 * q, 4},
+      {"all-reduce", "bidir-ring", 14 * q, 8},
+      // Full rings both ways: 2 streams of Q/2 on every link direction, 7 rounds per phase.
+      {"all-reduce", "multi-axis", 14 * q, 14},
+  };
+  for (const Row& r : rows) {
+    INFO(r.op << " " << r.algorithm);
+    const CollectivePrediction p = predict_collective(spec(r.op, r.algorithm, "f32", 1 << 26, {0}), t, v5e);
+    CHECK(p.bandwidth_seconds == Approx(r.bytes / w_one));
+    CHECK(p.latency_seconds == Approx(r.rounds * 2 * 1e-6));
+    CHECK_THAT(p.formula, Contains("x without wraparound: rings folded"));
+  }
+  // Over both axes of 8x16, multi-axis's two parts meet on y: part 0's
+  // second reduce phase (y, 16 chips) runs in the rounds of part 1's first.
+  const CollectivePrediction both =
+      predict_collective(spec("all-reduce", "multi-axis", "f32", 1 << 26, {0, 1}), t, v5e);
+  const CollectivePrediction bidir =
+      predict_collective(spec("all-reduce", "bidir-ring", "f32", 1 << 26, {0, 1}), t, v5e);
+  CHECK(both.bandwidth_seconds > 0.6 * bidir.bandwidth_seconds);
+  // Wrapped axes keep the book's formula.
+  const CollectivePrediction y = predict_collective(spec("all-gather", "bidir-ring", "f32", 1 << 26, {1}), t, v5e);
+  CHECK_THAT(y.formula, Contains("all-gather bidir-ring: V/W + T_min*sum(floor(L/2))"));
+}
+
+TEST_CASE("collectives: direct algorithms on a torus are predicted no faster than their busiest link",
+          "[collectives]") {
+  // Every member sends to every other at once. On a line of 8 (v5p 1x8x1,
+  // no wraparound) the middle link carries 4 x 4 pairs one way; on a ring of
+  // 16 (v5e 8x16's y) a + link carries pairs 1..8 apart (ties go +): 36.
+  const ChipConfig v5p = preset("v5p");
+  const double v = 2.0 * (1 << 20);
+  {
+    const ici::Topology t = ici::make_topology(ici::TopologyRequest{"1x8x1", std::nullopt, true}, v5p);
+    const double q = v / 8;
+    const CollectivePrediction two = predict_collective(spec("all-reduce", "two-shot", "f32", 1 << 21, {1}), t, v5p);
+    CHECK(two.bandwidth_seconds == Approx(2 * 16 * q / v5p.link_payload_rate() + 8 * q / v5p.hbm.bandwidth));
+    const CollectivePrediction one = predict_collective(spec("all-reduce", "one-shot", "f32", 1 << 21, {1}), t, v5p);
+    CHECK(one.bandwidth_seconds == Approx(16 * v / v5p.link_payload_rate() + 8 * v / v5p.hbm.bandwidth));
+    CHECK_THAT(two.formula, Contains("the busiest link"));
+  }
+  const ChipConfig v5e = preset("v5e");
+  const CollectivePrediction ag =
+      predict_collective(spec("all-gather", "one-shot", "f32", 1 << 21, {1}), topo("v5e", "8x16"), v5e);
+  CHECK(ag.bandwidth_seconds == Approx(36 * (v / 16) / v5e.link_payload_rate()));
+  // Switched fabrics keep the egress bound.
+  const ChipConfig h100 = preset("h100");
+  const CollectivePrediction node =
+      predict_collective(spec("all-gather", "one-shot", "f32", 1 << 21, {0}), topo("h100", "node:8"), h100);
+  CHECK(node.bandwidth_seconds == Approx(7 * (v / 8) / h100.switched_egress()));
+}
+
+TEST_CASE("collectives: on a torus the tree's latency counts the links of its longest root-to-leaf path",
+          "[collectives]") {
+  // A line of 16 (v5p 1x16x1): the trees' edges join ranks 1, 2, 4 and 8
+  // links apart, 15 links from the deepest leaf to the root at depth 4; on
+  // 8 x H100 every edge is one switched hop.
+  const ChipConfig v5p = preset("v5p");
+  const ici::Topology line = ici::make_topology(ici::TopologyRequest{"1x16x1", std::nullopt, true}, v5p);
+  const CollectivePrediction p = predict_collective(spec("all-reduce", "tree", "f32", 1 << 16, {1}), line, v5p);
+  CHECK_THAT(p.formula, Contains("depth = 4, path = 15 hops"));
+  const CollectivePrediction node =
+      predict_collective(spec("all-reduce", "tree", "f32", 1 << 16, {0}), topo("h100", "node:8"), preset("h100"));
+  CHECK_THAT(node.formula, Contains("depth = 3, path = 3 hops"));
+}
+
+TEST_CASE("collectives: a ring over an axis without wraparound is folded", "[collectives]") {
+  // Which axes fold: without wraparound and at least 4 chips.
+  CHECK(folded_ring_axis(topo("v5e", "8x16"), 0));
+  CHECK_FALSE(folded_ring_axis(topo("v5e", "8x16"), 1));  // wraps
+  CHECK_FALSE(folded_ring_axis(topo("v5e", "3"), 0));     // 3 chips: the fold only reverses the ring
+  CHECK_FALSE(folded_ring_axis(topo("v5e", "2x2"), 0));
+  CHECK(folded_ring_axis(topo("v5e", "4x4"), 1));
+  CHECK_FALSE(folded_ring_axis(topo("h100", "node:8"), 0));  // switched
+  // The order: evens up, odds down.
+  auto order = [](std::uint32_t l, bool folded) {
+    std::vector<std::uint32_t> out;
+    for (std::uint32_t p = 0; p < l; ++p) out.push_back(ring_coordinate(p, l, folded));
+    return out;
+  };
+  CHECK(order(8, true) == std::vector<std::uint32_t>{0, 2, 4, 6, 7, 5, 3, 1});
+  CHECK(order(5, true) == std::vector<std::uint32_t>{0, 2, 4, 3, 1});
+  CHECK(order(4, true) == std::vector<std::uint32_t>{0, 2, 3, 1});
+  CHECK(order(5, false) == std::vector<std::uint32_t>{0, 1, 2, 3, 4});
+  for (std::uint32_t l = 2; l <= 20; ++l) {
+    for (bool folded : {false, true}) {
+      for (std::uint32_t p = 0; p < l; ++p) CHECK(ring_position(ring_coordinate(p, l, folded), l, folded) == p);
+    }
+  }
+}
+
+TEST_CASE("collectives: a folded ring crosses each link direction once, in hops of at most 2 links", "[collectives]") {
+  for (std::uint32_t l = 4; l <= 20; ++l) {
+    INFO("L = " << l);
+    const RingLinkLoads f = ring_link_loads(l, false, true);
+    CHECK(f.longest_hop == 2);
+    CHECK(f.one_way == 1);
+    CHECK(f.both_ways == 2);
+    for (std::uint32_t i = 0; i + 1 < l; ++i) {
+      CHECK(f.plus[i] == 1);
+      CHECK(f.minus[i] == 1);
+    }
+    CHECK(f.plus[l - 1] + f.minus[l - 1] == 0);  // no wraparound link
+    // The unfolded ring on the same line: its closing hop runs back over all
+    // of it (the same loads, one hop of L-1 links).
+    const RingLinkLoads line = ring_link_loads(l, false, false);
+    CHECK(line.longest_hop == l - 1);
+    CHECK(line.one_way == 1);
+    CHECK(line.both_ways == 2);
+    // With wraparound: every hop one link, a ring going one way uses one direction.
+    const RingLinkLoads ring = ring_link_loads(l, true, false);
+    CHECK(ring.longest_hop == 1);
+    CHECK(ring.both_ways == 1);
+    for (std::uint32_t i = 0; i < l; ++i) CHECK((ring.plus[i] == 1 && ring.minus[i] == 0));
+  }
+  // 3 chips, no wraparound: 0 -> 1 -> 2 -> 0, the last hop over 2 links.
+  const RingLinkLoads three = ring_link_loads(3, false, false);
+  CHECK(three.longest_hop == 2);
+  CHECK(three.both_ways == 2);
 }
 
 TEST_CASE("collectives: direct algorithms sum in rank order, so every rank holds the same bits", "[collectives]") {

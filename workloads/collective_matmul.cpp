@@ -13,7 +13,9 @@
 //               and wait (programs::generate_ring_shift_send / _wait);
 //   baseline    A not sharded on D: one local matmul, no communication
 //               (sharded-matmul's case 1).
-// The chip at y holds chunk c_t = (y + t) mod N of D at step t.
+// The chip at y holds chunk c_t = (y + t) mod N of D at step t (on an axis
+// without wraparound of 4 or more chips, the ring is folded: c_t is the y t
+// positions on in programs::ring_coordinate's order).
 // overlapped: operand "A" holds N column blocks [B/X, D/Y], block 0 the
 // chip's own chunk (input), block t receiving chunk c_t from the chip at y+1;
 // "W" is the chip's W rows in its chunk order c_0, c_1, ... (a layout of the
@@ -38,6 +40,7 @@
 #include "api/run.hpp"
 #include "common/npy.hpp"
 #include "common/units.hpp"
+#include "programs/collectives.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
 #include "workloads/pieces.hpp"
@@ -46,9 +49,26 @@
 namespace tpuemu::workloads {
 namespace {
 
+// The chunk of D the chip at y holds at step t: c_t = the y coordinate t ring
+// positions on ((y + t) mod N; on an axis without wraparound of 4 or more
+// chips the ring is folded, programs::ring_coordinate).
+std::uint64_t chunk_at(const ici::Topology& topology, std::uint64_t y, std::uint64_t t) {
+  const auto n = static_cast<std::uint32_t>(topology.length(1));
+  const bool folded = programs::folded_ring_axis(topology, 1);
+  const std::uint32_t at = (programs::ring_position(static_cast<std::uint32_t>(y), n, folded) + t) % n;
+  return programs::ring_coordinate(at, n, folded);
+}
+
+// Links the slowest shift crosses: 1 with wraparound, 2 on a folded ring or
+// one of 3 chips without wraparound (programs::ring_link_loads).
+double shift_hops(const ici::Topology& topology) {
+  return programs::ring_link_loads(topology.length(1), topology.wraps(1), programs::folded_ring_axis(topology, 1))
+      .longest_hop;
+}
+
 // The host data of the overlapped variants (made on first use) and their
 // check: every chip's out is its chunk matmuls accumulated in its chunk order
-// c_t = (y + t) mod Y (programs::matmul_reference with c_in, 128-wide k-blocks).
+// c_t (chunk_at; programs::matmul_reference with c_in, 128-wide k-blocks).
 struct OverlappedData {
   ici::Topology topology;
   LazyBf16 a, w;  // A[m, k], W[k, n]
@@ -64,7 +84,7 @@ struct OverlappedData {
             const auto c = d.topology.coords(ChipId(id));
             std::vector<float> expected;
             for (std::uint64_t t = 0; t < d.ys; ++t) {
-              const std::uint64_t chunk_index = (c[1] + t) % d.ys;
+              const std::uint64_t chunk_index = chunk_at(d.topology, c[1], t);
               expected = programs::matmul_reference(
                   matrix_block(d.a->get(), d.k, c[0] * rows, rows, chunk_index * chunk, chunk),
                   matrix_block(d.w->get(), d.n, chunk_index * chunk, chunk, c[1] * cols, cols), rows, chunk, cols, 128,
@@ -178,13 +198,12 @@ class CollectiveMatmulWorkload final : public Workload {
 
     // The book's costs: the per-chip matmul [rows, D, cols] by its roofline
     // (A, W and out through HBM once), and the shifts: chunk t cannot start
-    // before t shifts have brought it (T_shift each, the worst chip's: without
-    // wraparound chip 0's goes over the whole axis), so the program takes at
+    // before t shifts have brought it (T_shift each, the worst chip's: over
+    // 2 links on a folded ring, shift_hops), so the program takes at
     // least max(roofline, (N-1) T_shift + the roofline's 1/N).
     const Phase whole = matmul_phase({rows, k, cols, "bf16", true}, chip);
     const double shift_bytes = static_cast<double>(rows * chunk * 2);
-    const bool wraps = topology.wraps(1);
-    const double hops = wraps || ys <= 2 ? 1.0 : static_cast<double>(ys - 1);
+    const double hops = shift_hops(topology);
     const double t_shift = shift_bytes / chip.ici.link_bandwidth + hops * chip.ici.hop_latency_s;
     const double chunk_seconds = whole.predicted_seconds / static_cast<double>(ys);
     const double shifted = static_cast<double>(ys - 1) * t_shift + chunk_seconds;
@@ -208,7 +227,7 @@ class CollectiveMatmulWorkload final : public Workload {
     const OverlappedData data{topology, lazy_bf16_values(m * k, seed), lazy_bf16_values(k * n, seed + 1), m, k, n, ys};
     const LazyBf16 a = data.a, w = data.w;
     const auto coords = [topology](std::uint32_t id) { return topology.coords(ChipId(id)); };
-    const auto chunk_of = [ys](std::uint64_t y, std::uint64_t t) { return (y + t) % ys; };
+    const auto chunk_of = [topology](std::uint64_t y, std::uint64_t t) { return chunk_at(topology, y, t); };
     // A: the chip's own chunk in column block 0; the blocks the shifts fill
     // are the zero padding of the device bytes.
     built.inputs["A"].origin = "A";
@@ -293,12 +312,11 @@ class CollectiveMatmulWorkload final : public Workload {
     }
 
     // The book's costs: a chunk's matmul (roofline), a shift of one chunk
-    // over one link (the worst chip's: without wraparound, chip 0's goes
-    // over the whole axis), overlapped: max of the two per step.
+    // over one link (the worst chip's: over 2 links on a folded ring,
+    // shift_hops), overlapped: max of the two per step.
     const Phase matmul = matmul_phase(first, chip);
     const double shift_bytes = static_cast<double>(rows * chunk * 2);
-    const bool wraps = topology.wraps(1);
-    const double hops = wraps || ys <= 2 ? 1.0 : static_cast<double>(ys - 1);
+    const double hops = shift_hops(topology);
     const double t_shift = shift_bytes / chip.ici.link_bandwidth + hops * chip.ici.hop_latency_s;
     const std::string shift_formula =
         fmt::format("V/B + hops x T_min, V = {} B over one link of {:.3g} B/s, {:.0f} hop(s)", rows * chunk * 2,
@@ -344,7 +362,7 @@ class CollectiveMatmulWorkload final : public Workload {
     const LazyBf16 a = data.a, w = data.w;
     const auto coords = [topology](std::uint32_t id) { return topology.coords(ChipId(id)); };
     // Chunk of D the chip at y multiplies at step t.
-    const auto chunk_of = [ys](std::uint64_t y, std::uint64_t t) { return (y + t) % ys; };
+    const auto chunk_of = [topology](std::uint64_t y, std::uint64_t t) { return chunk_at(topology, y, t); };
     built.inputs["A 0"].origin = "A";
     built.inputs["A 0"].device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
       const auto c = coords(id);

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
@@ -383,9 +384,44 @@ class DirectAlgorithm final : public CollectiveAlgorithm {
   std::string summary_;
 };
 
+// On a torus: the most bytes one direction of one link carries when every
+// member of a group sends `pair_bytes` to every other at once, routed as
+// ici's dimension-order routing does (axis by axis, the short way round a
+// wrapping axis, a tie +). Each line along axis a carries, for each pair of
+// coordinates on a, the traffic of N / L_a pairs (the route's coordinates on
+// the axes before a are the destination's, after a the source's), so the
+// busiest link is that of a line of L_a chips with every pair sending N / L_a
+// times as much.
+double torus_busiest_link_bytes(const CollectivePlan& plan, const ici::Topology& topology, double pair_bytes) {
+  double busiest = 0;
+  for (std::size_t a : plan.axes) {
+    const std::uint32_t l = topology.length(a);
+    const bool wraps = topology.wraps(a);
+    std::vector<std::uint64_t> plus(l, 0);
+    std::vector<std::uint64_t> minus(l, 0);
+    for (std::uint32_t from = 0; from < l; ++from) {
+      for (std::uint32_t to = 0; to < l; ++to) {
+        if (from == to) continue;
+        const std::uint32_t up = (to + l - from) % l;
+        if (wraps ? up <= l - up : to > from) {
+          for (std::uint32_t i = 0; i < (wraps ? up : to - from); ++i) ++plus[(from + i) % l];
+        } else {
+          const std::uint32_t down = wraps ? l - up : from - to;
+          for (std::uint32_t i = 1; i <= down; ++i) ++minus[(from + l - i) % l];
+        }
+      }
+    }
+    std::uint64_t most = 0;
+    for (std::uint32_t i = 0; i < l; ++i) most = std::max({most, plus[i], minus[i]});
+    busiest = std::max(busiest, static_cast<double>(most) * static_cast<double>(plan.group_size / l) * pair_bytes);
+  }
+  return busiest;
+}
+
 // Every chip sends all its transfers at once through its egress B (the sum
 // of its links: every NVLink, its NIC across nodes, or all its ICI links on
-// a torus, where routes share links, so the torus bound is optimistic); one
+// a torus); on a torus no faster than the busiest link carries the shot's
+// transfers (torus_busiest_link_bytes at the one-way payload rate); one
 // chip-to-chip latency per shot (on a torus: the group's farthest hop count
 // x ici.hop_latency); a reduction reads its N contributions from HBM.
 CollectivePrediction DirectAlgorithm::predict(const CollectiveSpec& spec, const CollectivePlan& plan,
@@ -431,14 +467,27 @@ CollectivePrediction DirectAlgorithm::predict(const CollectiveSpec& spec, const 
       break;
   }
   if (plan.axes.empty()) sent = 0;
-  p.bandwidth_seconds = sent / egress + reduce_read / chip.hbm.bandwidth;
+  // Bytes from each member to each other per shot: one-shot all-reduce its
+  // whole input, all-to-all a block, every other shot a chunk.
+  const double pair_bytes = plan.op == Op::kAllReduce && name_ != "two-shot" ? v : plan.op == Op::kAllToAll ? q / n : q;
+  const double links = topology.switched() || plan.axes.empty()
+                           ? 0
+                           : shots * torus_busiest_link_bytes(plan, topology, pair_bytes) / chip.link_payload_rate();
+  p.bandwidth_seconds = std::max(sent / egress, links) + reduce_read / chip.hbm.bandwidth;
   p.latency_seconds = plan.axes.empty() ? 0 : shots * hop;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format(
-      "{} {} on {}: bytes out of a chip / B + contributions read / HBM bandwidth + {} x T_hop; V = {} B, N = {}, "
+      "{} {} on {}: {} + contributions read / HBM bandwidth + {} x T_hop; V = {} B, N = {}, "
       "B = {:g} B/s, T_hop = {:g} s{}",
-      spec.op, spec.algorithm, topology.shape(), shots, plan.bytes, plan.group_size, egress, hop,
-      topology.switched() ? "" : " (torus: routes share links, so the bound is optimistic)");
+      spec.op, spec.algorithm, topology.shape(),
+      topology.switched() ? "bytes out of a chip / B"
+                          : "max(bytes out of a chip / B, the busiest link's bytes per shot x shots / W_oneway)",
+      shots, plan.bytes, plan.group_size, egress, hop,
+      topology.switched() ? ""
+                          : fmt::format(" (torus: dimension-order routes, the busiest link {:g} B per shot, W_oneway "
+                                        "= {:g} B/s)",
+                                        plan.axes.empty() ? 0.0 : torus_busiest_link_bytes(plan, topology, pair_bytes),
+                                        chip.link_payload_rate()));
   return p;
 }
 

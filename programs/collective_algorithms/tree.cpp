@@ -553,7 +553,8 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
   // hide them (the two VMEM sums let them overlap, so at large sizes this is
   // an upper bound); a rank sends about 2V (V/2 up in each tree, V down in
   // the tree where it is an inner node) through its egress B (torus: one
-  // link, routes of several hops).
+  // link, routes of several hops: T_hop per link of the longest
+  // root-to-leaf path instead of per level).
   [[nodiscard]] CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                              const ici::Topology& topology, const ChipConfig& chip) const override {
     CollectivePrediction p;
@@ -567,16 +568,39 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
       hop = one.latency;
     }
     const auto depth = static_cast<double>(std::max(tree_depth(build_tree(n, 0)), tree_depth(build_tree(n, 1))));
+    // On a torus a tree edge joins ranks that may be several links apart:
+    // the hops of the longest root-to-leaf path (shortest routes) replace
+    // depth hops (on a line of 16, 15 links where the depth is 4).
+    double path = depth;
+    if (!topology.switched() && !plan.axes.empty()) {
+      const std::vector<ChipId> members = collective_detail::collective_groups(plan, topology).front();
+      path = 0;
+      for (int t = 0; t < 2; ++t) {
+        const std::vector<TreeNode> nodes = build_tree(n, t);
+        for (std::uint64_t r = 0; r < n; ++r) {
+          double links = 0;
+          for (std::int64_t at = static_cast<std::int64_t>(r); nodes[static_cast<std::size_t>(at)].parent >= 0;
+               at = nodes[static_cast<std::size_t>(at)].parent) {
+            links +=
+                topology.hop_distance(members[static_cast<std::size_t>(at)],
+                                      members[static_cast<std::size_t>(nodes[static_cast<std::size_t>(at)].parent)]);
+          }
+          path = std::max(path, links);
+        }
+      }
+    }
     const double tile = static_cast<double>(tile_granules(plan.bytes / 2 / kGranule, chip) * kGranule);
     const double tiles = v / 2 / tile;
     const double hbm = chip.hbm.latency_s;
-    p.latency_seconds = 2 * depth * (hop + tile / bw + 2 * hbm) + 2 * tiles * hbm;
+    p.latency_seconds = 2 * (path * hop + depth * (tile / bw + 2 * hbm)) + 2 * tiles * hbm;
     p.bandwidth_seconds = 2 * v / bw;
     p.seconds = p.latency_seconds + p.bandwidth_seconds;
     p.formula = fmt::format(
-        "all-reduce tree on {}: 2*depth*(T_hop + tile/B + 2*L_hbm) + 2*tiles*L_hbm + 2V/B; V = {} B, N = {}, depth = "
-        "{:g}, tile = {:g} B, tiles = {:g} per half, B = {:g} B/s, T_hop = {:g} s, L_hbm = {:g} s",
-        topology.shape(), plan.bytes, n, depth, tile, tiles, bw, hop, hbm);
+        "all-reduce tree on {}: 2*(path*T_hop + depth*(tile/B + 2*L_hbm)) + 2*tiles*L_hbm + 2V/B; V = {} B, N = {}, "
+        "depth = {:g}, path = {:g} hops (the longest root-to-leaf path{}), tile = {:g} B, tiles = {:g} per half, B = "
+        "{:g} B/s, T_hop = {:g} s, L_hbm = {:g} s",
+        topology.shape(), plan.bytes, n, depth, path, topology.switched() ? "" : ", in links", tile, tiles, bw, hop,
+        hbm);
     (void)spec;
     return p;
   }

@@ -58,8 +58,12 @@ def test_collective_matmul_overlaps_what_blocking_exposes():
     assert blocking["ok"] and steps["ok"] and overlapped["ok"] and overlapped["variant"] == "overlapped"
     assert overlapped["check"].startswith("bit-exact") and len(overlapped["phases"]) == 1
     assert steps["exposed_communication_seconds"] < 0.5 * blocking["exposed_communication_seconds"]
-    # One program per chip, its accumulators in VMEM: faster than the chain of steps and than gathering first.
-    assert overlapped["seconds"] < steps["seconds"] < blocking["seconds"]
+    # One program per chip, its accumulators in VMEM: faster than the chain of steps. Not than
+    # gathering first at this shift-bound size (a shift 4.9 us, a chunk's matmul 0.64 us): on
+    # v5e 2x4, whose Y line has no wraparound, the all-gather runs on the folded bidirectional
+    # ring (programs/collectives.hpp) in 16.06 us against the overlapped 17.61 us (before the fold,
+    # its closing hops ran back along the line and blocking was the slowest of the three).
+    assert overlapped["seconds"] < steps["seconds"]
     with pytest.raises(tpuemu.BadInput, match="fewer than the MXU pipeline"):
         tpuemu.workload("collective-matmul", topology="2x4", m=128, k=2048, n=1024)
 

@@ -3,11 +3,11 @@
 # of the unsharded-contracting baseline where the per-chip compute time
 # exceeds the shift time. v5e 2x4 (no wraparound), the book's B and D (1024,
 # 2048), timing only. At the book's F = 8192 a chunk's matmul (5.5 us at the
-# roofline) is shorter than a shift of the 512 KiB chunk (14.7 us: chip 0's
-# goes over the 3 hops of the Y line), so the condition does not hold there:
+# roofline) is shorter than a shift of the 512 KiB chunk (13.7 us: the folded
+# Y ring's hops span up to 2 links), so the condition does not hold there:
 # that ratio is printed, not asserted. At F = 24576 and 32768 a chunk
 # computes for 16.4 / 21.8 us (the report's chunk_seconds, the roofline's
-# 1/N) against the same 14.7 us shift (t_shift_seconds); the script asserts
+# 1/N) against the same 13.7 us shift (t_shift_seconds); the script asserts
 # the condition from the report, then overlapped / baseline <= 1.15, and
 # prints "ACCEPTANCE MET: ..." with the figures.
 # Usage: collective_matmul_acceptance.sh TPUEMU WORKDIR
