@@ -8,9 +8,9 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/parse_number.hpp"
-#include <vector>
 
 namespace tpuemu {
 namespace {
@@ -29,6 +29,8 @@ inline void cpu_relax() {
 std::atomic<unsigned> g_override{0};
 std::atomic<bool> g_forked{false};
 std::atomic<bool> g_started{false};
+class Pool;
+Pool* g_pool = nullptr;  // set once, by Pool::get()
 
 unsigned environment_threads() {
   static const unsigned threads = [] {
@@ -47,12 +49,29 @@ class Pool {
   // so no exit-time join can race a run still in progress).
   static Pool& get() {
     static Pool* pool = [] {
-      pthread_atfork(nullptr, nullptr, [] { g_forked.store(true); });
+      auto* created = new Pool;
+      g_pool = created;
+      // fork() copies only the calling thread: a worker inside malloc at that
+      // moment leaves the child an allocator lock that nobody releases
+      // (ASan's allocator has no fork handler of its own: a forked child hung
+      // in malloc). So a fork waits, holding the queue's lock, until no worker
+      // runs a task; waiting workers hold no lock but the queue's.
+      pthread_atfork([] { g_pool->quiesce_for_fork(); }, [] { g_pool->resume_after_fork(); },
+                     [] {
+                       g_forked.store(true);
+                       g_pool->resume_after_fork();
+                     });
       g_started.store(true);
-      return new Pool;
+      return created;
     }();
     return *pool;
   }
+
+  void quiesce_for_fork() {
+    mutex_.lock();
+    while (running_.load(std::memory_order_acquire) != 0) cpu_relax();
+  }
+  void resume_after_fork() { mutex_.unlock(); }
 
   void grow_to(unsigned workers) {
     if (started_.load(std::memory_order_relaxed) >= workers) return;
@@ -97,13 +116,17 @@ class Pool {
   }
 
  private:
-  static void execute(HostTask& task) {
+  // Contract: `task` came from pop_locked, which counted it in running_.
+  void execute(HostTask& task) {
     task.state.store(HostTask::kRunning, std::memory_order_relaxed);
     task.run(task);
     task.state.store(HostTask::kDone, std::memory_order_release);
+    running_.fetch_sub(1, std::memory_order_acq_rel);
   }
 
+  // Counts the task as running from here (under the lock, so quiesce_for_fork sees it).
   HostTask* pop_locked() {
+    running_.fetch_add(1, std::memory_order_acq_rel);
     HostTask* task = queue_.front();
     queue_.pop_front();
     queued_.store(queue_.size(), std::memory_order_relaxed);
@@ -154,6 +177,7 @@ class Pool {
   unsigned sleepers_ = 0;        // guarded by mutex_
   std::atomic<std::size_t> queued_{0};
   std::atomic<unsigned> started_{0};  // workers (detached threads); grown under mutex_
+  std::atomic<unsigned> running_{0};  // tasks being executed, on any thread
 };
 
 }  // namespace
