@@ -67,9 +67,13 @@ class Pool {
     return *pool;
   }
 
+  // Also waits for workers still starting: a new thread's start-up allocates
+  // (under ASan, in its allocator and thread registry).
   void quiesce_for_fork() {
     mutex_.lock();
-    while (running_.load(std::memory_order_acquire) != 0) cpu_relax();
+    while (running_.load(std::memory_order_acquire) != 0 ||
+           alive_.load(std::memory_order_acquire) != started_.load(std::memory_order_relaxed))
+      cpu_relax();
   }
   void resume_after_fork() { mutex_.unlock(); }
 
@@ -140,6 +144,7 @@ class Pool {
   }
 
   void work() {
+    alive_.fetch_add(1, std::memory_order_acq_rel);
     for (;;) {
       if (HostTask* task = try_pop()) {
         execute(*task);
@@ -178,6 +183,7 @@ class Pool {
   std::atomic<std::size_t> queued_{0};
   std::atomic<unsigned> started_{0};  // workers (detached threads); grown under mutex_
   std::atomic<unsigned> running_{0};  // tasks being executed, on any thread
+  std::atomic<unsigned> alive_{0};    // workers that reached work()
 };
 
 }  // namespace
