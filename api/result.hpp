@@ -57,6 +57,9 @@ struct Result {
 // "bit-exact (N elements)", or what differs: shape, dtype, or the count of
 // elements whose bits differ and the first of them.
 std::string compare_bits(const NpyArray& got, const NpyArray& expected);
+// The same against a file's data, read a piece at a time (no buffer of the
+// array's size); throws NpyError if the file cannot be read.
+std::string compare_bits(const NpyArray& got, const NpyFileHeader& expected);
 [[nodiscard]] inline bool is_bit_exact(const std::string& verdict) {
   return verdict.starts_with("bit-exact");
 }

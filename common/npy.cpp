@@ -297,7 +297,7 @@ class HeaderParser {
   std::size_t pos_ = 0;
 };
 
-void byte_swap_elements(std::vector<std::uint8_t>& data, std::size_t element_bytes) {
+void byte_swap_elements(std::span<std::uint8_t> data, std::size_t element_bytes) {
   for (std::size_t i = 0; i + element_bytes <= data.size(); i += element_bytes)
     std::reverse(data.begin() + static_cast<std::ptrdiff_t>(i),
                  data.begin() + static_cast<std::ptrdiff_t>(i + element_bytes));
@@ -361,6 +361,11 @@ std::vector<std::uint8_t> serialize_header(const NpyArray& array, std::string_vi
   out.insert(out.end(), padding, ' ');
   out.push_back('\n');
   return out;
+}
+
+void read_exactly(std::ifstream& in, std::uint8_t* to, std::size_t bytes, const std::string& path) {
+  in.read(reinterpret_cast<char*>(to), static_cast<std::streamsize>(bytes));
+  if (static_cast<std::size_t>(in.gcount()) != bytes) throw NpyError(fmt::format("{}: read error", path));
 }
 
 // Where a .npy file's data lies and what it holds.
@@ -521,37 +526,68 @@ NpyArray parse_npy(std::span<const std::uint8_t> bytes, const std::string& origi
   return array;
 }
 
-NpyArray read_npy(const std::string& path) {
-  // The header first, then the data straight into the array (one pass over it).
+namespace {
+
+// read_npy's checks of a file's header and length, with the open stream
+// positioned anywhere.
+DataLayout read_layout(std::ifstream& in, const std::string& path) {
   try {
     (void)check_input_file(path, kMaxNpyBytes);
   } catch (const InputFileError& e) {
     throw NpyError(e.what());
   }
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  in.open(path, std::ios::binary | std::ios::ate);
   if (!in) throw NpyError(fmt::format("{}: cannot open file", path));
   const std::streamoff size = in.tellg();
   if (size < 0) throw NpyError(fmt::format("{}: read error", path));
   const auto total = static_cast<std::uint64_t>(size);
   in.seekg(0);
-  const auto read = [&](std::uint8_t* to, std::size_t bytes) {
-    in.read(reinterpret_cast<char*>(to), static_cast<std::streamsize>(bytes));
-    if (static_cast<std::size_t>(in.gcount()) != bytes) throw NpyError(fmt::format("{}: read error", path));
-  };
   std::vector<std::uint8_t> prefix(static_cast<std::size_t>(std::min<std::uint64_t>(total, kMaxPreambleBytes)));
-  read(prefix.data(), prefix.size());
+  read_exactly(in, prefix.data(), prefix.size(), path);
   const std::size_t end = header_end(prefix);
   if (end > prefix.size() && end <= total) {
     const std::size_t have = prefix.size();
     prefix.resize(end);
-    read(prefix.data() + have, end - have);
+    read_exactly(in, prefix.data() + have, end - have, path);
   }
-  const DataLayout layout = parse_layout(prefix, total, path);
+  return parse_layout(prefix, total, path);
+}
+
+}  // namespace
+
+NpyArray read_npy(const std::string& path) {
+  // The header first, then the data straight into the array (one pass over it).
+  std::ifstream in;
+  const DataLayout layout = read_layout(in, path);
   NpyArray array{layout.descr.dtype, layout.shape, {}};
   resize_zeroed(array.data, layout.bytes);
-  read(array.data.data(), array.data.size());
+  in.seekg(static_cast<std::streamoff>(layout.offset));
+  read_exactly(in, array.data.data(), array.data.size(), path);
   if (layout.descr.big_endian) byte_swap_elements(array.data, element_size(layout.descr.dtype));
   return array;
+}
+
+NpyFileHeader read_npy_header(const std::string& path) {
+  std::ifstream in;
+  const DataLayout layout = read_layout(in, path);
+  return NpyFileHeader{path, layout.descr.dtype, layout.shape, layout.offset, layout.bytes, layout.descr.big_endian};
+}
+
+void read_npy_data(const NpyFileHeader& file, std::uint64_t offset, std::span<std::uint8_t> out) {
+  const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw NpyError(fmt::format("{}: cannot open file", file.path));
+  std::size_t done = 0;
+  bool ok = true;
+  while (ok && done < out.size()) {
+    const ssize_t n =
+        ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(file.data_offset + offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (!ok) throw NpyError(fmt::format("{}: read error (the file changed or became shorter)", file.path));
+  if (file.big_endian) byte_swap_elements(out, element_size(file.dtype));
 }
 
 std::vector<std::uint8_t> serialize_npy(const NpyArray& array) {

@@ -79,6 +79,26 @@ NpyArray make_npy(NpyDtype dtype, std::vector<std::uint64_t> shape, const void* 
 NpyArray parse_npy(std::span<const std::uint8_t> bytes, const std::string& origin);
 NpyArray read_npy(const std::string& path);
 
+// A .npy file whose header is read and checked as read_npy checks the whole
+// file (the data's length included), its data left in the file and read on
+// demand: for an array only compared or converted piece by piece, which
+// then never needs a buffer of its size.
+struct NpyFileHeader {
+  std::string path;
+  NpyDtype dtype = NpyDtype::kFloat32;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t data_offset = 0;  // in the file
+  std::uint64_t data_bytes = 0;
+  bool big_endian = false;  // the file's; read_npy_data returns little-endian elements
+};
+// Throws NpyError with read_npy's message for a file read_npy refuses.
+NpyFileHeader read_npy_header(const std::string& path);
+// Reads data bytes [offset, offset + out.size()) of `file` into `out`, as
+// little-endian elements. Contract: offset and out.size() are multiples of
+// the element size and the range lies within the data. Throws NpyError if
+// the file cannot be read or has become shorter.
+void read_npy_data(const NpyFileHeader& file, std::uint64_t offset, std::span<std::uint8_t> out);
+
 // Format 1.0 with numpy's header: keys sorted, numpy's spare space for growing
 // the first axis, padded with spaces so the data starts at a multiple of 64
 // bytes. Throws NpyError if `array` breaks

@@ -1,8 +1,12 @@
 // The run API (api/): fault parsing, the bit-for-bit compare, collective
 // sizes, and runs in this process and in children giving the same result.
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "api/collective.hpp"
@@ -65,6 +69,30 @@ TEST_CASE("compare_bits says bit-exact or what differs", "[api]") {
   NpyArray ints = a;
   ints.dtype = NpyDtype::kInt32;
   CHECK(api::compare_bits(a, ints).starts_with("dtype float32 differs from the expected file's int32"));
+}
+
+TEST_CASE("compare_bits against a file reads it in pieces and says the same", "[api]") {
+  // 5 MiB of floats: three pieces of compare_bits' 2 MiB; differences in the
+  // first and the last piece, the first of them reported with its value.
+  std::vector<float> values(std::size_t{5} << 18);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 1000) * 0.5F;
+  const NpyArray expected = floats(values, {1280, 1024});
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tpuemu_test_compare_" + std::to_string(::getpid()) + ".npy"))
+          .string();
+  write_npy(path, expected);
+  const NpyFileHeader file = read_npy_header(path);
+  CHECK(api::compare_bits(expected, file) == "bit-exact (1310720 elements)");
+  std::vector<float> changed = values;
+  changed[5] = -1.0F;
+  changed[changed.size() - 1] = 7.0F;
+  const NpyArray got = floats(changed, {1280, 1024});
+  CHECK(api::compare_bits(got, file) == api::compare_bits(got, expected));
+  CHECK(api::compare_bits(got, file) ==
+        "2 of 1310720 elements differ, the first at flat index 5: got -1 where 2.5 was expected");
+  CHECK(api::compare_bits(floats(values, {1024, 1280}), file) ==
+        "shape [1024,1280] differs from the expected [1280,1024]");
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("collective sizes parse as nccl-tests writes them", "[api]") {

@@ -206,6 +206,41 @@ TEST_CASE("npy: big-endian data is converted to little-endian", "[npy]") {
   CHECK(parse_npy(npy_file(dict(">u1", "(2,)"), big_u16), "be.npy").data == big_u16);
 }
 
+TEST_CASE("npy: a file's header alone and then its data piece by piece", "[npy]") {
+  const std::filesystem::path path = temp_file("tpuemu_test_npy_header");
+  const auto write_bytes = [&](const Bytes& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  };
+  // Format 2.0 (a 4-byte header length), big-endian u2: read_npy_data returns little-endian pieces.
+  const Bytes big_u16 = {0x12, 0x34, 0x56, 0x78, 0x9A, 0xBC, 0xDE, 0xF0};
+  write_bytes(npy_file(dict(">u2", "(2, 2)"), big_u16, 2));
+  const NpyFileHeader header = read_npy_header(path.string());
+  CHECK(header.dtype == NpyDtype::kUint16);
+  CHECK(header.shape == std::vector<std::uint64_t>{2, 2});
+  CHECK(header.data_bytes == 8);
+  CHECK(header.big_endian);
+  CHECK(header.data_offset + header.data_bytes == std::filesystem::file_size(path));
+  Bytes piece(4);
+  read_npy_data(header, 4, piece);
+  CHECK(piece == Bytes{0xBC, 0x9A, 0xF0, 0xDE});
+  read_npy_data(header, 0, piece);
+  CHECK(piece == Bytes{0x34, 0x12, 0x78, 0x56});
+  // The header's checks are read_npy's: a truncated file is refused before any data is read.
+  Bytes truncated = npy_file(dict("<f4", "(4,)"), byte_ramp(16));
+  truncated.resize(truncated.size() - 4);
+  write_bytes(truncated);
+  CHECK_THROWS_WITH(read_npy_header(path.string()), Contains("truncated data"));
+  // A file that became shorter after its header was read fails the data read.
+  write_bytes(npy_file(dict("<f4", "(4,)"), byte_ramp(16)));
+  const NpyFileHeader four = read_npy_header(path.string());
+  write_bytes(truncated);
+  Bytes all(16);
+  CHECK_THROWS_WITH(read_npy_data(four, 0, all), Contains("read error"));
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(read_npy_header("/nonexistent/dir/x.npy"), StartsWith("/nonexistent/dir/x.npy: cannot open file"));
+}
+
 TEST_CASE("npy: typed views check the dtype", "[npy]") {
   const std::uint16_t bits[] = {0x3F80, 0xC040};
   const NpyArray array = make_npy(NpyDtype::kUint16, {2}, bits);

@@ -70,7 +70,7 @@ void check_outputs(const po::variables_map& vm, std::uint32_t chips) {
   if (vm.count("report") != 0U) check_writable("--report", vm["report"].as<std::string>());
 }
 
-// The .npy files of --in and --expect, read on the host threads
+// The .npy files of --in, read on the host threads
 // (common/host_pool.hpp) while the options are checked in order: take()
 // returns a file's array, or throws its read error, at the point where the
 // checks read it, so messages and their order are those of reading in turn.
@@ -121,14 +121,14 @@ class NpyPrefetch {
   std::map<std::string, std::unique_ptr<Read>> reads_;
 };
 
-// The file names of --in and --expect options that parse, in order.
+// The file names of --in options that parse, in order. (An --expect file's
+// header is checked before the run, its data compared piece by piece after
+// it: fresh memory for a copy of it costs more than reading it twice.)
 std::vector<std::string> npy_files(const po::variables_map& vm) {
   std::vector<std::string> paths;
-  for (const char* key : {"in", "expect"}) {
-    if (vm.count(key) == 0U) continue;
-    for (const auto& text : vm[key].as<std::vector<std::string>>()) {
-      if (const auto b = parse_binding(text)) paths.push_back(b->second);
-    }
+  if (vm.count("in") == 0U) return paths;
+  for (const auto& text : vm["in"].as<std::vector<std::string>>()) {
+    if (const auto b = parse_binding(text)) paths.push_back(b->second);
   }
   return paths;
 }
@@ -194,10 +194,12 @@ int run_command(const std::vector<std::string>& args) {
   std::uint32_t chips = 1;
   std::vector<std::pair<std::uint32_t, std::string>> outputs;
   std::vector<std::pair<std::uint32_t, std::string>> expects;
-  std::map<std::string, NpyArray> expected_arrays;  // by path, read before the run
+  std::map<std::string, NpyFileHeader> expected_files;  // by path, checked before the run
   MxuModels mxu_choice;
   const bool timing_only = vm->count("no-data") != 0U;
-  std::unique_ptr<NpyPrefetch> files;
+  // The --in files are read on the host threads from here on, beside the
+  // assembly and the preset's loading below.
+  auto files = std::make_unique<NpyPrefetch>(timing_only || on_pod ? std::vector<std::string>{} : npy_files(*vm));
   try {
     job.chip = chip_request(*vm);
     const ChipConfig chip = load_chip(job.chip);
@@ -217,8 +219,7 @@ int run_command(const std::vector<std::string>& args) {
     job.options.max_cycles = max_cycles(*vm);
     job.options.quantum_cycles = std::max<std::uint64_t>(1, (*vm)["quantum"].as<std::uint64_t>());
     // A timing-only run reads only the inputs passed by value (the run API
-    // asks for no others); the rest are read on the host threads meanwhile.
-    files = std::make_unique<NpyPrefetch>(timing_only || on_pod ? std::vector<std::string>{} : npy_files(*vm));
+    // asks for no others); the prefetch above skips them all.
     for (const auto& binding : bindings_of(*vm, "in")) {
       const std::uint32_t index = binding.first;
       const std::string path = binding.second;  // a variable, not a structured binding: clang 14 cannot capture those
@@ -242,7 +243,7 @@ int run_command(const std::vector<std::string>& args) {
       }
     }
     expects = bindings_of(*vm, "expect");
-    for (const auto& [index, path] : expects) expected_arrays[path] = files->take(path);  // readable before the run
+    for (const auto& [index, path] : expects) expected_files[path] = read_npy_header(path);
   } catch (const api::AssemblyError& e) {
     fmt::print(stderr, "{}\n", e.what());
     return kExitBadInput;
@@ -320,8 +321,13 @@ int run_command(const std::vector<std::string>& args) {
   if (!result.fault) {
     for (const auto& [index, path] : expects) {
       // A *.bits.npy file holds raw bits (bf16/f8 as uint16/uint8), as --out writes them.
-      const std::string verdict =
-          api::compare_bits(host_output(index, 0, path.ends_with(".bits.npy")), expected_arrays.at(path));
+      std::string verdict;
+      try {
+        verdict = api::compare_bits(host_output(index, 0, path.ends_with(".bits.npy")), expected_files.at(path));
+      } catch (const NpyError& e) {
+        fmt::print(stderr, "tpuemu run: {}\n", e.what());
+        return kExitBadInput;
+      }
       fmt::print("check     operand {} vs {}: {}\n", index, path, verdict);
       expectations_met = expectations_met && api::is_bit_exact(verdict);
     }
