@@ -7,7 +7,8 @@
 //   local  matmul A, B -> C
 //   ag     all-gather "A shard" -> A (or "B shard" -> B), then matmul A, B -> C
 //   ar/rs  matmul A, B -> "partial C", then all-reduce / reduce-scatter -> C
-//          (an all-reduce its ring cannot split runs padded with zeros)
+//          (an all-reduce or reduce-scatter its ring cannot split runs padded
+//          with zeros; a padded reduce-scatter leaves each chip a byte range)
 // The all-gather concatenates blocks in rank order (the collective's rank is
 // the shard index: its axes are the sharding's, minor first): row blocks give
 // the gathered matrix's own device layout when they are whole bf16 tiles;
@@ -140,7 +141,10 @@ std::string size_plan(SizedPlan& sp, const ShardedMatmul& mm, const ChipConfig& 
       // An all-reduce its ring cannot split runs padded with zeros
       // (programs::padded_collective_bytes; "partial C" and "C" take the
       // padded size, the reference cuts back), as the other workloads' do.
-      if (sp.plan == Plan::kAllReduce && !spec.axes.empty()) {
+      // So does a reduce-scatter, rank r then left the bytes [r Q_pad,
+      // min((r+1) Q_pad, V)) of the summed C's device layout (Q_pad = V_pad /
+      // N; programs/collectives.hpp), not a block of C's rows.
+      if (!spec.axes.empty()) {
         try {
           spec.bytes = programs::padded_collective_bytes(spec, topology);
         } catch (const std::invalid_argument&) {  // generate_collective names the problem below
@@ -160,7 +164,7 @@ std::string size_plan(SizedPlan& sp, const ShardedMatmul& mm, const ChipConfig& 
       return fmt::format("the {} of {}: {}", spec.op, what, e.what());
     }
     Phase comm = collective_phase(spec, topology, chip, what);
-    if (const std::uint64_t asked = sp.local.m * sp.local.n * 4; sp.plan == Plan::kAllReduce && spec.bytes != asked) {
+    if (const std::uint64_t asked = sp.local.m * sp.local.n * 4; sp.plan != Plan::kAllGather && spec.bytes != asked) {
       comm.name += fmt::format(" (padded {} -> {} B)", asked, spec.bytes);
       comm.detail["padded_from_bytes"] = asked;
     }
@@ -366,6 +370,31 @@ class ShardedMatmulWorkload final : public Workload {
         if (plan.plan == Plan::kAllReduce) {
           for (auto& bytes : reduced) bytes.resize(plan.local.m * plan.local.n * 4);  // a padded all-reduce's tail
         }
+      }
+      const std::uint64_t asked = plan.local.m * plan.local.n * 4;
+      if (plan.plan == Plan::kReduceScatter && plan.collective->bytes != asked) {
+        // A padded reduce-scatter's C: the chip's valid chunk bytes, byte for byte.
+        const auto& device = r.outputs.at("C").device;
+        const std::uint64_t group = shard_count(lengths, l.axes);
+        std::uint64_t wrong = 0, elements = 0;
+        std::string first;
+        for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
+          std::vector<std::uint8_t> want = reduced.at(id);
+          want.resize(programs::collective_valid_chunk_bytes(asked, plan.collective->bytes, group,
+                                                             shard_index(chip_coords(topology, id), lengths, l.axes)));
+          const bool same = id < device.size() && device[id].size() >= want.size() &&
+                            std::equal(want.begin(), want.end(), device[id].begin());
+          if (!same && wrong++ == 0)
+            first = fmt::format("chip {}: its {} B chunk differs from the reference", id, want.size());
+          elements += want.size() / 4;
+        }
+        const bool ok = wrong == 0;
+        return nlohmann::json{
+            {"check", ok ? fmt::format("bit-exact ({} elements of C on {} chips)", elements, topology.chip_count())
+                         : fmt::format("MISMATCH on {} of {} chips; {}", wrong, topology.chip_count(), first)},
+            {"ok", ok},
+            {"elements", elements},
+            {"wrong_chips", wrong}};
       }
       // A padded all-reduce's C is longer: its first m x n f32 are C.
       std::vector<std::vector<std::uint8_t>> got_c = r.outputs.at("C").device;
