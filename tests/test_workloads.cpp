@@ -291,9 +291,22 @@ TEST_CASE("mlp: the book's thresholds on v5p") {
   // TP over one axis: comms-bound above Y = M_Y F / (C/W).
   const MlpBook tp = mlp_book(MlpStrategy::kTp, 4096, 8192, 28672, 1, 8, 1, 1, v5p);
   CHECK(tp.threshold == Approx(28672 / c_over_w));
-  // FSDP + TP: B/N > (C/W)^2 / (2F): F = 32768 -> about 99.
+  // FSDP + TP: B/N > (C/W)^2 / (M_X M_Y F), the book's 2550^2 / (2F) at M_X M_Y = 2: F = 32768 -> about 99.
   const MlpBook both = mlp_book(MlpStrategy::kFsdpTp, 48000, 8192, 32768, 16, 4, 2, 1, v5p);
   CHECK(both.threshold == Approx(99).epsilon(0.02));
+  CHECK(both.t_comms == Approx(both.t_comms_tp + both.t_comms_fsdp));
+  // At that batch per chip and the optimal X = sqrt((B/F)(M_X/M_Y)N), the two parts are equal and
+  // each equals T_math (the book's max(T_FSDP, T_TP) = T_math). v5p 2x2x2 with X over one axis and
+  // Y over two (M_X = 1, M_Y = 2): X_opt = 2 where F = Y (C/W) / M_Y.
+  const double f_opt = 4 * c_over_w / 2;
+  const double b_opt = 8 * c_over_w * c_over_w / (1 * 2 * f_opt);
+  const MlpBook tangent = mlp_book(MlpStrategy::kFsdpTp, b_opt, 768, f_opt, 2, 4, 1, 2, v5p);
+  CHECK(tangent.threshold * 8 == Approx(b_opt));
+  CHECK(tangent.t_comms_tp == Approx(tangent.t_math));
+  CHECK(tangent.t_comms_fsdp == Approx(tangent.t_math));
+  // Both parts over one axis each (M_X M_Y = 1): twice the literal 2550^2 / (2F).
+  const MlpBook flat = mlp_book(MlpStrategy::kFsdpTp, 48000, 8192, 32768, 16, 4, 1, 1, v5p);
+  CHECK(flat.threshold == Approx(2 * both.threshold));
 }
 
 TEST_CASE("sweep ranges: doubling, steps, factors, refusals name --sweep") {

@@ -11,7 +11,8 @@
 //     O  = P @ bf16(V_bj)                                  [T, d_head] f32
 //   partial = bf16(O_b0 .. concatenated by heads) @ W_o rows of the chip's heads
 //   out = all-reduce of partial over the model axes (f32); with --plan rs a
-//         reduce-scatter instead (each chip B*T / Y token rows of out)
+//         reduce-scatter instead (each chip B*T / Y token rows of out; a
+//         padded one, where the ring cannot split the bytes, a byte range)
 // No causal mask. Chips that differ only on the other axes are replicas.
 //
 // Steps (one SPMD program each, every chip): the QKV matmul; per sequence,
@@ -100,6 +101,8 @@ struct AttentionReference {
   std::vector<std::vector<std::vector<float>>> q, k_t, v, s, p, o;
   // Per chip, as host values: out after the all-reduce.
   std::vector<std::vector<float>> out;
+  // A padded reduce-scatter's out instead: each chip's valid chunk bytes.
+  std::vector<std::vector<std::uint8_t>> out_chunk;
 };
 
 class AttentionWorkload final : public Workload {
@@ -192,15 +195,18 @@ class AttentionWorkload final : public Workload {
     reduce.algorithm = options.text("algo");
     reduce.axes.assign(model.rbegin(), model.rend());  // the collective's first axis varies fastest in its rank
     const std::uint64_t asked_bytes = reduce.bytes;
-    // An all-reduce its ring cannot split runs padded with zeros
-    // (programs::padded_collective_bytes; "partial out" and "out" take the
-    // padded size, the reference cuts back).
-    if (!scatter && !reduce.axes.empty()) {
+    // An all-reduce or reduce-scatter its ring cannot split runs padded with
+    // zeros (programs::padded_collective_bytes; "partial out" and "out" take
+    // the padded size, the reference cuts back). A padded reduce-scatter
+    // leaves rank r the bytes [r Q_pad, min((r+1) Q_pad, V)) of the summed
+    // out's device layout, Q_pad = V_pad / N, not a block of token rows.
+    if (!reduce.axes.empty()) {
       try {
         reduce.bytes = programs::padded_collective_bytes(reduce, topology);
       } catch (const std::invalid_argument&) {  // generate_collective names the problem below
       }
     }
+    const bool padded_scatter = scatter && reduce.bytes != asked_bytes;
 
     try {
       refuse_other_mxu(chip, "attention");
@@ -428,7 +434,13 @@ class AttentionWorkload final : public Workload {
             partials.push_back(device_matrix(R.partial[shard(id)], BT, D, "f32", "partial out"));
             partials.back().resize(std::max<std::size_t>(partials.back().size(), reduce.bytes), 0);  // padding: zeros
           }
+          std::uint32_t id = 0;
           for (auto bytes : programs::collective_reference(reduce, topology, partials)) {
+            if (padded_scatter) {
+              bytes.resize(programs::collective_valid_chunk_bytes(asked_bytes, reduce.bytes, ways, shard(id++)));
+              R.out_chunk.push_back(std::move(bytes));
+              continue;
+            }
             bytes.resize(std::min<std::size_t>(bytes.size(), out_rows * D * 4));  // a padded all-reduce's tail
             R.out.push_back(host_matrix_f32(bytes, out_rows, D));
           }
@@ -486,6 +498,26 @@ class AttentionWorkload final : public Workload {
         json verdict{{"ok", true}, {"elements", 0}};
         std::vector<std::string> lines;
         for (const Output& o : outputs) {
+          if (o.buffer == "out" && padded_scatter) {
+            // A padded reduce-scatter's out: the chip's valid chunk bytes, byte for byte.
+            const auto& device = result.outputs.at(o.buffer).device;
+            std::uint64_t wrong = 0;
+            std::string first;
+            for (std::uint32_t id = 0; id < chips; ++id) {
+              const std::vector<std::uint8_t>& w = R.out_chunk[id];
+              const bool same = id < device.size() && device[id].size() >= w.size() &&
+                                std::equal(w.begin(), w.end(), device[id].begin());
+              if (!same && wrong++ == 0) {
+                first = fmt::format("chip {}: its {} B chunk differs from the reference", id, w.size());
+              }
+              verdict["elements"] = verdict["elements"].get<std::uint64_t>() + w.size() / 4;
+            }
+            if (wrong > 0) {
+              verdict["ok"] = false;
+              lines.push_back(fmt::format("out: MISMATCH on {} of {} chips; {}", wrong, chips, first));
+            }
+            continue;
+          }
           // A padded all-reduce's output is longer: its first rows x cols f32 are out.
           std::vector<std::vector<std::uint8_t>> device = result.outputs.at(o.buffer).device;
           if (o.buffer == "out" && reduces && !scatter) {
@@ -569,8 +601,10 @@ class AttentionWorkload final : public Workload {
             ? fmt::format("  heads split {} ways over {}: {} heads per chip (W_qkv[{},{}], W_o[{},{}]), then {} of "
                           "out (f32) over the model axes",
                           ways, y_name, h, D, 3 * hd, hd, D,
-                          scatter ? fmt::format("a reduce-scatter (out[{},{}] per chip)", out_rows, D)
-                                  : std::string("an all-reduce"))
+                          padded_scatter ? fmt::format("a padded reduce-scatter (a {} B range of out per chip)",
+                                                       reduce.bytes / ways)
+                          : scatter      ? fmt::format("a reduce-scatter (out[{},{}] per chip)", out_rows, D)
+                                         : std::string("an all-reduce"))
             : fmt::format("  heads not split (model axes {}): every chip holds all {} heads (W_qkv[{},{}], W_o[{},{}])",
                           y_name, h, D, 3 * hd, hd, D),
         fmt::format("  the book (derived): T_math {}, T_comms {}; comms-bound above Y = {:.4g}",

@@ -13,7 +13,9 @@
 //             program below, vpack.c.bf16 over pairs of f32 tiles)
 //   matmul    "h bf16" @ "W_out" -> "out" (model axis of length 1 or none),
 //             else -> "partial out", then
-//   all-reduce "partial out" over the model axis -> "out" (f32)
+//   all-reduce "partial out" over the model axis -> "out" (f32; padded with
+//             zeros where its ring cannot split the bytes, the reference
+//             cut back to out)
 //
 // The book's prediction for the layer: T_math = 2 x 2 B D F_Y / C against
 // T_HBM = the weight bytes 2 x 2 D F_Y / HBM bandwidth; the step is flat
@@ -41,6 +43,7 @@
 #include "common/units.hpp"
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_reference.hpp"
+#include "programs/collectives.hpp"
 #include "programs/generators.hpp"
 #include "programs/llo_writer.hpp"
 #include "programs/reference.hpp"
@@ -110,11 +113,16 @@ std::string generate_cast_bf16(std::uint64_t rows, std::uint64_t cols, const Chi
     const int p = static_cast<int>(i % 2);
     const std::uint64_t n = chunk_tiles(i) * kTileBytesF32 / 32;
     w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation4 + $0x{:x}], {}", token++, p, n), {}, {});
-    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, p, programs::negated_immediate(n)), {}, {});
+    w.op(S::kSync,
+         fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, p, programs::negated_immediate(n)), {},
+         {});
     if (i >= 2) {  // this out buffer's previous DMA must have left
       const std::uint64_t prev = out_granules(i - 2);
       w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation4 + $0x{:x}], {}", token++, 2 + p, prev), {}, {});
-      w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, 2 + p, programs::negated_immediate(prev)), {}, {});
+      w.op(
+          S::kSync,
+          fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, 2 + p, programs::negated_immediate(prev)),
+          {}, {});
     }
     w.op(S::kSalu, fmt::format("%s3 = smov [#allocation{}]", p), {}, {"s3"});
     w.op(S::kSalu, "%s4 = sadd.s32 %s3, 8", {"s3"}, {"s4"});
@@ -151,7 +159,9 @@ std::string generate_cast_bf16(std::uint64_t rows, std::uint64_t cols, const Chi
   for (std::uint64_t i = chunks >= 2 ? chunks - 2 : 0; i < chunks; ++i) {
     const std::uint64_t n = out_granules(i);
     w.op(S::kSync, fmt::format("%{} = dma.done.wait [#allocation4 + $0x{:x}], {}", token++, 2 + i % 2, n), {}, {});
-    w.op(S::kSync, fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, 2 + i % 2, programs::negated_immediate(n)), {}, {});
+    w.op(S::kSync,
+         fmt::format("%{} = vsyncadd [#allocation4 + $0x{:x}], {}", token++, 2 + i % 2, programs::negated_immediate(n)),
+         {}, {});
   }
   w.flush();
   return w.text();
@@ -210,6 +220,16 @@ class InferenceLayerWorkload final : public Workload {
     reduce.algorithm = options.text("algo");
     if (axis) reduce.axes = {*axis};
     const bool reduces = ways > 1;
+    const std::uint64_t out_bytes = reduce.bytes;
+    // An all-reduce its ring cannot split runs padded with zeros
+    // (programs::padded_collective_bytes; "partial out" and "out" take the
+    // padded size, the reference cuts back), as attention's and mlp's do.
+    if (reduces) {
+      try {
+        reduce.bytes = programs::padded_collective_bytes(reduce, topology);
+      } catch (const std::invalid_argument&) {  // generate_collective names the problem below
+      }
+    }
 
     Built built;
     std::shared_ptr<const isa::Program> up_program, cast_program, down_program, reduce_program;
@@ -259,7 +279,12 @@ class InferenceLayerWorkload final : public Workload {
     built.phases = {up_phase, cast, down_phase};
     if (reduces) {
       built.steps.push_back({reduce_program, "all-reduce.llo", {{0, "partial out"}, {1, "out"}, {2, "scratch"}}});
-      built.phases.push_back(collective_phase(reduce, topology, chip, "partial out"));
+      Phase p = collective_phase(reduce, topology, chip, "partial out");
+      if (reduce.bytes != out_bytes) {
+        p.name += fmt::format(" (padded {} -> {} B)", out_bytes, reduce.bytes);
+        p.detail["padded_from_bytes"] = out_bytes;
+      }
+      built.phases.push_back(std::move(p));
     }
     built.model_flops = 2.0 * 2.0 * static_cast<double>(b) * static_cast<double>(d) * static_cast<double>(f);
 
@@ -309,13 +334,18 @@ class InferenceLayerWorkload final : public Workload {
         std::vector<std::vector<std::uint8_t>> reduced;
         if (reduces) {
           std::vector<std::vector<std::uint8_t>> partials;
-          for (std::uint32_t id = 0; id < topology.chip_count(); ++id)
+          for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
             partials.push_back(device_matrix(partial_of(shard(id)), b, d, "f32", "partial out"));
+            partials.back().resize(reduce.bytes, 0);  // padding: zeros
+          }
           reduced = programs::collective_reference(reduce, topology, partials);
+          for (auto& bytes : reduced) bytes.resize(out_bytes);  // a padded all-reduce's tail
         }
+        // A padded all-reduce's output is longer: its first out_bytes are out.
+        std::vector<std::vector<std::uint8_t>> device = r.outputs.at("out").device;
+        for (auto& bytes : device) bytes.resize(std::min<std::size_t>(bytes.size(), out_bytes));
         return check_f32_outputs(
-            r.outputs.at("out").device, topology.chip_count(), "out",
-            [&](std::uint32_t) { return std::make_pair(b, d); },
+            device, topology.chip_count(), "out", [&](std::uint32_t) { return std::make_pair(b, d); },
             [&](std::uint32_t id) { return reduces ? host_matrix_f32(reduced.at(id), b, d) : partial_of(shard(id)); });
       };
     }

@@ -34,6 +34,12 @@
 // collective runs on real data and every output is checked; the VPU/XLU
 // time of those elementwise steps is missing from the step time.
 //
+// Padding: a gradient all-reduce (dp, sp), and fsdp's weight all-gathers and
+// gradient reduce-scatters (not under sp), whose ring cannot split their
+// bytes run padded with zeros (programs::padded_collective_bytes); a padded
+// all-gather's or reduce-scatter's pieces are byte ranges of the device
+// layout, not row blocks (docs/workloads.md, "Padded fsdp all-gathers").
+//
 // Host reference, bit for bit: every matmul by programs::matmul_reference
 // (the MXU's order), every reduction by programs::collective_reference (the
 // collective's order), the residual as one f32 add per element.
@@ -116,10 +122,17 @@ MlpBook mlp_book(MlpStrategy strategy, double b, double d, double f, double x, d
       book.threshold = m_y * f * w / c;
       break;
     case MlpStrategy::kFsdpTp:
-      book.t_comms = (4 * b * d / x + 8 * b * d / x) / (w * m_y) + (4 * d * f / y + 8 * d * f / y) / (w * m_x);
-      book.formula = "T_math = 12BDF/(NC); T_comms = (4BD/X + 8BD/X)/(W M_Y) + (4DF/Y + 8DF/Y)/(W M_X)";
-      book.threshold_name = "tokens per chip B/N = (C/W)^2 / (2F)";
-      book.threshold = (c / w) * (c / w) / (2 * f);
+      // The book (training.md) lets the TP collectives (over Y) and the FSDP
+      // ones (over X) overlap each other, T_comms = max of the two; at the
+      // optimal X both are equal and compute-bound means B/N > (C/W)^2 /
+      // (M_X M_Y F), its 2550^2 / (2F) at M_X M_Y = 2. T_comms here is their
+      // sum: the workload runs them one after another.
+      book.t_comms_tp = (4 * b * d / x + 8 * b * d / x) / (w * m_y);
+      book.t_comms_fsdp = (4 * d * f / y + 8 * d * f / y) / (w * m_x);
+      book.t_comms = book.t_comms_tp + book.t_comms_fsdp;
+      book.formula = "T_math = 12BDF/(NC); T_comms = (4BD/X + 8BD/X)/(W M_Y) (TP) + (4DF/Y + 8DF/Y)/(W M_X) (FSDP)";
+      book.threshold_name = "tokens per chip B/N = (C/W)^2 / (M_X M_Y F) (at the optimal X, TP and FSDP overlapped)";
+      book.threshold = (c / w) * (c / w) / (m_x * m_y * f);
       break;
     case MlpStrategy::kSp:
       book.t_comms = (y > 1 ? (4 * b * d / (x * s) + 8 * b * d / (x * s)) / (w * m_y) : 0.0) +
@@ -159,6 +172,9 @@ struct MlpReference {
   std::vector<std::vector<float>> h, y, d_wo, d_a, d_wi, d_x;
   std::vector<std::vector<float>> y_reduced, d_wo_reduced, d_wi_reduced, d_x_reduced;
   std::vector<std::vector<float>> out;
+  // A padded fsdp reduce-scatter's outputs instead of d_wo_reduced and
+  // d_wi_reduced: each chip's valid chunk bytes of the reduced gradient.
+  std::vector<std::vector<std::uint8_t>> d_wo_chunk, d_wi_chunk;
 };
 
 class MlpWorkload final : public Workload {
@@ -271,8 +287,12 @@ class MlpWorkload final : public Workload {
     const programs::MatmulSpec mm_da = matmul_spec(b, D, f);
     const programs::MatmulSpec mm_dwi = matmul_spec(D, b, f);
     const programs::MatmulSpec mm_dx = matmul_spec(b, f, D);
+    // fsdp's weight all-gathers and gradient reduce-scatters over the data
+    // axes pad too (below), except under sp, whose sequence all-reduce
+    // needs whole gradient rows on every chip.
+    const bool pad_fsdp = axes.fsdp && dx > 1 && sq == 1;
     const auto collective = [&](const std::string& op, const std::vector<std::size_t>& over, const std::string& dtype,
-                                std::uint64_t bytes) {
+                                std::uint64_t bytes, bool pad = false) {
       programs::CollectiveSpec spec;
       spec.op = op;
       spec.algorithm = algorithm;
@@ -282,7 +302,10 @@ class MlpWorkload final : public Workload {
       // An all-reduce of a size its ring cannot split runs padded with zeros
       // (programs::padded_collective_bytes): its buffers take the padded size
       // (a pod buffer is as large as its largest use), the references cut back.
-      if (op == "all-reduce" && !over.empty()) {
+      // So does an all-gather or reduce-scatter asked to (`pad`): its pieces
+      // are then byte ranges of the device layout, Q_pad = V_pad / N each
+      // (programs/collectives.hpp), not the chips' row blocks.
+      if ((op == "all-reduce" || pad) && !over.empty()) {
         try {
           spec.bytes = programs::padded_collective_bytes(spec, topology);
         } catch (const std::invalid_argument&) {  // generate_collective names the problem below
@@ -293,10 +316,14 @@ class MlpWorkload final : public Workload {
     const std::string reduce_op = axes.fsdp ? "reduce-scatter" : "all-reduce";
     const auto ag_in = collective("all-gather", axes.model, "bf16", b * D * 2);
     const auto rs_y = collective("reduce-scatter", axes.model, "f32", b * D * 4);
-    const auto ag_wi = collective("all-gather", axes.data, "bf16", D * f * 2);
-    const auto ag_wo = collective("all-gather", axes.data, "bf16", f * D * 2);
-    const auto red_dwo = collective(reduce_op, axes.data, "f32", f * D * 4);
-    const auto red_dwi = collective(reduce_op, axes.data, "f32", D * f * 4);
+    const auto ag_wi = collective("all-gather", axes.data, "bf16", D * f * 2, pad_fsdp);
+    const auto ag_wo = collective("all-gather", axes.data, "bf16", f * D * 2, pad_fsdp);
+    const auto red_dwo = collective(reduce_op, axes.data, "f32", f * D * 4, pad_fsdp);
+    const auto red_dwi = collective(reduce_op, axes.data, "f32", D * f * 4, pad_fsdp);
+    // Padded: the weights' all-gathers (all four of D x f bf16) and the gradients' reduce-scatters
+    // (both D x f f32); either may pad without the other.
+    const bool padded_ag = pad_fsdp && ag_wi.bytes != D * f * 2;
+    const bool padded_rs = pad_fsdp && red_dwo.bytes != f * D * 4;
     const std::uint64_t grad_f = axes.fsdp && dx > 1 ? f / dx : f;  // the gradients' rows after the data reduction
     const std::uint64_t grad_d = axes.fsdp && dx > 1 ? D / dx : D;
     const auto seq_dwo = collective("all-reduce", axes.sequence, "f32", grad_f * D * 4);
@@ -483,8 +510,23 @@ class MlpWorkload final : public Workload {
       };
       R.y_reduced = reduce(rs_y, my > 1, y_bytes, D);
       R.d_x_reduced = reduce(rs_y, my > 1, dx_bytes, D);
-      R.d_wo_reduced = reduce(red_dwo, dx > 1, dwo_bytes, D, sq > 1 ? &seq_dwo : nullptr);
-      R.d_wi_reduced = reduce(red_dwi, dx > 1, dwi_bytes, f, sq > 1 ? &seq_dwi : nullptr);
+      if (padded_rs) {
+        // Zeros after each chip's gradient; rank r keeps its valid bytes of the Q_pad chunk.
+        const auto chunks = [&](const programs::CollectiveSpec& spec, std::vector<std::vector<std::uint8_t>> in) {
+          const std::uint64_t bytes = in.front().size();
+          for (auto& c : in) c.resize(spec.bytes, 0);
+          auto out = programs::collective_reference(spec, topology, in);
+          for (std::uint32_t id = 0; id < chips; ++id) {
+            out[id].resize(programs::collective_valid_chunk_bytes(bytes, spec.bytes, dx, data_index(id)));
+          }
+          return out;
+        };
+        R.d_wo_chunk = chunks(red_dwo, dwo_bytes);
+        R.d_wi_chunk = chunks(red_dwi, dwi_bytes);
+      } else {
+        R.d_wo_reduced = reduce(red_dwo, dx > 1, dwo_bytes, D, sq > 1 ? &seq_dwo : nullptr);
+        R.d_wi_reduced = reduce(red_dwi, dx > 1, dwi_bytes, f, sq > 1 ? &seq_dwi : nullptr);
+      }
       for (std::uint32_t id = 0; id < chips; ++id) {
         std::vector<float> out = R.y_reduced[id];
         for (std::size_t e = 0; e < out.size(); ++e) out[e] += R.in_rows[id][e];
@@ -511,19 +553,43 @@ class MlpWorkload final : public Workload {
       return matrix_block(m, cols, data_index(id) * per, per, 0, cols);
     };
     const bool gather_weights = axes.fsdp && dx > 1;
+    // A padded all-gather's pieces: rank r gives the bytes [r Q_pad, min((r + 1) Q_pad, V)) of the
+    // whole matrix's device layout, zeros after them up to Q_pad.
+    const auto give_piece = [&](const std::string& buffer, std::uint64_t rows, std::uint64_t cols,
+                                std::function<std::vector<float>(std::uint32_t)> whole) {
+      api::Input in;
+      in.origin = buffer;
+      const std::uint64_t padded = ag_wi.bytes, q = padded / dx;
+      in.device_provider = [=](std::uint32_t id, const chip::OperandBinding&) {
+        const std::vector<std::uint8_t> all = device_matrix(whole(id), rows, cols, "bf16", buffer);
+        const std::uint64_t start = std::min<std::uint64_t>(data_index(id) * q, all.size());
+        std::vector<std::uint8_t> piece(q, 0);
+        const std::uint64_t n = std::min<std::uint64_t>(q, all.size() - start);
+        std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(start), n, piece.begin());
+        return piece;
+      };
+      built.inputs[buffer] = std::move(in);
+    };
     give(my > 1 ? "In shard" : "In", "bf16", my > 1 ? r : b, D,
          [=](std::uint32_t id) { return my > 1 ? reference().in_rows[id] : reference().in_gathered[id]; });
     give("In f32", "f32", r, D, [=](std::uint32_t id) { return reference().in_rows[id]; });
     give(my > 1 ? "G shard" : "G", "bf16", my > 1 ? r : b, D,
          [=](std::uint32_t id) { return my > 1 ? reference().g_rows[id] : reference().g_gathered[id]; });
-    give(gather_weights ? "Wi shard" : "Wi", "bf16", gather_weights ? D / dx : D, f,
-         [=](std::uint32_t id) { return shard_rows(reference().wi[id], D, f, id); });
-    give(gather_weights ? "Wo shard" : "Wo", "bf16", gather_weights ? f / dx : f, D,
-         [=](std::uint32_t id) { return shard_rows(reference().wo[id], f, D, id); });
-    give(gather_weights ? "WoT shard" : "WoT", "bf16", gather_weights ? D / dx : D, f,
-         [=](std::uint32_t id) { return shard_rows(transpose(reference().wo[id], f, D), D, f, id); });
-    give(gather_weights ? "WiT shard" : "WiT", "bf16", gather_weights ? f / dx : f, D,
-         [=](std::uint32_t id) { return shard_rows(transpose(reference().wi[id], D, f), f, D, id); });
+    if (padded_ag) {
+      give_piece("Wi shard", D, f, [=](std::uint32_t id) { return reference().wi[id]; });
+      give_piece("Wo shard", f, D, [=](std::uint32_t id) { return reference().wo[id]; });
+      give_piece("WoT shard", D, f, [=](std::uint32_t id) { return transpose(reference().wo[id], f, D); });
+      give_piece("WiT shard", f, D, [=](std::uint32_t id) { return transpose(reference().wi[id], D, f); });
+    } else {
+      give(gather_weights ? "Wi shard" : "Wi", "bf16", gather_weights ? D / dx : D, f,
+           [=](std::uint32_t id) { return shard_rows(reference().wi[id], D, f, id); });
+      give(gather_weights ? "Wo shard" : "Wo", "bf16", gather_weights ? f / dx : f, D,
+           [=](std::uint32_t id) { return shard_rows(reference().wo[id], f, D, id); });
+      give(gather_weights ? "WoT shard" : "WoT", "bf16", gather_weights ? D / dx : D, f,
+           [=](std::uint32_t id) { return shard_rows(transpose(reference().wo[id], f, D), D, f, id); });
+      give(gather_weights ? "WiT shard" : "WiT", "bf16", gather_weights ? f / dx : f, D,
+           [=](std::uint32_t id) { return shard_rows(transpose(reference().wi[id], D, f), f, D, id); });
+    }
     give("A", "bf16", b, f, [=](std::uint32_t id) { return reference().a[id]; });
     give("AT", "bf16", f, b, [=](std::uint32_t id) { return transpose(reference().a[id], b, f); });
     give("InT", "bf16", D, b, [=](std::uint32_t id) { return transpose(reference().in_gathered[id], b, D); });
@@ -546,6 +612,27 @@ class MlpWorkload final : public Workload {
       json verdict{{"ok", true}, {"elements", 0}};
       std::vector<std::string> lines;
       for (const Output& o : outputs) {
+        if (padded_rs && (o.buffer == "dWo" || o.buffer == "dWi")) {
+          // A padded reduce-scatter's output: the chip's valid chunk bytes, byte for byte.
+          const auto& want = o.buffer == "dWo" ? R.d_wo_chunk : R.d_wi_chunk;
+          const auto& device = result.outputs.at(o.buffer).device;
+          std::uint64_t wrong = 0;
+          std::string first;
+          for (std::uint32_t id = 0; id < chips; ++id) {
+            const std::vector<std::uint8_t>& w = want[id];
+            const bool same = id < device.size() && device[id].size() >= w.size() &&
+                              std::equal(w.begin(), w.end(), device[id].begin());
+            if (!same && wrong++ == 0) {
+              first = fmt::format("chip {}: its {} B chunk differs from the reference", id, w.size());
+            }
+            verdict["elements"] = verdict["elements"].get<std::uint64_t>() + w.size() / 4;
+          }
+          if (wrong > 0) {
+            verdict["ok"] = false;
+            lines.push_back(fmt::format("{}: MISMATCH on {} of {} chips; {}", o.buffer, wrong, chips, first));
+          }
+          continue;
+        }
         // A padded all-reduce's output (dWo, dWi) is longer: its first rows x cols f32 are the gradient.
         std::vector<std::vector<std::uint8_t>> device = result.outputs.at(o.buffer).device;
         if (o.buffer == "dWo" || o.buffer == "dWi") {
@@ -599,6 +686,13 @@ class MlpWorkload final : public Workload {
                     {"reference",
                      "matmuls by programs::matmul_reference (the MXU's order), reductions by "
                      "programs::collective_reference (the collective's order), Out = Y + In in f32"}};
+    std::string comms_text = format_quantity(book.t_comms, Quantity::kTime);
+    if (*strategy == MlpStrategy::kFsdpTp) {
+      built.choice["book"]["t_comms_tp_seconds"] = book.t_comms_tp;
+      built.choice["book"]["t_comms_fsdp_seconds"] = book.t_comms_fsdp;
+      comms_text += fmt::format(" (TP {} + FSDP {})", format_quantity(book.t_comms_tp, Quantity::kTime),
+                                format_quantity(book.t_comms_fsdp, Quantity::kTime));
+    }
     built.intro = {
         fmt::format("mlp: In[{},{}] @ Wi[{},{}] -> relu -> @ Wo[{},{}] + In, forward and backward, on a {} pod of {}",
                     B, D, D, F, F, D, ici::describe(topology), chip.name),
@@ -608,7 +702,7 @@ class MlpWorkload final : public Workload {
                     sq > 1 ? fmt::format("sequence axes S = {} ({} way), ", axes_text(axes.sequence), sq) : "", y_name,
                     my, b, f),
         fmt::format("  the book: T_math {}, T_comms {}; {} = {:.4g}", format_quantity(book.t_math, Quantity::kTime),
-                    format_quantity(book.t_comms, Quantity::kTime), book.threshold_name, book.threshold)};
+                    comms_text, book.threshold_name, book.threshold)};
     return built;
   }
 };

@@ -45,6 +45,10 @@ MlpAxes mlp_axes(MlpStrategy strategy, std::size_t axis_count);
 struct MlpBook {
   double t_math = 0;
   double t_comms = 0;
+  // fsdp+tp only: T_comms's two parts, the collectives over the model axes
+  // (TP) and over the data axes (FSDP); 0 for the other strategies.
+  double t_comms_tp = 0;
+  double t_comms_fsdp = 0;
   std::string formula;
   double threshold = 0;
   std::string threshold_name;

@@ -7,6 +7,8 @@
 //   local  matmul A, B -> C
 //   ag     all-gather "A shard" -> A (or "B shard" -> B), then matmul A, B -> C
 //   ar/rs  matmul A, B -> "partial C", then all-reduce / reduce-scatter -> C
+//          (an all-reduce or reduce-scatter its ring cannot split runs padded
+//          with zeros; a padded reduce-scatter leaves each chip a byte range)
 // The all-gather concatenates blocks in rank order (the collective's rank is
 // the shard index: its axes are the sharding's, minor first): row blocks give
 // the gathered matrix's own device layout when they are whole bf16 tiles;
@@ -136,6 +138,18 @@ std::string size_plan(SizedPlan& sp, const ShardedMatmul& mm, const ChipConfig& 
       spec.dtype = "f32";
       spec.bytes = sp.local.m * sp.local.n * 4;
       what = "partial C";
+      // An all-reduce its ring cannot split runs padded with zeros
+      // (programs::padded_collective_bytes; "partial C" and "C" take the
+      // padded size, the reference cuts back), as the other workloads' do.
+      // So does a reduce-scatter, rank r then left the bytes [r Q_pad,
+      // min((r+1) Q_pad, V)) of the summed C's device layout (Q_pad = V_pad /
+      // N; programs/collectives.hpp), not a block of C's rows.
+      if (!spec.axes.empty()) {
+        try {
+          spec.bytes = programs::padded_collective_bytes(spec, topology);
+        } catch (const std::invalid_argument&) {  // generate_collective names the problem below
+        }
+      }
     }
     try {
       (void)programs::generate_collective(spec, topology, chip);
@@ -149,7 +163,11 @@ std::string size_plan(SizedPlan& sp, const ShardedMatmul& mm, const ChipConfig& 
     } catch (const std::invalid_argument& e) {
       return fmt::format("the {} of {}: {}", spec.op, what, e.what());
     }
-    const Phase comm = collective_phase(spec, topology, chip, what);
+    Phase comm = collective_phase(spec, topology, chip, what);
+    if (const std::uint64_t asked = sp.local.m * sp.local.n * 4; sp.plan != Plan::kAllGather && spec.bytes != asked) {
+      comm.name += fmt::format(" (padded {} -> {} B)", asked, spec.bytes);
+      comm.detail["padded_from_bytes"] = asked;
+    }
     sp.phases = sp.plan == Plan::kAllGather ? std::vector<Phase>{comm, matmul} : std::vector<Phase>{matmul, comm};
     sp.collective = spec;
   }
@@ -279,11 +297,10 @@ class ShardedMatmulWorkload final : public Workload {
       // Its own sync flags: after a matmul step, a chip that finishes first
       // starts the collective while its peers still run the matmul.
       std::uint64_t next_flag = kCollectiveFlagBase;
-      return api::Step{
-          api::assemble(with_own_flags(programs::generate_collective(spec, topology, chip), next_flag, chip,
-                                       "sharded-matmul"),
-                        file),
-          file, buffers};
+      return api::Step{api::assemble(with_own_flags(programs::generate_collective(spec, topology, chip), next_flag,
+                                                    chip, "sharded-matmul"),
+                                     file),
+                       file, buffers};
     };
     const std::string a_input = l.gathered == 'A' ? "A shard" : "A";
     const std::string b_input = l.gathered == 'B' ? "B shard" : "B";
@@ -308,15 +325,14 @@ class ShardedMatmulWorkload final : public Workload {
     const LazyBf16 a = lazy_bf16_values(mm.m * mm.k, seed);
     const LazyBf16 b = lazy_bf16_values(mm.k * mm.n, seed + 1);
     const auto lengths = axis_lengths(topology);
-    const auto input = [&](LazyBf16 host, Blocks blocks, std::uint64_t rows,
-                           std::uint64_t cols, std::string origin) {
+    const auto input = [&](LazyBf16 host, Blocks blocks, std::uint64_t rows, std::uint64_t cols, std::string origin) {
       api::Input in;
       in.origin = origin;
       in.device_provider = [host, blocks, rows, cols, origin, topology, lengths](std::uint32_t id,
                                                                                  const chip::OperandBinding&) {
         const Block blk = block_of(blocks, rows, cols, chip_coords(topology, id), lengths);
-        return device_matrix(matrix_block(host->get(), cols, blk.row0, blk.rows, blk.col0, blk.cols), blk.rows, blk.cols,
-                             "bf16", origin);
+        return device_matrix(matrix_block(host->get(), cols, blk.row0, blk.rows, blk.col0, blk.cols), blk.rows,
+                             blk.cols, "bf16", origin);
       };
       return in;
     };
@@ -325,7 +341,6 @@ class ShardedMatmulWorkload final : public Workload {
 
     // 3. The check against the host reference, where the run happened.
     built.check = [mm, l, plan, a, b, topology, lengths](const api::Result& r) {
-      const auto& got_c = r.outputs.at("C").device;
       std::map<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>, std::vector<float>> products;
       // A's block rows x (J block) times B's (J block) x cols block, cached.
       const auto product = [&](std::uint32_t id) -> const std::vector<float>& {
@@ -336,9 +351,10 @@ class ShardedMatmulWorkload final : public Workload {
         auto it = products.find(key);
         if (it == products.end()) {
           it = products
-                   .emplace(key, programs::matmul_reference(matrix_block(a->get(), mm.k, ab.row0, ab.rows, ab.col0, ab.cols),
-                                                            matrix_block(b->get(), mm.n, bb.row0, bb.rows, bb.col0, bb.cols),
-                                                            ab.rows, ab.cols, bb.cols))
+                   .emplace(key,
+                            programs::matmul_reference(matrix_block(a->get(), mm.k, ab.row0, ab.rows, ab.col0, ab.cols),
+                                                       matrix_block(b->get(), mm.n, bb.row0, bb.rows, bb.col0, bb.cols),
+                                                       ab.rows, ab.cols, bb.cols))
                    .first;
         }
         return it->second;
@@ -346,9 +362,44 @@ class ShardedMatmulWorkload final : public Workload {
       std::vector<std::vector<std::uint8_t>> reduced;
       if (plan.plan == Plan::kAllReduce || plan.plan == Plan::kReduceScatter) {
         std::vector<std::vector<std::uint8_t>> partials;
-        for (std::uint32_t id = 0; id < topology.chip_count(); ++id)
+        for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
           partials.push_back(device_matrix(product(id), plan.local.m, plan.local.n, "f32", "partial C"));
+          partials.back().resize(std::max<std::size_t>(partials.back().size(), plan.collective->bytes), 0);  // padding
+        }
         reduced = programs::collective_reference(*plan.collective, topology, partials);
+        if (plan.plan == Plan::kAllReduce) {
+          for (auto& bytes : reduced) bytes.resize(plan.local.m * plan.local.n * 4);  // a padded all-reduce's tail
+        }
+      }
+      const std::uint64_t asked = plan.local.m * plan.local.n * 4;
+      if (plan.plan == Plan::kReduceScatter && plan.collective->bytes != asked) {
+        // A padded reduce-scatter's C: the chip's valid chunk bytes, byte for byte.
+        const auto& device = r.outputs.at("C").device;
+        const std::uint64_t group = shard_count(lengths, l.axes);
+        std::uint64_t wrong = 0, elements = 0;
+        std::string first;
+        for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
+          std::vector<std::uint8_t> want = reduced.at(id);
+          want.resize(programs::collective_valid_chunk_bytes(asked, plan.collective->bytes, group,
+                                                             shard_index(chip_coords(topology, id), lengths, l.axes)));
+          const bool same = id < device.size() && device[id].size() >= want.size() &&
+                            std::equal(want.begin(), want.end(), device[id].begin());
+          if (!same && wrong++ == 0)
+            first = fmt::format("chip {}: its {} B chunk differs from the reference", id, want.size());
+          elements += want.size() / 4;
+        }
+        const bool ok = wrong == 0;
+        return nlohmann::json{
+            {"check", ok ? fmt::format("bit-exact ({} elements of C on {} chips)", elements, topology.chip_count())
+                         : fmt::format("MISMATCH on {} of {} chips; {}", wrong, topology.chip_count(), first)},
+            {"ok", ok},
+            {"elements", elements},
+            {"wrong_chips", wrong}};
+      }
+      // A padded all-reduce's C is longer: its first m x n f32 are C.
+      std::vector<std::vector<std::uint8_t>> got_c = r.outputs.at("C").device;
+      if (plan.plan == Plan::kAllReduce) {
+        for (auto& bytes : got_c) bytes.resize(std::min<std::size_t>(bytes.size(), plan.local.m * plan.local.n * 4));
       }
       const auto c_block = [&](std::uint32_t id) {
         return block_of(l.c, mm.m, mm.n, chip_coords(topology, id), lengths);
