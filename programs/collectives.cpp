@@ -664,14 +664,16 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
       hops += plan.op == Op::kAllGather ? ring_hops(l, false).long_hops : ring_hops(l, true).long_hops;
       if (plan.op == Op::kAllReduce) hops += ring_hops(l, false).long_hops;
     } else {
-      hops += spec.algorithm == "ring" && plan.op != Op::kAllToAll ? l - 1 : l / 2;
+      // Full rings (ring, multi-axis: stream_shapes) take L-1 steps per axis;
+      // all-to-all's program floor(L/2).
+      hops += plan.op != Op::kAllToAll ? l - 1 : l / 2;
     }
     max_len = std::max(max_len, l);
     lengths += fmt::format("{}{} = {}", lengths.empty() ? "" : ", ", ici::axis_name(a), l);
     if (!topology.wraps(a) && l > 2) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
   }
   std::string bw;
-  std::string lat = "T_min*sum(floor(L/2))";
+  std::string lat = plan.op == Op::kAllToAll || plan.half_rings ? "T_min*sum(floor(L/2))" : "T_min*sum(L-1)";
   if (plan.op == Op::kAllToAll) {
     p.bandwidth_seconds = v * max_len / (4 * n * w);
     bw = "V*max(L)/(4*N*W)";
@@ -681,7 +683,6 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
     if (spec.algorithm == "ring") {
       p.bandwidth_seconds = factor * v / w_one * (n - 1) / n;
       bw = f + "/W_oneway*(N-1)/N";
-      lat = "T_min*sum(L-1)";
     } else if (spec.algorithm == "bidir-ring") {
       p.bandwidth_seconds = factor * v / w;
       bw = f + "/W";

@@ -287,8 +287,10 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip);
 //   ring        all-gather, reduce-scatter V/(W/2) * (N-1)/N; all-reduce twice that
 //   multi-axis  the bidir-ring terms divided by K
 //   all-to-all  V * max(L_i) / (4 * N * W) (1-D: V / (4W))
-// Latency: T_min = chip.ici.hop_latency per hop; floor(L_i/2) hops per axis
-// (ring: L_i - 1), summed over the axes, twice for all-reduce. With an axis
+// Latency: T_min = chip.ici.hop_latency per hop, the steps its program takes
+// per axis: bidir-ring's half rings floor(L_i/2) (reductions over an odd axis
+// one more), the full rings of ring and multi-axis L_i - 1, all-to-all
+// floor(L_i/2); summed over the axes, twice for all-reduce. With an axis
 // without wraparound of 3 chips or more, the ring family is predicted from
 // what its links carry instead: round by round as the generator runs its
 // streams, the busiest link direction's bytes at the one-way payload rate,
