@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/types.hpp"
+#include "ici/network.hpp"
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
 #include "programs/llo_writer.hpp"
@@ -483,17 +484,43 @@ SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topolo
   for (std::size_t a : plan.axes) h.spans_nodes = h.spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
   h.egress = h.spans_nodes ? chip.nic_payload_rate() : chip.switched_egress();
   h.latency = h.spans_nodes ? chip.nic_hop_latency() : chip.switched_hop_latency();
+  if (!h.spans_nodes && topology.switched()) {
+    for (std::uint64_t w : chip.fabric.links_per_switch()) h.weights.push_back(static_cast<std::uint32_t>(w));
+    h.link_rate = chip.link_payload_rate();
+    h.packet_bytes = chip.ici.packet_bytes;
+  }
   return h;
+}
+
+double SwitchedHop::store_and_forward(std::uint64_t bytes, std::uint64_t transfers) const {
+  if (weights.empty() || bytes == 0 || transfers == 0 || packet_bytes == 0 || !(link_rate > 0)) return 0;
+  double slowest = 0;
+  for (const auto& [path, part] : ici::Network::split_by_weight(bytes, weights, packet_bytes)) {
+    const double rate = static_cast<double>(weights[path]) * link_rate;
+    const auto first = static_cast<double>(std::min(part, packet_bytes));
+    slowest = std::max(slowest, (static_cast<double>(transfers * part) + first) / rate);
+  }
+  return std::max(0.0, slowest - static_cast<double>(transfers * bytes) / egress);
 }
 
 namespace {
 
+// The largest DMA of the ring family's program for `spec` (CollectiveGen's
+// pieces), 0 if it does not generate.
+std::uint64_t ring_family_largest_piece(const CollectiveSpec& spec, const ici::Topology& topology,
+                                        const ChipConfig& chip);
+
 // Switched fabrics: every chip reaches every other in one chip-to-chip hop
 // (switched_hop), its egress B the slowest it uses: all its NVLinks within a
 // node, its NIC once the group spans nodes. Ring-style collectives move
-// (N-1)/N x V (all-reduce twice that) through every chip's egress in N-1
-// steps (all-reduce 2(N-1)); all-to-all sends (N-1)/N of its Q = V/N at once.
-// (bidir-ring predicts the same here; its half rings take fewer steps.)
+// (N-1)/N x V (all-reduce twice that) through every chip's egress; all-to-all
+// sends (N-1)/N of its Q = V/N at once. Steps: the rounds in which a stream
+// sends (stream_shapes), each T_hop, counted as N-1 per phase for the whole
+// family (bidir-ring's half rings take fewer). Where a step is one DMA (its
+// chunk is one piece), each round in which streams send also pays the store-and-forward of its DMAs through the switch
+// (SwitchedHop::store_and_forward, the streams sending in that round at
+// once); longer steps are pipelined piece by piece, and their packets'
+// second hop overlaps the next pieces (not modelled).
 CollectivePrediction predict_switched(const CollectiveSpec& spec, const CollectivePlan& plan,
                                       const ici::Topology& topology, const ChipConfig& chip) {
   CollectivePrediction p;
@@ -503,9 +530,8 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
   const bool spans_nodes = one.spans_nodes;
   const double egress = one.egress;
   const double hop = one.latency;
-  const double steps = plan.op == CollectivePlan::Op::kAllToAll    ? 1
-                       : plan.op == CollectivePlan::Op::kAllReduce ? 2 * (n - 1)
-                                                                   : n - 1;
+  double steps = 1;
+  double forward = 0;  // store-and-forward, summed over the steps
   std::string bw;
   if (plan.op == CollectivePlan::Op::kAllToAll) {
     p.bandwidth_seconds = v / n * (n - 1) / n / egress;
@@ -514,17 +540,41 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
     const double factor = plan.op == CollectivePlan::Op::kAllReduce ? 2 : 1;
     p.bandwidth_seconds = factor * v * (n - 1) / n / egress;
     bw = std::string(factor == 2 ? "2V" : "V") + "*(N-1)/N/B";
+    if (!plan.axes.empty()) {
+      // Per round: the streams that send in it (a reduce phase of h hops
+      // sends in its first h rounds; half rings pad each phase to its longest stream).
+      const std::vector<StreamShape> streams = stream_shapes(plan, topology);
+      const std::size_t phase_count = streams.front().phases.size();
+      std::vector<std::uint64_t> sending;
+      for (std::size_t t = 0; t < phase_count; ++t) {
+        std::uint32_t longest = 0;
+        for (const StreamShape& st : streams) longest = std::max(longest, st.hops[t]);
+        for (std::uint32_t u = 0; u < longest; ++u) {
+          std::uint64_t count = 0;
+          for (const StreamShape& st : streams) count += u < st.hops[t] ? 1 : 0;
+          sending.push_back(count);
+        }
+      }
+      steps = plan.op == CollectivePlan::Op::kAllReduce ? 2 * (n - 1) : n - 1;
+      const std::uint64_t piece = ring_family_largest_piece(spec, topology, chip);
+      // A step's chunk per stream: a unit times the units of the phase (one axis: one unit).
+      bool one_piece = piece != 0;
+      for (const StreamShape& st : streams) {
+        for (const Phase& ph : st.phases) one_piece = one_piece && piece >= ph.units * plan.unit_bytes;
+      }
+      if (one_piece) {
+        for (std::uint64_t count : sending) forward += one.store_and_forward(piece, count);
+      }
+    }
   }
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
-  p.latency_seconds = plan.axes.empty() ? 0 : steps * hop;
+  p.latency_seconds = plan.axes.empty() ? 0 : steps * hop + forward;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
-  p.formula = fmt::format("{} {} on {} (switched): {} + {}*T_hop; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s",
-                          spec.op, spec.algorithm, topology.shape(), bw,
-                          plan.op == CollectivePlan::Op::kAllToAll    ? "1"
-                          : plan.op == CollectivePlan::Op::kAllReduce ? "2(N-1)"
-                                                                      : "(N-1)",
-                          plan.bytes, plan.group_size, egress,
-                          spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop);
+  p.formula = fmt::format(
+      "{} {} on {} (switched): {} + {}*T_hop{}; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s", spec.op,
+      spec.algorithm, topology.shape(), bw, steps,
+      forward > 0 ? fmt::format(" + store-and-forward through the switch {:g} s (steps of one DMA)", forward) : "",
+      plan.bytes, plan.group_size, egress, spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop);
   return p;
 }
 
@@ -771,6 +821,14 @@ class CollectiveGen : CollectiveEmitter {
                                               describe(spec_, topo_, plan_.group_size), flag_count(), chip_.name,
                                               chip_.sflag.count));
     }
+  }
+
+  // The largest piece of any round (bytes; 0 for all-to-all or no axis):
+  // what one DMA of a ring step moves.
+  [[nodiscard]] std::uint64_t largest_piece_bytes() const {
+    std::uint64_t most = 0;
+    for (const RoundPiece& rp : round_pieces_) most = std::max(most, rp.pg * kGranule);
+    return most;
   }
 
   std::string run() {
@@ -1756,6 +1814,19 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip) {
   text.insert(end == std::string::npos ? text.size() : end + 1, loop);
   return text;
 }
+
+namespace {
+
+std::uint64_t ring_family_largest_piece(const CollectiveSpec& spec, const ici::Topology& topology,
+                                        const ChipConfig& chip) {
+  try {
+    return CollectiveGen(spec, topology, chip).largest_piece_bytes();
+  } catch (const std::invalid_argument&) {
+    return 0;
+  }
+}
+
+}  // namespace
 
 std::string ring_family_generate(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {
   CollectiveGen gen(spec, topology, chip);

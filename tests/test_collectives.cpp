@@ -913,14 +913,26 @@ TEST_CASE("collectives: NCCL's channel tuning, per size, protocol and kernel", "
 }
 
 TEST_CASE("collectives: a small ring all-reduce on 8 x A100 runs on NCCL's one channel", "[collectives]") {
-  // 32 KiB under LL: one channel of 24 moves 12 x 10 GB/s x 0.5 / 24 = 5 GB/s,
-  // so each of the 14 steps' 4 KiB takes 0.82 us more than the 0.6 us hop:
-  // the prediction is 6.6 + 14 x (0.6 + 4096 / 5e9) us = 26.5 us; with every
-  // channel (87.7 GB/s, LL's cap) it would be 6.6 + 14 x 0.647 = 15.7 us.
+  // 32 KiB under LL: one channel of 24 moves 12 x 10 GB/s x 0.5 / 24 = 5 GB/s
+  // out of a GPU, 5 / 6 GB/s over each of its 6 switches (2 NVLinks each). A
+  // step's 4 KiB is sprayed over the 6 paths in 12 units of 352 B (4096 / 12
+  // rounded up to 32 B), 2 per path: 704 B as one packet, which crosses the
+  // GPU -> switch link and then, store-and-forward, the switch -> GPU link:
+  // 2 x 704 B at 5 / 6 GB/s = 1.69 us a step on top of the 0.6 us hop, where
+  // 4096 / 5e9 = 0.82 us streamed through would be 26.5 us in all. So the
+  // prediction is 6.6 + 14 x (0.6 + 1408 / (5e9 / 6)) us = 38.7 us; with every
+  // channel (87.7 GB/s, LL's cap) 6.6 + 14 x (0.6 + 1408 / (87.7e9 / 6)) = 16.3 us.
   const ici::Topology t = topo("a100", "node:8");
   const CollectiveSpec s = spec("all-reduce", "ring", "f32", 32 << 10, {0});
   const ChipConfig one = preset("a100", {"fabric.protocol=LL", "fabric.active_channels=1"});
   const ChipConfig all = preset("a100", {"fabric.protocol=LL"});
-  CHECK(predict_collective(s, t, one).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 4096 / 5e9)).epsilon(0.01));
-  CHECK(predict_collective(s, t, all).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 4096 / 87.7e9)).epsilon(0.01));
+  CHECK(predict_collective(s, t, one).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 1408 / (5e9 / 6))).epsilon(0.01));
+  CHECK(predict_collective(s, t, all).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 1408 / (87.7e9 / 6))).epsilon(0.01));
+  // The store-and-forward alone: what the 14 steps take beyond 4096 B / B each.
+  const SwitchedHop hop = switched_hop(plan_collective(s, t), t, one);
+  CHECK(hop.store_and_forward(4096) == Approx(1408 / (5e9 / 6) - 4096 / 5e9).epsilon(1e-6));
+  // Two transfers at once: 1408 B of parts on each path, then the last 704 B packet.
+  CHECK(hop.store_and_forward(4096, 2) == Approx(2112 / (5e9 / 6) - 8192 / 5e9).epsilon(1e-6));
+  // A long transfer pays one 16 KiB packet per path once: 96 packets, 16 per path.
+  CHECK(hop.store_and_forward(96 * 16384) == Approx(16384 / (5e9 / 6)).epsilon(1e-6));
 }
