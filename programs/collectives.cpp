@@ -515,9 +515,10 @@ std::uint64_t ring_family_largest_piece(const CollectiveSpec& spec, const ici::T
 // node, its NIC once the group spans nodes. Ring-style collectives move
 // (N-1)/N x V (all-reduce twice that) through every chip's egress; all-to-all
 // sends (N-1)/N of its Q = V/N at once. Steps: the rounds in which a stream
-// sends (stream_shapes), each T_hop, counted as N-1 per phase for the whole
-// family (bidir-ring's half rings take fewer). Where a step is one DMA (its
-// chunk is one piece), each round in which streams send also pays the store-and-forward of its DMAs through the switch
+// sends (stream_shapes): N-1 per phase on full rings (ring, multi-axis),
+// bidir-ring's half rings floor(N/2) (a reduction over an odd group one
+// more), each T_hop. Where a step is one DMA (its chunk is one piece), each
+// step also pays the store-and-forward of its DMAs through the switch
 // (SwitchedHop::store_and_forward, the streams sending in that round at
 // once); longer steps are pipelined piece by piece, and their packets'
 // second hop overlaps the next pieces (not modelled).
@@ -555,7 +556,7 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
           sending.push_back(count);
         }
       }
-      steps = plan.op == CollectivePlan::Op::kAllReduce ? 2 * (n - 1) : n - 1;
+      steps = static_cast<double>(sending.size());
       const std::uint64_t piece = ring_family_largest_piece(spec, topology, chip);
       // A step's chunk per stream: a unit times the units of the phase (one axis: one unit).
       bool one_piece = piece != 0;
