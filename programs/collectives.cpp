@@ -510,6 +510,39 @@ namespace {
 std::uint64_t ring_family_largest_piece(const CollectiveSpec& spec, const ici::Topology& topology,
                                         const ChipConfig& chip);
 
+// Whether every step of the ring family's program for `spec` is one DMA:
+// its largest piece holds the chunk of every phase of every stream.
+bool ring_family_steps_are_one_piece(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                     const ici::Topology& topology, const ChipConfig& chip) {
+  if (plan.axes.empty() || plan.op == Op::kAllToAll) return false;
+  const std::uint64_t piece = ring_family_largest_piece(spec, topology, chip);
+  if (piece == 0) return false;
+  for (const StreamShape& st : stream_shapes(plan, topology)) {
+    for (const Phase& ph : st.phases) {
+      if (piece < ph.units * plan.unit_bytes) return false;
+    }
+  }
+  return true;
+}
+
+// The HBM round trips the ring family's program waits out: in a reduce phase
+// of h hops, rounds 1 to h load what arrived and the local operand from HBM
+// (both at once) and wait for them before adding and sending; on the stream
+// with the most. Only where every step is one piece: longer steps are cut
+// into pieces long enough on the link to cover the loads (choose_piece), and
+// the loads of the next pieces overlap the sends.
+double ring_family_load_waits(const CollectiveSpec& spec, const CollectivePlan& plan, const ici::Topology& topology,
+                              const ChipConfig& chip) {
+  if (!plan.reduces() || !ring_family_steps_are_one_piece(spec, plan, topology, chip)) return 0;
+  std::uint32_t most = 0;
+  for (const StreamShape& st : stream_shapes(plan, topology)) {
+    std::uint32_t waits = 0;
+    for (std::size_t t = 0; t < st.phases.size(); ++t) waits += st.phases[t].reduce ? st.hops[t] : 0;
+    most = std::max(most, waits);
+  }
+  return static_cast<double>(most);
+}
+
 // Switched fabrics: every chip reaches every other in one chip-to-chip hop
 // (switched_hop), its egress B the slowest it uses: all its NVLinks within a
 // node, its NIC once the group spans nodes. Ring-style collectives move
@@ -557,25 +590,22 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
         }
       }
       steps = static_cast<double>(sending.size());
-      const std::uint64_t piece = ring_family_largest_piece(spec, topology, chip);
-      // A step's chunk per stream: a unit times the units of the phase (one axis: one unit).
-      bool one_piece = piece != 0;
-      for (const StreamShape& st : streams) {
-        for (const Phase& ph : st.phases) one_piece = one_piece && piece >= ph.units * plan.unit_bytes;
-      }
-      if (one_piece) {
+      if (ring_family_steps_are_one_piece(spec, plan, topology, chip)) {
+        const std::uint64_t piece = ring_family_largest_piece(spec, topology, chip);
         for (std::uint64_t count : sending) forward += one.store_and_forward(piece, count);
       }
     }
   }
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
-  p.latency_seconds = plan.axes.empty() ? 0 : steps * hop + forward;
+  const double waits = ring_family_load_waits(spec, plan, topology, chip);
+  p.latency_seconds = plan.axes.empty() ? 0 : steps * hop + forward + waits * chip.hbm.latency_s;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format(
-      "{} {} on {} (switched): {} + {}*T_hop{}; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s", spec.op,
+      "{} {} on {} (switched): {} + {}*T_hop{}{}; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s", spec.op,
       spec.algorithm, topology.shape(), bw, steps,
       forward > 0 ? fmt::format(" + store-and-forward through the switch {:g} s (steps of one DMA)", forward) : "",
-      plan.bytes, plan.group_size, egress, spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop);
+      waits > 0 ? fmt::format(" + {:g}*L_hbm (the reductions' loads, steps of one DMA)", waits) : "", plan.bytes,
+      plan.group_size, egress, spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop);
   return p;
 }
 
@@ -676,7 +706,8 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
                            topology.wraps(a) ? " wrapped" : "");
     if (unwrapped_ring_axis(topology, a)) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
   }
-  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links);
+  const double waits = ring_family_load_waits(spec, plan, topology, chip);
+  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links) + waits * chip.hbm.latency_s;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format(
       "{} {}: link loads, sum over rounds of the busiest link direction's bytes / W_oneway + T_min x sum over "
@@ -684,6 +715,7 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
       "one way crosses each link direction once, rings going both ways twice); V = {} B, N = {}, W_oneway = {:g} "
       "B/s (payload), T_min = {:g} s, {}",
       spec.op, spec.algorithm, unwrapped, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s, lengths);
+  if (waits > 0) p.formula += fmt::format("; + {:g}*L_hbm (the reductions' loads, steps of one DMA)", waits);
   return p;
 }
 
@@ -751,11 +783,13 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
     }
   }
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
-  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(hops);
+  const double waits = plan.op == Op::kAllToAll ? 0 : ring_family_load_waits(spec, plan, topology, chip);
+  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(hops) + waits * chip.hbm.latency_s;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s (payload), T_min = {:g} s, {}", spec.op,
                           spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
                           lengths.empty() ? "no axis longer than 1" : lengths);
+  if (waits > 0) p.formula += fmt::format("; + {:g}*L_hbm (the reductions' loads, steps of one DMA)", waits);
   if (!unwrapped.empty()) {
     p.formula +=
         fmt::format("; {} without wraparound: predicted as if wrapped (the book: about twice as long)", unwrapped);

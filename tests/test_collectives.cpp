@@ -919,15 +919,20 @@ TEST_CASE("collectives: a small ring all-reduce on 8 x A100 runs on NCCL's one c
   // rounded up to 32 B), 2 per path: 704 B as one packet, which crosses the
   // GPU -> switch link and then, store-and-forward, the switch -> GPU link:
   // 2 x 704 B at 5 / 6 GB/s = 1.69 us a step on top of the 0.6 us hop, where
-  // 4096 / 5e9 = 0.82 us streamed through would be 26.5 us in all. So the
-  // prediction is 6.6 + 14 x (0.6 + 1408 / (5e9 / 6)) us = 38.7 us; with every
-  // channel (87.7 GB/s, LL's cap) 6.6 + 14 x (0.6 + 1408 / (87.7e9 / 6)) = 16.3 us.
+  // 4096 / 5e9 = 0.82 us streamed through would be 26.5 us in all. Each step
+  // is one DMA, so the 7 reduce steps after the first (rounds 1 to 7) also
+  // wait for their HBM loads, 0.5 us each. So the prediction is 6.6 + 14 x
+  // (0.6 + 1408 / (5e9 / 6)) + 7 x 0.5 us = 42.2 us (measured 42.88); with every
+  // channel (87.7 GB/s, LL's cap) 6.6 + 14 x (0.6 + 1408 / (87.7e9 / 6)) + 3.5 = 19.8 us.
   const ici::Topology t = topo("a100", "node:8");
   const CollectiveSpec s = spec("all-reduce", "ring", "f32", 32 << 10, {0});
   const ChipConfig one = preset("a100", {"fabric.protocol=LL", "fabric.active_channels=1"});
   const ChipConfig all = preset("a100", {"fabric.protocol=LL"});
-  CHECK(predict_collective(s, t, one).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 1408 / (5e9 / 6))).epsilon(0.01));
-  CHECK(predict_collective(s, t, all).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 1408 / (87.7e9 / 6))).epsilon(0.01));
+  CHECK(predict_collective(s, t, one).seconds ==
+        Approx(6.6e-6 + 14 * (0.6e-6 + 1408 / (5e9 / 6)) + 7 * 0.5e-6).epsilon(0.01));
+  CHECK(predict_collective(s, t, all).seconds ==
+        Approx(6.6e-6 + 14 * (0.6e-6 + 1408 / (87.7e9 / 6)) + 7 * 0.5e-6).epsilon(0.01));
+  CHECK_THAT(predict_collective(s, t, one).formula, Contains("+ 7*L_hbm"));
   // The store-and-forward alone: what the 14 steps take beyond 4096 B / B each.
   const SwitchedHop hop = switched_hop(plan_collective(s, t), t, one);
   CHECK(hop.store_and_forward(4096) == Approx(1408 / (5e9 / 6) - 4096 / 5e9).epsilon(1e-6));
