@@ -566,6 +566,7 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
   const double hop = one.latency;
   double steps = 1;
   double forward = 0;  // store-and-forward, summed over the steps
+  double cross = -1;   // a fat tree's both axes: the rounds' latencies (else steps x T_hop)
   std::string bw;
   if (plan.op == CollectivePlan::Op::kAllToAll) {
     p.bandwidth_seconds = v / n * (n - 1) / n / egress;
@@ -590,7 +591,46 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
         }
       }
       steps = static_cast<double>(sending.size());
-      if (ring_family_steps_are_one_piece(spec, plan, topology, chip)) {
+      if (spans_nodes && plan.axes.size() > 1) {
+        // A fat tree's both axes: a phase over x stays in its node (every
+        // NVLink of a chip, a switch's T_hop), one over y crosses the NICs.
+        // Round by round as the generator runs its streams (stream k's u-th
+        // job in round u; a reduce phase of h hops h + 1 jobs, the last only
+        // adding): the slower of the two egresses with what each carries,
+        // plus the round's T_hop (the NIC's if any stream crosses nodes).
+        const double nvl_egress = chip.switched_egress();
+        const double nic_egress = chip.nic_payload_rate();
+        std::vector<std::vector<int>> jobs(streams.size());
+        std::size_t rounds = 0;
+        for (std::size_t k = 0; k < streams.size(); ++k) {
+          for (std::size_t t = 0; t < phase_count; ++t) {
+            const std::uint32_t h = streams[k].hops[t];
+            for (std::uint32_t u = 0; u < h; ++u) jobs[k].push_back(static_cast<int>(t));
+            if (h > 0 && streams[k].phases[t].reduce) jobs[k].push_back(-1);
+          }
+          rounds = std::max(rounds, jobs[k].size());
+        }
+        double bandwidth = 0;
+        double latency = 0;
+        double sends = 0;
+        for (std::size_t u = 0; u < rounds; ++u) {
+          double nvl_bytes = 0;
+          double nic_bytes = 0;
+          for (std::size_t k = 0; k < streams.size(); ++k) {
+            if (u >= jobs[k].size() || jobs[k][u] < 0) continue;
+            const Phase& ph = streams[k].phases[static_cast<std::size_t>(jobs[k][u])];
+            (ph.axis == 1 ? nic_bytes : nvl_bytes) += static_cast<double>(ph.units * plan.unit_bytes);
+          }
+          if (nvl_bytes == 0 && nic_bytes == 0) continue;
+          bandwidth += std::max(nvl_bytes / nvl_egress, nic_bytes / nic_egress);
+          latency += nic_bytes > 0 ? chip.nic_hop_latency() : chip.switched_hop_latency();
+          sends += 1;
+        }
+        p.bandwidth_seconds = bandwidth;
+        cross = latency;
+        steps = sends;
+        bw = "sum over rounds of max(bytes in a node / B_nvlink, bytes across nodes / B_nic)";
+      } else if (ring_family_steps_are_one_piece(spec, plan, topology, chip)) {
         const std::uint64_t piece = ring_family_largest_piece(spec, topology, chip);
         for (std::uint64_t count : sending) forward += one.store_and_forward(piece, count);
       }
@@ -598,14 +638,17 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
   }
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
   const double waits = ring_family_load_waits(spec, plan, topology, chip);
-  p.latency_seconds = plan.axes.empty() ? 0 : steps * hop + forward + waits * chip.hbm.latency_s;
+  p.latency_seconds = plan.axes.empty() ? 0 : (cross >= 0 ? cross : steps * hop) + forward + waits * chip.hbm.latency_s;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format(
-      "{} {} on {} (switched): {} + {}*T_hop{}{}; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s", spec.op,
+      "{} {} on {} (switched): {} + {}*T_hop{}{}; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s{}", spec.op,
       spec.algorithm, topology.shape(), bw, steps,
       forward > 0 ? fmt::format(" + store-and-forward through the switch {:g} s (steps of one DMA)", forward) : "",
       waits > 0 ? fmt::format(" + {:g}*L_hbm (the reductions' loads, steps of one DMA)", waits) : "", plan.bytes,
-      plan.group_size, egress, spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop);
+      plan.group_size, egress, spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop,
+      cross >= 0 ? fmt::format(" (rounds across nodes; within a node B_nvlink = {:g} B/s, T_hop = {:g} s)",
+                               chip.switched_egress(), chip.switched_hop_latency())
+                 : "");
   return p;
 }
 
