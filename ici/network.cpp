@@ -82,8 +82,9 @@ void Network::plan_parts(std::uint64_t bytes, const RouteSet& routes, std::vecto
   for (const auto& [path, part] : split_by_weight(bytes, routes.weights)) out.push_back({path, part});
 }
 
-std::vector<std::pair<std::uint16_t, std::uint64_t>> Network::split_by_weight(
-    std::uint64_t bytes, const std::vector<std::uint32_t>& weights) const {
+std::vector<std::pair<std::uint16_t, std::uint64_t>> Network::split_by_weight(std::uint64_t bytes,
+                                                                              const std::vector<std::uint32_t>& weights,
+                                                                              std::uint64_t packet_bytes) {
   std::vector<std::pair<std::uint16_t, std::uint64_t>> out;
   const std::size_t n = weights.size();
   if (n == 1) {
@@ -96,9 +97,9 @@ std::vector<std::pair<std::uint16_t, std::uint64_t>> Network::split_by_weight(
   // an equal share of it per weight (rounded up to 32 bytes): the hardware
   // sprays a message over every link in small flits, so a short message
   // crosses all paths at once, not as one packet on one path.
-  std::uint64_t unit = packet_bytes_;
-  if (bytes < packet_bytes_ * n) {
-    unit = std::min<std::uint64_t>(packet_bytes_, ((bytes + total_weight - 1) / total_weight + 31) / 32 * 32);
+  std::uint64_t unit = packet_bytes;
+  if (bytes < packet_bytes * n) {
+    unit = std::min<std::uint64_t>(packet_bytes, ((bytes + total_weight - 1) / total_weight + 31) / 32 * 32);
   }
   const std::uint64_t packets = (bytes + unit - 1) / unit;
   // Largest remainders: floor shares first, then one more packet to the paths

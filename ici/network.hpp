@@ -140,7 +140,12 @@ class Network {
   // The timing contract's deal of `bytes` over paths of `weights`: (path,
   // bytes) for each path that gets packets, in path order.
   [[nodiscard]] std::vector<std::pair<std::uint16_t, std::uint64_t>> split_by_weight(
-      std::uint64_t bytes, const std::vector<std::uint32_t>& weights) const;
+      std::uint64_t bytes, const std::vector<std::uint32_t>& weights) const {
+    return split_by_weight(bytes, weights, packet_bytes_);
+  }
+  // The same for packets of `packet_bytes` (what the cost models use).
+  [[nodiscard]] static std::vector<std::pair<std::uint16_t, std::uint64_t>> split_by_weight(
+      std::uint64_t bytes, const std::vector<std::uint32_t>& weights, std::uint64_t packet_bytes);
   // The time of the earliest unprocessed event, if any.
   [[nodiscard]] std::optional<double> next_event_time() const;
   // Processes every event at or before `time` (advance_to) or before `time`

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "common/types.hpp"
+#include "ici/network.hpp"
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
 #include "programs/llo_writer.hpp"
@@ -483,17 +484,77 @@ SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topolo
   for (std::size_t a : plan.axes) h.spans_nodes = h.spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
   h.egress = h.spans_nodes ? chip.nic_payload_rate() : chip.switched_egress();
   h.latency = h.spans_nodes ? chip.nic_hop_latency() : chip.switched_hop_latency();
+  if (!h.spans_nodes && topology.switched()) {
+    for (std::uint64_t w : chip.fabric.links_per_switch()) h.weights.push_back(static_cast<std::uint32_t>(w));
+    h.link_rate = chip.link_payload_rate();
+    h.packet_bytes = chip.ici.packet_bytes;
+  }
   return h;
+}
+
+double SwitchedHop::store_and_forward(std::uint64_t bytes, std::uint64_t transfers) const {
+  if (weights.empty() || bytes == 0 || transfers == 0 || packet_bytes == 0 || !(link_rate > 0)) return 0;
+  double slowest = 0;
+  for (const auto& [path, part] : ici::Network::split_by_weight(bytes, weights, packet_bytes)) {
+    const double rate = static_cast<double>(weights[path]) * link_rate;
+    const auto first = static_cast<double>(std::min(part, packet_bytes));
+    slowest = std::max(slowest, (static_cast<double>(transfers * part) + first) / rate);
+  }
+  return std::max(0.0, slowest - static_cast<double>(transfers * bytes) / egress);
 }
 
 namespace {
 
+// The largest DMA of the ring family's program for `spec` (CollectiveGen's
+// pieces), 0 if it does not generate.
+std::uint64_t ring_family_largest_piece(const CollectiveSpec& spec, const ici::Topology& topology,
+                                        const ChipConfig& chip);
+
+// Whether every step of the ring family's program for `spec` is one DMA:
+// its largest piece holds the chunk of every phase of every stream.
+bool ring_family_steps_are_one_piece(const CollectiveSpec& spec, const CollectivePlan& plan,
+                                     const ici::Topology& topology, const ChipConfig& chip) {
+  if (plan.axes.empty() || plan.op == Op::kAllToAll) return false;
+  const std::uint64_t piece = ring_family_largest_piece(spec, topology, chip);
+  if (piece == 0) return false;
+  for (const StreamShape& st : stream_shapes(plan, topology)) {
+    for (const Phase& ph : st.phases) {
+      if (piece < ph.units * plan.unit_bytes) return false;
+    }
+  }
+  return true;
+}
+
+// The HBM round trips the ring family's program waits out: in a reduce phase
+// of h hops, rounds 1 to h load what arrived and the local operand from HBM
+// (both at once) and wait for them before adding and sending; on the stream
+// with the most. Only where every step is one piece: longer steps are cut
+// into pieces long enough on the link to cover the loads (choose_piece), and
+// the loads of the next pieces overlap the sends.
+double ring_family_load_waits(const CollectiveSpec& spec, const CollectivePlan& plan, const ici::Topology& topology,
+                              const ChipConfig& chip) {
+  if (!plan.reduces() || !ring_family_steps_are_one_piece(spec, plan, topology, chip)) return 0;
+  std::uint32_t most = 0;
+  for (const StreamShape& st : stream_shapes(plan, topology)) {
+    std::uint32_t waits = 0;
+    for (std::size_t t = 0; t < st.phases.size(); ++t) waits += st.phases[t].reduce ? st.hops[t] : 0;
+    most = std::max(most, waits);
+  }
+  return static_cast<double>(most);
+}
+
 // Switched fabrics: every chip reaches every other in one chip-to-chip hop
 // (switched_hop), its egress B the slowest it uses: all its NVLinks within a
 // node, its NIC once the group spans nodes. Ring-style collectives move
-// (N-1)/N x V (all-reduce twice that) through every chip's egress in N-1
-// steps (all-reduce 2(N-1)); all-to-all sends (N-1)/N of its Q = V/N at once.
-// (bidir-ring predicts the same here; its half rings take fewer steps.)
+// (N-1)/N x V (all-reduce twice that) through every chip's egress; all-to-all
+// sends (N-1)/N of its Q = V/N at once. Steps: the rounds in which a stream
+// sends (stream_shapes): N-1 per phase on full rings (ring, multi-axis),
+// bidir-ring's half rings floor(N/2) (a reduction over an odd group one
+// more), each T_hop. Where a step is one DMA (its chunk is one piece), each
+// step also pays the store-and-forward of its DMAs through the switch
+// (SwitchedHop::store_and_forward, the streams sending in that round at
+// once); longer steps are pipelined piece by piece, and their packets'
+// second hop overlaps the next pieces (not modelled).
 CollectivePrediction predict_switched(const CollectiveSpec& spec, const CollectivePlan& plan,
                                       const ici::Topology& topology, const ChipConfig& chip) {
   CollectivePrediction p;
@@ -503,9 +564,9 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
   const bool spans_nodes = one.spans_nodes;
   const double egress = one.egress;
   const double hop = one.latency;
-  const double steps = plan.op == CollectivePlan::Op::kAllToAll    ? 1
-                       : plan.op == CollectivePlan::Op::kAllReduce ? 2 * (n - 1)
-                                                                   : n - 1;
+  double steps = 1;
+  double forward = 0;  // store-and-forward, summed over the steps
+  double cross = -1;   // a fat tree's both axes: the rounds' latencies (else steps x T_hop)
   std::string bw;
   if (plan.op == CollectivePlan::Op::kAllToAll) {
     p.bandwidth_seconds = v / n * (n - 1) / n / egress;
@@ -514,17 +575,80 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
     const double factor = plan.op == CollectivePlan::Op::kAllReduce ? 2 : 1;
     p.bandwidth_seconds = factor * v * (n - 1) / n / egress;
     bw = std::string(factor == 2 ? "2V" : "V") + "*(N-1)/N/B";
+    if (!plan.axes.empty()) {
+      // Per round: the streams that send in it (a reduce phase of h hops
+      // sends in its first h rounds; half rings pad each phase to its longest stream).
+      const std::vector<StreamShape> streams = stream_shapes(plan, topology);
+      const std::size_t phase_count = streams.front().phases.size();
+      std::vector<std::uint64_t> sending;
+      for (std::size_t t = 0; t < phase_count; ++t) {
+        std::uint32_t longest = 0;
+        for (const StreamShape& st : streams) longest = std::max(longest, st.hops[t]);
+        for (std::uint32_t u = 0; u < longest; ++u) {
+          std::uint64_t count = 0;
+          for (const StreamShape& st : streams) count += u < st.hops[t] ? 1 : 0;
+          sending.push_back(count);
+        }
+      }
+      steps = static_cast<double>(sending.size());
+      if (spans_nodes && plan.axes.size() > 1) {
+        // A fat tree's both axes: a phase over x stays in its node (every
+        // NVLink of a chip, a switch's T_hop), one over y crosses the NICs.
+        // Round by round as the generator runs its streams (stream k's u-th
+        // job in round u; a reduce phase of h hops h + 1 jobs, the last only
+        // adding): the slower of the two egresses with what each carries,
+        // plus the round's T_hop (the NIC's if any stream crosses nodes).
+        const double nvl_egress = chip.switched_egress();
+        const double nic_egress = chip.nic_payload_rate();
+        std::vector<std::vector<int>> jobs(streams.size());
+        std::size_t rounds = 0;
+        for (std::size_t k = 0; k < streams.size(); ++k) {
+          for (std::size_t t = 0; t < phase_count; ++t) {
+            const std::uint32_t h = streams[k].hops[t];
+            for (std::uint32_t u = 0; u < h; ++u) jobs[k].push_back(static_cast<int>(t));
+            if (h > 0 && streams[k].phases[t].reduce) jobs[k].push_back(-1);
+          }
+          rounds = std::max(rounds, jobs[k].size());
+        }
+        double bandwidth = 0;
+        double latency = 0;
+        double sends = 0;
+        for (std::size_t u = 0; u < rounds; ++u) {
+          double nvl_bytes = 0;
+          double nic_bytes = 0;
+          for (std::size_t k = 0; k < streams.size(); ++k) {
+            if (u >= jobs[k].size() || jobs[k][u] < 0) continue;
+            const Phase& ph = streams[k].phases[static_cast<std::size_t>(jobs[k][u])];
+            (ph.axis == 1 ? nic_bytes : nvl_bytes) += static_cast<double>(ph.units * plan.unit_bytes);
+          }
+          if (nvl_bytes == 0 && nic_bytes == 0) continue;
+          bandwidth += std::max(nvl_bytes / nvl_egress, nic_bytes / nic_egress);
+          latency += nic_bytes > 0 ? chip.nic_hop_latency() : chip.switched_hop_latency();
+          sends += 1;
+        }
+        p.bandwidth_seconds = bandwidth;
+        cross = latency;
+        steps = sends;
+        bw = "sum over rounds of max(bytes in a node / B_nvlink, bytes across nodes / B_nic)";
+      } else if (ring_family_steps_are_one_piece(spec, plan, topology, chip)) {
+        const std::uint64_t piece = ring_family_largest_piece(spec, topology, chip);
+        for (std::uint64_t count : sending) forward += one.store_and_forward(piece, count);
+      }
+    }
   }
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
-  p.latency_seconds = plan.axes.empty() ? 0 : steps * hop;
+  const double waits = ring_family_load_waits(spec, plan, topology, chip);
+  p.latency_seconds = plan.axes.empty() ? 0 : (cross >= 0 ? cross : steps * hop) + forward + waits * chip.hbm.latency_s;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
-  p.formula = fmt::format("{} {} on {} (switched): {} + {}*T_hop; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s",
-                          spec.op, spec.algorithm, topology.shape(), bw,
-                          plan.op == CollectivePlan::Op::kAllToAll    ? "1"
-                          : plan.op == CollectivePlan::Op::kAllReduce ? "2(N-1)"
-                                                                      : "(N-1)",
-                          plan.bytes, plan.group_size, egress,
-                          spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop);
+  p.formula = fmt::format(
+      "{} {} on {} (switched): {} + {}*T_hop{}{}; V = {} B, N = {}, B = {:g} B/s ({}), T_hop = {:g} s{}", spec.op,
+      spec.algorithm, topology.shape(), bw, steps,
+      forward > 0 ? fmt::format(" + store-and-forward through the switch {:g} s (steps of one DMA)", forward) : "",
+      waits > 0 ? fmt::format(" + {:g}*L_hbm (the reductions' loads, steps of one DMA)", waits) : "", plan.bytes,
+      plan.group_size, egress, spans_nodes ? "one NIC per chip" : "every NVLink of a chip", hop,
+      cross >= 0 ? fmt::format(" (rounds across nodes; within a node B_nvlink = {:g} B/s, T_hop = {:g} s)",
+                               chip.switched_egress(), chip.switched_hop_latency())
+                 : "");
   return p;
 }
 
@@ -625,7 +749,8 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
                            topology.wraps(a) ? " wrapped" : "");
     if (unwrapped_ring_axis(topology, a)) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
   }
-  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links);
+  const double waits = ring_family_load_waits(spec, plan, topology, chip);
+  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links) + waits * chip.hbm.latency_s;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format(
       "{} {}: link loads, sum over rounds of the busiest link direction's bytes / W_oneway + T_min x sum over "
@@ -633,6 +758,7 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
       "one way crosses each link direction once, rings going both ways twice); V = {} B, N = {}, W_oneway = {:g} "
       "B/s (payload), T_min = {:g} s, {}",
       spec.op, spec.algorithm, unwrapped, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s, lengths);
+  if (waits > 0) p.formula += fmt::format("; + {:g}*L_hbm (the reductions' loads, steps of one DMA)", waits);
   return p;
 }
 
@@ -664,14 +790,16 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
       hops += plan.op == Op::kAllGather ? ring_hops(l, false).long_hops : ring_hops(l, true).long_hops;
       if (plan.op == Op::kAllReduce) hops += ring_hops(l, false).long_hops;
     } else {
-      hops += spec.algorithm == "ring" && plan.op != Op::kAllToAll ? l - 1 : l / 2;
+      // Full rings (ring, multi-axis: stream_shapes) take L-1 steps per axis;
+      // all-to-all's program floor(L/2).
+      hops += plan.op != Op::kAllToAll ? l - 1 : l / 2;
     }
     max_len = std::max(max_len, l);
     lengths += fmt::format("{}{} = {}", lengths.empty() ? "" : ", ", ici::axis_name(a), l);
     if (!topology.wraps(a) && l > 2) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
   }
   std::string bw;
-  std::string lat = "T_min*sum(floor(L/2))";
+  std::string lat = plan.op == Op::kAllToAll || plan.half_rings ? "T_min*sum(floor(L/2))" : "T_min*sum(L-1)";
   if (plan.op == Op::kAllToAll) {
     p.bandwidth_seconds = v * max_len / (4 * n * w);
     bw = "V*max(L)/(4*N*W)";
@@ -681,7 +809,6 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
     if (spec.algorithm == "ring") {
       p.bandwidth_seconds = factor * v / w_one * (n - 1) / n;
       bw = f + "/W_oneway*(N-1)/N";
-      lat = "T_min*sum(L-1)";
     } else if (spec.algorithm == "bidir-ring") {
       p.bandwidth_seconds = factor * v / w;
       bw = f + "/W";
@@ -699,11 +826,13 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
     }
   }
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
-  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(hops);
+  const double waits = plan.op == Op::kAllToAll ? 0 : ring_family_load_waits(spec, plan, topology, chip);
+  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(hops) + waits * chip.hbm.latency_s;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s (payload), T_min = {:g} s, {}", spec.op,
                           spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
                           lengths.empty() ? "no axis longer than 1" : lengths);
+  if (waits > 0) p.formula += fmt::format("; + {:g}*L_hbm (the reductions' loads, steps of one DMA)", waits);
   if (!unwrapped.empty()) {
     p.formula +=
         fmt::format("; {} without wraparound: predicted as if wrapped (the book: about twice as long)", unwrapped);
@@ -770,6 +899,14 @@ class CollectiveGen : CollectiveEmitter {
                                               describe(spec_, topo_, plan_.group_size), flag_count(), chip_.name,
                                               chip_.sflag.count));
     }
+  }
+
+  // The largest piece of any round (bytes; 0 for all-to-all or no axis):
+  // what one DMA of a ring step moves.
+  [[nodiscard]] std::uint64_t largest_piece_bytes() const {
+    std::uint64_t most = 0;
+    for (const RoundPiece& rp : round_pieces_) most = std::max(most, rp.pg * kGranule);
+    return most;
   }
 
   std::string run() {
@@ -1755,6 +1892,19 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip) {
   text.insert(end == std::string::npos ? text.size() : end + 1, loop);
   return text;
 }
+
+namespace {
+
+std::uint64_t ring_family_largest_piece(const CollectiveSpec& spec, const ici::Topology& topology,
+                                        const ChipConfig& chip) {
+  try {
+    return CollectiveGen(spec, topology, chip).largest_piece_bytes();
+  } catch (const std::invalid_argument&) {
+    return 0;
+  }
+}
+
+}  // namespace
 
 std::string ring_family_generate(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {
   CollectiveGen gen(spec, topology, chip);

@@ -287,8 +287,10 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip);
 //   ring        all-gather, reduce-scatter V/(W/2) * (N-1)/N; all-reduce twice that
 //   multi-axis  the bidir-ring terms divided by K
 //   all-to-all  V * max(L_i) / (4 * N * W) (1-D: V / (4W))
-// Latency: T_min = chip.ici.hop_latency per hop; floor(L_i/2) hops per axis
-// (ring: L_i - 1), summed over the axes, twice for all-reduce. With an axis
+// Latency: T_min = chip.ici.hop_latency per hop, the steps its program takes
+// per axis: bidir-ring's half rings floor(L_i/2) (reductions over an odd axis
+// one more), the full rings of ring and multi-axis L_i - 1, all-to-all
+// floor(L_i/2); summed over the axes, twice for all-reduce. With an axis
 // without wraparound of 3 chips or more, the ring family is predicted from
 // what its links carry instead: round by round as the generator runs its
 // streams, the busiest link direction's bytes at the one-way payload rate,
@@ -313,6 +315,25 @@ struct SwitchedHop {
   bool spans_nodes = false;
   double egress = 0;
   double latency = 0;
+  // Within one domain: the paths' weights (fabric.links_per_switch), one
+  // NVLink's payload rate and the packet size (ici.packet_size); empty
+  // weights across nodes.
+  std::vector<std::uint32_t> weights;
+  double link_rate = 0;
+  std::uint64_t packet_bytes = 0;
+  // The store-and-forward through the switch: what `transfers` transfers of
+  // `bytes` each, leaving a chip at once for other chips of its domain, take
+  // beyond transfers x bytes / egress when nothing else is on the links. Each
+  // is dealt over the paths as the network deals it
+  // (ici::Network::split_by_weight); a path of weight w (rate w x link_rate)
+  // carries its parts of all the transfers over the chip -> switch link, then
+  // the last packet again over the switch -> chip link (a packet is
+  // forwarded once it has wholly arrived): max over paths of (parts + that
+  // packet) / rate, less transfers x bytes / egress. So a transfer sprayed
+  // in one packet per path crosses twice, a long one pays one packet per
+  // path once, and a path's share above its weight's shows too. 0 across
+  // nodes (not modelled).
+  [[nodiscard]] double store_and_forward(std::uint64_t bytes, std::uint64_t transfers = 1) const;
 };
 SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topology, const ChipConfig& chip);
 

@@ -627,11 +627,13 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
     CHECK(p.seconds == Approx(r.bandwidth + r.hops * 1e-6));
     CHECK_THAT(p.formula, Contains(r.formula));
   }
-  // Multi-axis on 16x16: the bidir terms over 2 axes; latency over both axes.
+  // Multi-axis on 16x16: the bidir terms over 2 axes; latency over both axes,
+  // L-1 steps each (its rings are full rings), twice: 2 x (15 + 15) hops.
   const CollectivePrediction m =
       predict_collective(spec("all-reduce", "multi-axis", "f32", 1 << 26, {0, 1}), topo("v5e", "16x16"), v5e);
   CHECK(m.bandwidth_seconds == Approx(2 * v / (2 * w)));
-  CHECK(m.latency_seconds == Approx(32e-6));
+  CHECK(m.latency_seconds == Approx(60e-6));
+  CHECK_THAT(m.formula, Contains("2V/(W*N_axes) + 2*T_min*sum(L-1)"));
   // The x axis of 8x16 has no wraparound: all-to-all is predicted as if it
   // wrapped and says so; the rings are folded (predicted from their link
   // loads, below).
@@ -911,14 +913,31 @@ TEST_CASE("collectives: NCCL's channel tuning, per size, protocol and kernel", "
 }
 
 TEST_CASE("collectives: a small ring all-reduce on 8 x A100 runs on NCCL's one channel", "[collectives]") {
-  // 32 KiB under LL: one channel of 24 moves 12 x 10 GB/s x 0.5 / 24 = 5 GB/s,
-  // so each of the 14 steps' 4 KiB takes 0.82 us more than the 0.6 us hop:
-  // the prediction is 6.6 + 14 x (0.6 + 4096 / 5e9) us = 26.5 us; with every
-  // channel (87.7 GB/s, LL's cap) it would be 6.6 + 14 x 0.647 = 15.7 us.
+  // 32 KiB under LL: one channel of 24 moves 12 x 10 GB/s x 0.5 / 24 = 5 GB/s
+  // out of a GPU, 5 / 6 GB/s over each of its 6 switches (2 NVLinks each). A
+  // step's 4 KiB is sprayed over the 6 paths in 12 units of 352 B (4096 / 12
+  // rounded up to 32 B), 2 per path: 704 B as one packet, which crosses the
+  // GPU -> switch link and then, store-and-forward, the switch -> GPU link:
+  // 2 x 704 B at 5 / 6 GB/s = 1.69 us a step on top of the 0.6 us hop, where
+  // 4096 / 5e9 = 0.82 us streamed through would be 26.5 us in all. Each step
+  // is one DMA, so the 7 reduce steps after the first (rounds 1 to 7) also
+  // wait for their HBM loads, 0.5 us each. So the prediction is 6.6 + 14 x
+  // (0.6 + 1408 / (5e9 / 6)) + 7 x 0.5 us = 42.2 us (measured 42.88); with every
+  // channel (87.7 GB/s, LL's cap) 6.6 + 14 x (0.6 + 1408 / (87.7e9 / 6)) + 3.5 = 19.8 us.
   const ici::Topology t = topo("a100", "node:8");
   const CollectiveSpec s = spec("all-reduce", "ring", "f32", 32 << 10, {0});
   const ChipConfig one = preset("a100", {"fabric.protocol=LL", "fabric.active_channels=1"});
   const ChipConfig all = preset("a100", {"fabric.protocol=LL"});
-  CHECK(predict_collective(s, t, one).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 4096 / 5e9)).epsilon(0.01));
-  CHECK(predict_collective(s, t, all).seconds == Approx(6.6e-6 + 14 * (0.6e-6 + 4096 / 87.7e9)).epsilon(0.01));
+  CHECK(predict_collective(s, t, one).seconds ==
+        Approx(6.6e-6 + 14 * (0.6e-6 + 1408 / (5e9 / 6)) + 7 * 0.5e-6).epsilon(0.01));
+  CHECK(predict_collective(s, t, all).seconds ==
+        Approx(6.6e-6 + 14 * (0.6e-6 + 1408 / (87.7e9 / 6)) + 7 * 0.5e-6).epsilon(0.01));
+  CHECK_THAT(predict_collective(s, t, one).formula, Contains("+ 7*L_hbm"));
+  // The store-and-forward alone: what the 14 steps take beyond 4096 B / B each.
+  const SwitchedHop hop = switched_hop(plan_collective(s, t), t, one);
+  CHECK(hop.store_and_forward(4096) == Approx(1408 / (5e9 / 6) - 4096 / 5e9).epsilon(1e-6));
+  // Two transfers at once: 1408 B of parts on each path, then the last 704 B packet.
+  CHECK(hop.store_and_forward(4096, 2) == Approx(2112 / (5e9 / 6) - 8192 / 5e9).epsilon(1e-6));
+  // A long transfer pays one 16 KiB packet per path once: 96 packets, 16 per path.
+  CHECK(hop.store_and_forward(96 * 16384) == Approx(16384 / (5e9 / 6)).epsilon(1e-6));
 }

@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -423,7 +424,9 @@ double torus_busiest_link_bytes(const CollectivePlan& plan, const ici::Topology&
 // a torus); on a torus no faster than the busiest link carries the shot's
 // transfers (torus_busiest_link_bytes at the one-way payload rate); one
 // chip-to-chip latency per shot (on a torus: the group's farthest hop count
-// x ici.hop_latency); a reduction reads its N contributions from HBM.
+// x ici.hop_latency); a reduction reads its N contributions from HBM. On a
+// switched fabric each shot's N-1 DMAs also pay their store-and-forward
+// through the switch (SwitchedHop::store_and_forward).
 CollectivePrediction DirectAlgorithm::predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                               const ici::Topology& topology, const ChipConfig& chip) const {
   CollectivePrediction p;
@@ -432,10 +435,11 @@ CollectivePrediction DirectAlgorithm::predict(const CollectiveSpec& spec, const 
   const double q = v / n;
   double egress = chip.switched_egress();
   double hop = 0;
+  std::optional<SwitchedHop> one;
   if (topology.switched()) {
-    const SwitchedHop one = switched_hop(plan, topology, chip);
-    egress = one.egress;
-    hop = one.latency;
+    one = switched_hop(plan, topology, chip);
+    egress = one->egress;
+    hop = one->latency;
   } else {
     std::uint64_t hops = 0;
     for (std::size_t a : plan.axes) hops += topology.wraps(a) ? topology.length(a) / 2 : topology.length(a) - 1;
@@ -474,15 +478,21 @@ CollectivePrediction DirectAlgorithm::predict(const CollectiveSpec& spec, const 
                            ? 0
                            : shots * torus_busiest_link_bytes(plan, topology, pair_bytes) / chip.link_payload_rate();
   p.bandwidth_seconds = std::max(sent / egress, links) + reduce_read / chip.hbm.bandwidth;
-  p.latency_seconds = plan.axes.empty() ? 0 : shots * hop;
+  // Switched: each shot's N-1 DMAs leave at once and pass the switch store-and-forward.
+  const double forward =
+      one && !plan.axes.empty()
+          ? shots * one->store_and_forward(static_cast<std::uint64_t>(pair_bytes), plan.group_size - 1)
+          : 0;
+  p.latency_seconds = plan.axes.empty() ? 0 : shots * hop + forward;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format(
-      "{} {} on {}: {} + contributions read / HBM bandwidth + {} x T_hop; V = {} B, N = {}, "
+      "{} {} on {}: {} + contributions read / HBM bandwidth + {} x T_hop{}; V = {} B, N = {}, "
       "B = {:g} B/s, T_hop = {:g} s{}",
       spec.op, spec.algorithm, topology.shape(),
       topology.switched() ? "bytes out of a chip / B"
                           : "max(bytes out of a chip / B, the busiest link's bytes per shot x shots / W_oneway)",
-      shots, plan.bytes, plan.group_size, egress, hop,
+      shots, forward > 0 ? fmt::format(" + store-and-forward through the switch {:g} s", forward) : "", plan.bytes,
+      plan.group_size, egress, hop,
       topology.switched() ? ""
                           : fmt::format(" (torus: dimension-order routes, the busiest link {:g} B per shot, W_oneway "
                                         "= {:g} B/s)",

@@ -363,6 +363,8 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
   // - a halving step then reduces its b x Q bytes tile by tile, one tile at a
   //   time: two loads from HBM (2 x tile at the HBM bandwidth) and a store (a
   //   tile), each waited for: 2 x L_hbm + 3 x tile / HBM bandwidth per tile;
+  // - on a switched fabric each step's DMA also pays its store-and-forward
+  //   through the switch (SwitchedHop::store_and_forward);
   // - one local copy (hbm_to_hbm) of chunk r: L_hbm + 2Q / HBM bandwidth.
   // Not in it: the VPU's add loop and the scalar work around the DMAs (a few
   // per cent of a tile's time).
@@ -379,6 +381,7 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     const double tile = static_cast<double>(reduce_tile_granules(plan.chunk_bytes / kGranule) * kGranule);
     double bandwidth = 0;
     double latency = 0;
+    double forward = 0;
     std::uint64_t worst_load = 1;
     const bool reduce = plan.reduces();
     const bool gather = plan.op != Op::kReduceScatter;
@@ -395,6 +398,8 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
       const int phases = (reduce ? 1 : 0) + (gather ? 1 : 0);
       bandwidth += phases * bytes * load / bw;
       latency += phases * hop;
+      // Switched: the step's one DMA through the switch, store-and-forward.
+      if (switched) forward += phases * one.store_and_forward(b * plan.chunk_bytes);
       if (reduce) {
         const double tiles = bytes / tile;
         bandwidth += tiles * 3 * tile / hbm_bw;
@@ -404,12 +409,13 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     bandwidth += 2 * q / hbm_bw;
     latency += hbm_latency;
     p.bandwidth_seconds = plan.axes.empty() ? 0 : bandwidth;
-    p.latency_seconds = plan.axes.empty() ? 0 : latency;
+    p.latency_seconds = plan.axes.empty() ? 0 : latency + forward;
     p.seconds = p.bandwidth_seconds + p.latency_seconds;
     p.formula = fmt::format(
-        "{} halving-doubling on {}: sum over steps of (bytes of the step x link load / B + partner's latency{}) + "
+        "{} halving-doubling on {}: sum over steps of (bytes of the step x link load / B + partner's latency{}{}) + "
         "L_hbm + 2Q/H; V = {} B, N = {}, B = {:g} B/s{}, H = {:g} B/s, L_hbm = {:g} s{}",
-        spec.op, topology.shape(), reduce ? " + per tile of a halving step 2 L_hbm + 3 tile/H" : "", plan.bytes, n, bw,
+        spec.op, topology.shape(), switched ? " + the step's store-and-forward through the switch" : "",
+        reduce ? " + per tile of a halving step 2 L_hbm + 3 tile/H" : "", plan.bytes, n, bw,
         switched ? "" : fmt::format(" (link load up to {})", worst_load), hbm_bw, hbm_latency,
         reduce ? fmt::format(", tile = {:g} B", tile) : "");
     return p;
