@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "api/errors.hpp"
 #include "api/run.hpp"
 #include "common/presets.hpp"
 #include "common/units.hpp"
+#include "dist/ranks.hpp"
 #include "workloads/workload.hpp"
 
 namespace tpuemu::workloads {
@@ -55,6 +57,7 @@ std::vector<StepMeasure> measure_steps(const json& report, std::size_t steps) {
 }  // namespace
 
 WorkloadResult run_workload(const WorkloadRequest& request) {
+  const auto started = std::chrono::steady_clock::now();
   const Workload& w = workload(request.name);
   const OptionValues options(request.options, w.options());
   Setup setup;
@@ -187,6 +190,14 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
   report["fault"] = out.fault ? json(out.fault->message) : json(nullptr);
   if (built.finish && !out.fault) built.finish(report, run.report);
   report["report"] = run.report;
+  // This process's costs (under mpirun: each rank's own; rank 0 reports).
+  // The only part of the report that differs from run to run, or between one
+  // process and a pod over MPI ranks.
+  report["host"] = {{"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
+                    {"simulation_seconds", run.host.seconds},
+                    {"peak_rss_bytes", run.host.peak_rss_bytes},
+                    {"ranks", dist::world().size()},
+                    {"windows", run.host.windows}};
   out.report = std::move(report);
   return out;
 }
@@ -216,6 +227,16 @@ void print_workload(const json& r) {
     fmt::print("check     skipped (--no-data)\n");
   } else {
     fmt::print("check     {}: {}\n", r.at("ok").get<bool>() ? "PASS" : "FAIL", r.at("check").get<std::string>());
+  }
+  if (r.contains("host")) {
+    const auto& host = r.at("host");
+    const auto ranks = host.at("ranks").get<std::uint32_t>();
+    fmt::print("host      {:.2f} s ({:.2f} s simulating), peak RSS {:.0f} MiB{}\n", host.at("seconds").get<double>(),
+               host.at("simulation_seconds").get<double>(),
+               static_cast<double>(host.at("peak_rss_bytes").get<std::uint64_t>()) / (1 << 20),
+               ranks <= 1 ? std::string()
+                          : fmt::format(" on rank 0 of {}, {} windows between ranks", ranks,
+                                        host.at("windows").get<std::uint64_t>()));
   }
 }
 
