@@ -1,6 +1,7 @@
 #include "workloads/run.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -54,12 +55,34 @@ std::vector<StepMeasure> measure_steps(const json& report, std::size_t steps) {
   return out;
 }
 
+// Under mpirun every rank must run the same workload with the same options:
+// the pod's own digests (chip/pod.cpp) cover the programs, but not the inputs
+// an option such as --seed makes. Collective: every rank calls it once per
+// workload run, in the same order.
+void check_workload_ranks_agree(const WorkloadRequest& request, const json& resolved) {
+  dist::Ranks& ranks = dist::world();
+  if (ranks.size() <= 1) return;
+  const std::string text = fmt::format("{} no_data {} options {}", request.name, request.no_data, resolved.dump());
+  const std::vector<dist::Bytes> all = ranks.all_gather(dist::Bytes(text.begin(), text.end()));
+  std::vector<std::uint32_t> odd;
+  for (std::uint32_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) odd.push_back(r);
+  }
+  if (!odd.empty()) {
+    throw api::BadInput(fmt::format(
+        "the MPI ranks do not agree on: workload options (rank {} differs from rank 0); every rank needs the same "
+        "tpuemu build, presets and arguments",
+        fmt::join(odd, ", ")));
+  }
+}
+
 }  // namespace
 
 WorkloadResult run_workload(const WorkloadRequest& request) {
   const auto started = std::chrono::steady_clock::now();
   const Workload& w = workload(request.name);
   const OptionValues options(request.options, w.options());
+  check_workload_ranks_agree(request, options.resolved());
   Setup setup;
   try {
     setup.chip = load_chip(request.chip);
