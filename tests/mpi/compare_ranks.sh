@@ -18,10 +18,10 @@ trap 'rm -rf "$work"' EXIT
 mpirun_cmd=(mpirun --allow-run-as-root --oversubscribe)
 ext=json
 case $file_option in
-  --vcd) ext=vcd ;;
-  --csv) ext=csv ;;
-  --plot) ext=svg ;;
-  --graph) ext=dot ;;
+  --vcd) ext='vcd' ;;
+  --csv) ext='csv' ;;
+  --plot) ext='svg' ;;
+  --graph) ext='dot' ;;
 esac
 
 strip_json() {
