@@ -1,14 +1,17 @@
 #include "workloads/run.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "api/errors.hpp"
 #include "api/run.hpp"
 #include "common/presets.hpp"
 #include "common/units.hpp"
+#include "dist/ranks.hpp"
 #include "workloads/workload.hpp"
 
 namespace tpuemu::workloads {
@@ -52,11 +55,34 @@ std::vector<StepMeasure> measure_steps(const json& report, std::size_t steps) {
   return out;
 }
 
+// Under mpirun every rank must run the same workload with the same options:
+// the pod's own digests (chip/pod.cpp) cover the programs, but not the inputs
+// an option such as --seed makes. Collective: every rank calls it once per
+// workload run, in the same order.
+void check_workload_ranks_agree(const WorkloadRequest& request, const json& resolved) {
+  dist::Ranks& ranks = dist::world();
+  if (ranks.size() <= 1) return;
+  const std::string text = fmt::format("{} no_data {} options {}", request.name, request.no_data, resolved.dump());
+  const std::vector<dist::Bytes> all = ranks.all_gather(dist::Bytes(text.begin(), text.end()));
+  std::vector<std::uint32_t> odd;
+  for (std::uint32_t r = 1; r < all.size(); ++r) {
+    if (all[r] != all[0]) odd.push_back(r);
+  }
+  if (!odd.empty()) {
+    throw api::BadInput(fmt::format(
+        "the MPI ranks do not agree on: workload options (rank {} differs from rank 0); every rank needs the same "
+        "tpuemu build, presets and arguments",
+        fmt::join(odd, ", ")));
+  }
+}
+
 }  // namespace
 
 WorkloadResult run_workload(const WorkloadRequest& request) {
+  const auto started = std::chrono::steady_clock::now();
   const Workload& w = workload(request.name);
   const OptionValues options(request.options, w.options());
+  check_workload_ranks_agree(request, options.resolved());
   Setup setup;
   try {
     setup.chip = load_chip(request.chip);
@@ -187,6 +213,14 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
   report["fault"] = out.fault ? json(out.fault->message) : json(nullptr);
   if (built.finish && !out.fault) built.finish(report, run.report);
   report["report"] = run.report;
+  // This process's costs (under mpirun: each rank's own; rank 0 reports).
+  // The only part of the report that differs from run to run, or between one
+  // process and a pod over MPI ranks.
+  report["host"] = {{"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
+                    {"simulation_seconds", run.host.seconds},
+                    {"peak_rss_bytes", run.host.peak_rss_bytes},
+                    {"ranks", dist::world().size()},
+                    {"windows", run.host.windows}};
   out.report = std::move(report);
   return out;
 }
@@ -216,6 +250,16 @@ void print_workload(const json& r) {
     fmt::print("check     skipped (--no-data)\n");
   } else {
     fmt::print("check     {}: {}\n", r.at("ok").get<bool>() ? "PASS" : "FAIL", r.at("check").get<std::string>());
+  }
+  if (r.contains("host")) {
+    const auto& host = r.at("host");
+    const auto ranks = host.at("ranks").get<std::uint32_t>();
+    fmt::print("host      {:.2f} s ({:.2f} s simulating), peak RSS {:.0f} MiB{}\n", host.at("seconds").get<double>(),
+               host.at("simulation_seconds").get<double>(),
+               static_cast<double>(host.at("peak_rss_bytes").get<std::uint64_t>()) / (1 << 20),
+               ranks <= 1 ? std::string()
+                          : fmt::format(" on rank 0 of {}, {} windows between ranks", ranks,
+                                        host.at("windows").get<std::uint64_t>()));
   }
 }
 

@@ -6,7 +6,9 @@
 # same standard output and the same tpuemu messages on standard error
 # (host-cost lines removed: wall time and memory differ), and the same JSON
 # file written by FILE_OPTION (e.g. --json; host* fields removed; "-" = none;
-# --vcd: the VCD file byte for byte).
+# --vcd, --csv, --plot and --graph: the file byte for byte).
+# With TPUEMU_COMPARE_REQUIRE=REGEX every run's standard output must also
+# match REGEX (e.g. a passed check) and FILE_OPTION's file must exist.
 # One pod over N ranks must be the one-process run (issue 13).
 set -u
 ranks=$1 file_option=$2
@@ -15,7 +17,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpirun_cmd=(mpirun --allow-run-as-root --oversubscribe)
 ext=json
-[[ $file_option == --vcd ]] && ext=vcd
+case $file_option in
+  --vcd) ext='vcd' ;;
+  --csv) ext='csv' ;;
+  --plot) ext='svg' ;;
+  --graph) ext='dot' ;;
+esac
 
 strip_json() {
   python3 - "$1" <<'PY'
@@ -43,21 +50,37 @@ run() {
   if [[ $file_option != - ]]; then
     if [[ ! -s $work/$name.$ext ]]; then
       echo "(no file)" >"$work/$name.file"
-    elif [[ $ext == vcd ]]; then
-      cp "$work/$name.vcd" "$work/$name.file"
+    elif [[ $ext != json ]]; then
+      cp "$work/$name.$ext" "$work/$name.file"
     else
       strip_json "$work/$name.json" >"$work/$name.file"
     fi
   fi
 }
 
+# require NAME: the run's output matches TPUEMU_COMPARE_REQUIRE and its file exists.
+require() {
+  [[ -z ${TPUEMU_COMPARE_REQUIRE:-} ]] && return 0
+  if ! grep -Eq "$TPUEMU_COMPARE_REQUIRE" "$work/$1.stdout"; then
+    echo "$1: standard output does not match '$TPUEMU_COMPARE_REQUIRE':"
+    head -20 "$work/$1.out" "$work/$1.err"
+    return 1
+  fi
+  if [[ $file_option != - && ! -s $work/$1.$ext ]]; then
+    echo "$1: wrote no $file_option file"
+    return 1
+  fi
+}
+
 run one "$@"
 echo "one process: exit $(cat "$work/one.code")"
 status=0
+require one || status=1
 IFS=, read -ra counts <<<"$ranks"
 for n in "${counts[@]}"; do
   # shellcheck disable=SC2086
   run "np$n" "${mpirun_cmd[@]}" -np "$n" "$@" ${TPUEMU_MPI_ARGS:-}
+  require "np$n" || status=1
   for part in code stdout stderr file; do
     [[ $part == file && $file_option == - ]] && continue
     if ! diff -u "$work/one.$part" "$work/np$n.$part" >"$work/diff"; then
