@@ -14,8 +14,8 @@ namespace {
 mxu::Mxu& unit(Core& c, const ExecOp& op) {
   // Not reached after isa::check_program, which refuses these programs first.
   if (c.mxus.empty()) {
-    throw ProgramFault(fmt::format("mxu{}: {}'s {}x{} MXU is not modelled", op.unit, c.chip.name, c.chip.mxu.size,
-                                   c.chip.mxu.size));
+    throw ProgramFault(
+        fmt::format("mxu{}: {}'s {}x{} MXU is not modelled", op.unit, c.chip.name, c.chip.mxu.size, c.chip.mxu.size));
   }
   if (op.unit >= c.mxus.size()) {
     throw ProgramFault(
@@ -35,21 +35,21 @@ const vpu::Vreg& vreg_operand(Core& c, const ExecOp& op, std::size_t i) {
 // (only the pool does: use_count 1; multiplies release theirs on this
 // thread, after their arithmetic finished) are reused, so a bundle costs no
 // allocation.
-const std::shared_ptr<const mxu::SharedLhs>& lhs_copy(const Core& c, const vpu::Vreg& lhs) {
+const SingleThreadRc<mxu::SharedLhs>& lhs_copy(const Core& c, const vpu::Vreg& lhs) {
   struct Last {
     std::uint64_t serial = 0;
     const vpu::Vreg* reg = nullptr;
     std::uint64_t cycle = 0;
-    std::shared_ptr<const mxu::SharedLhs> copy;
-    std::vector<std::shared_ptr<mxu::SharedLhs>> pool;  // every copy made, reused in turn
-    std::size_t next = 0;                               // where the search for a free one starts
+    SingleThreadRc<mxu::SharedLhs> copy;
+    std::vector<SingleThreadRc<mxu::SharedLhs>> pool;  // every copy made, reused in turn
+    std::size_t next = 0;                              // where the search for a free one starts
   };
   constexpr std::size_t kMaxPool = 256;
   thread_local Last last;
   const std::uint64_t serial = c.mxus.front().serial();
   if (!last.copy || last.serial != serial || last.reg != &lhs || last.cycle != c.now()) {
     last.copy.reset();
-    std::shared_ptr<mxu::SharedLhs> copy;
+    SingleThreadRc<mxu::SharedLhs> copy;
     for (std::size_t i = 0; i < last.pool.size() && !copy; ++i) {
       auto& candidate = last.pool[(last.next + i) % last.pool.size()];
       if (candidate.use_count() == 1) {
@@ -61,7 +61,7 @@ const std::shared_ptr<const mxu::SharedLhs>& lhs_copy(const Core& c, const vpu::
       copy->value = lhs;
       copy->scan.state.store(mxu::LhsScan::kEmpty, std::memory_order_relaxed);
     } else {
-      copy = std::make_shared<mxu::SharedLhs>(lhs);
+      copy = SingleThreadRc<mxu::SharedLhs>::make(lhs);
       if (last.pool.size() < kMaxPool) last.pool.push_back(copy);
     }
     last.serial = serial;

@@ -27,10 +27,10 @@ constexpr std::chrono::microseconds kPatience{200};
 struct Mxu::Slot : HostTask {
   bool queued = false;
   vpu::Vreg lhs;
-  std::shared_ptr<const SharedLhs> shared_lhs;  // instead of `lhs` when set; released on the issuing thread
+  SingleThreadRc<SharedLhs> shared_lhs;  // instead of `lhs` when set; copied and released on the issuing thread
   vpu::Vmask mask;
   bool masked = false;
-  std::shared_ptr<WeightTile> weights;  // copied and released on the issuing thread only
+  SingleThreadRc<WeightTile> weights;  // copied and released on the issuing thread only
   std::uint32_t used_k = 0;
   std::uint32_t size = 0;
   KernelKind kernel = KernelKind::kPortable;
@@ -129,7 +129,7 @@ void Mxu::latch() {
           break;
         }
       }
-      if (!weights_) weights_ = std::make_shared<WeightTile>();
+      if (!weights_) weights_ = SingleThreadRc<WeightTile>::make();
     }
     build_weights(kernel_, staged_, size_, *weights_);
   }
@@ -150,11 +150,11 @@ bool Mxu::defers_multiplies() const {
 
 std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch_first,
                                     std::uint64_t cycle) {
-  return matmul(lhs, k_mask, latch_first, cycle, nullptr);
+  return matmul(lhs, k_mask, latch_first, cycle, SingleThreadRc<SharedLhs>{});
 }
 
 std::optional<MxuFault> Mxu::matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch_first,
-                                    std::uint64_t cycle, const std::shared_ptr<const SharedLhs>& lhs_copy) {
+                                    std::uint64_t cycle, const SingleThreadRc<SharedLhs>& lhs_copy) {
   if (backend_ != nullptr && k_mask != nullptr) {
     return MxuFault{
         fmt::format("{} has no K mask: masked multiplies (vmatmul.msk) run only on the C++ MXU "

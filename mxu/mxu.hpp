@@ -50,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "common/single_thread_rc.hpp"
 #include "mxu/matmul_kernel.hpp"
 #include "vpu/vreg.hpp"
 
@@ -123,7 +124,7 @@ class Mxu {
   // snapshot equal to `lhs` that nothing changes) instead of copying `lhs`,
   // so units multiplying one register in one bundle share one copy and one scan.
   std::optional<MxuFault> matmul(const vpu::Vreg& lhs, const vpu::Vmask* k_mask, bool latch, std::uint64_t cycle,
-                                 const std::shared_ptr<const SharedLhs>& lhs_copy);
+                                 const SingleThreadRc<SharedLhs>& lhs_copy);
   // Whether multiplies issued now are deferred to the host pool.
   [[nodiscard]] bool defers_multiplies() const;
   // Unique per unit constructed in this process (kept when moved).
@@ -184,8 +185,8 @@ class Mxu {
   std::vector<StagedPush> staged_;
   // Active weights, created at the first latch that computes; a latch writes
   // a tile no queued multiply still holds.
-  std::shared_ptr<WeightTile> weights_;
-  std::vector<std::shared_ptr<WeightTile>> spare_weights_;
+  SingleThreadRc<WeightTile> weights_;
+  std::vector<SingleThreadRc<WeightTile>> spare_weights_;
   std::vector<SlotPtr> spare_slots_;     // popped slots, reused
   std::vector<SlotPtr> draining_slots_;  // popped while a late worker still computes them
   std::uint32_t active_k_ = 0;           // K rows covered by the active weights

@@ -540,7 +540,7 @@ TEST_CASE("mxu host threads: units sharing one LHS copy give the bits of separat
     std::vector<std::uint32_t> words;
     for (std::size_t i = 0; i < lhs.size(); ++i) {
       vpu::Vreg reg = lhs[i];
-      const auto copy = std::make_shared<const mxu::SharedLhs>(reg);
+      const auto copy = SingleThreadRc<mxu::SharedLhs>::make(reg);
       for (auto& m : units) {
         REQUIRE(m.defers_multiplies() == (threads > 1));
         const auto fault = share ? m.matmul(reg, nullptr, i == 0, i, copy) : m.matmul(reg, nullptr, i == 0, i);
