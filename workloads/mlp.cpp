@@ -615,21 +615,12 @@ class MlpWorkload final : public Workload {
         if (padded_rs && (o.buffer == "dWo" || o.buffer == "dWi")) {
           // A padded reduce-scatter's output: the chip's valid chunk bytes, byte for byte.
           const auto& want = o.buffer == "dWo" ? R.d_wo_chunk : R.d_wi_chunk;
-          const auto& device = result.outputs.at(o.buffer).device;
-          std::uint64_t wrong = 0;
-          std::string first;
-          for (std::uint32_t id = 0; id < chips; ++id) {
-            const std::vector<std::uint8_t>& w = want[id];
-            const bool same = id < device.size() && device[id].size() >= w.size() &&
-                              std::equal(w.begin(), w.end(), device[id].begin());
-            if (!same && wrong++ == 0) {
-              first = fmt::format("chip {}: its {} B chunk differs from the reference", id, w.size());
-            }
-            verdict["elements"] = verdict["elements"].get<std::uint64_t>() + w.size() / 4;
-          }
-          if (wrong > 0) {
+          const nlohmann::json c = check_chunk_outputs(result.outputs.at(o.buffer).device, chips, o.buffer,
+                                                       [&](std::uint32_t id) { return want[id]; });
+          verdict["elements"] = verdict["elements"].get<std::uint64_t>() + c["elements"].get<std::uint64_t>();
+          if (!c["ok"].get<bool>()) {
             verdict["ok"] = false;
-            lines.push_back(fmt::format("{}: MISMATCH on {} of {} chips; {}", o.buffer, wrong, chips, first));
+            lines.push_back(fmt::format("{}: {}", o.buffer, c["check"].get<std::string>()));
           }
           continue;
         }

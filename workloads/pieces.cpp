@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "api/result.hpp"
@@ -82,6 +83,28 @@ nlohmann::json check_outputs(const std::vector<std::vector<std::uint8_t>>& devic
     }
     elements += rows * cols;
     if (!api::is_bit_exact(verdict) && wrong_chips++ == 0) first_wrong = fmt::format("chip {}: {}", id, verdict);
+  }
+  const bool ok = wrong_chips == 0;
+  return nlohmann::json{{"check", ok ? fmt::format("bit-exact ({} elements of {} on {} chips)", elements, what, chips)
+                                     : fmt::format("MISMATCH on {} of {} chips; {}", wrong_chips, chips, first_wrong)},
+                        {"ok", ok},
+                        {"elements", elements},
+                        {"wrong_chips", wrong_chips}};
+}
+
+nlohmann::json check_chunk_outputs(const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips,
+                                   const std::string& what,
+                                   const std::function<std::vector<std::uint8_t>(std::uint32_t chip)>& want) {
+  std::uint64_t elements = 0;
+  std::uint64_t wrong_chips = 0;
+  std::string first_wrong;
+  for (std::uint32_t id = 0; id < chips; ++id) {
+    const std::vector<std::uint8_t> w = want(id);
+    const bool same =
+        id < device.size() && device[id].size() >= w.size() && std::equal(w.begin(), w.end(), device[id].begin());
+    if (!same && wrong_chips++ == 0)
+      first_wrong = fmt::format("chip {}: its {} B chunk differs from the reference", id, w.size());
+    elements += w.size() / 4;
   }
   const bool ok = wrong_chips == 0;
   return nlohmann::json{{"check", ok ? fmt::format("bit-exact ({} elements of {} on {} chips)", elements, what, chips)

@@ -86,6 +86,14 @@ inline nlohmann::json check_f32_outputs(
   return check_outputs(device, chips, what, "f32", shape, expected);
 }
 
+// A padded reduce-scatter's output (programs/collectives.hpp, "Padded
+// collectives"): every chip's first want(chip).size() device bytes against
+// want(chip), byte for byte (want: the chip's valid chunk of the reference);
+// the verdict as check_outputs returns it, elements counted as f32 words.
+nlohmann::json check_chunk_outputs(const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips,
+                                   const std::string& what,
+                                   const std::function<std::vector<std::uint8_t>(std::uint32_t chip)>& want);
+
 // Throws std::invalid_argument unless `chip` has 128x128 MXUs (what the
 // bf16 matmul generator targets); `who` names the caller ("the demo", ...).
 void refuse_other_mxu(const ChipConfig& chip, std::string_view who);

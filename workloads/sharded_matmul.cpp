@@ -374,27 +374,13 @@ class ShardedMatmulWorkload final : public Workload {
       const std::uint64_t asked = plan.local.m * plan.local.n * 4;
       if (plan.plan == Plan::kReduceScatter && plan.collective->bytes != asked) {
         // A padded reduce-scatter's C: the chip's valid chunk bytes, byte for byte.
-        const auto& device = r.outputs.at("C").device;
         const std::uint64_t group = shard_count(lengths, l.axes);
-        std::uint64_t wrong = 0, elements = 0;
-        std::string first;
-        for (std::uint32_t id = 0; id < topology.chip_count(); ++id) {
+        return check_chunk_outputs(r.outputs.at("C").device, topology.chip_count(), "C", [&](std::uint32_t id) {
           std::vector<std::uint8_t> want = reduced.at(id);
           want.resize(programs::collective_valid_chunk_bytes(asked, plan.collective->bytes, group,
                                                              shard_index(chip_coords(topology, id), lengths, l.axes)));
-          const bool same = id < device.size() && device[id].size() >= want.size() &&
-                            std::equal(want.begin(), want.end(), device[id].begin());
-          if (!same && wrong++ == 0)
-            first = fmt::format("chip {}: its {} B chunk differs from the reference", id, want.size());
-          elements += want.size() / 4;
-        }
-        const bool ok = wrong == 0;
-        return nlohmann::json{
-            {"check", ok ? fmt::format("bit-exact ({} elements of C on {} chips)", elements, topology.chip_count())
-                         : fmt::format("MISMATCH on {} of {} chips; {}", wrong, topology.chip_count(), first)},
-            {"ok", ok},
-            {"elements", elements},
-            {"wrong_chips", wrong}};
+          return want;
+        });
       }
       // A padded all-reduce's C is longer: its first m x n f32 are C.
       std::vector<std::vector<std::uint8_t>> got_c = r.outputs.at("C").device;
