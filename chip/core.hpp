@@ -90,6 +90,21 @@ struct CoreStats {
   std::uint64_t hbm_bytes = 0;  // bytes this core moved to or from HBM
   std::uint64_t ici_bytes = 0;  // bytes this core sent over ICI
   std::uint64_t remote_dmas = 0;
+  // Adds another core's counters (a chip's cores together).
+  CoreStats& operator+=(const CoreStats& o) {
+    bundles += o.bundles;
+    ops += o.ops;
+    for (std::size_t i = 0; i < stall_cycles.size(); ++i) stall_cycles[i] += o.stall_cycles[i];
+    for (std::size_t i = 0; i < slot_ops.size(); ++i) slot_ops[i] += o.slot_ops[i];
+    mxu_flops += o.mxu_flops;
+    vpu_flops += o.vpu_flops;
+    dma_bytes += o.dma_bytes;
+    dmas += o.dmas;
+    hbm_bytes += o.hbm_bytes;
+    ici_bytes += o.ici_bytes;
+    remote_dmas += o.remote_dmas;
+    return *this;
+  }
 };
 
 class Core {

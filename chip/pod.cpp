@@ -875,6 +875,8 @@ PodResult run_pod(const PodRequest& request) {
         if (k == 0) {
           r.step_end_cycles.push_back(chip.step_ends[k][st].cycle);
           r.step_end_stats.push_back(chip.step_ends[k][st].stats);
+        } else if (st < r.step_end_stats.size()) {
+          r.step_end_stats[st] += chip.step_ends[k][st].stats;  // the chip's cores together
         }
       }
       end.core_step_ends.push_back({});

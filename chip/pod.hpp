@@ -76,7 +76,8 @@ struct PodChipResult {
   std::uint64_t cycles = 0;  // the chip's slowest core, including its DMAs
   std::vector<CoreStats> cores;
   std::map<std::string, std::vector<std::uint8_t>> outputs;  // device bytes by buffer name
-  // Core 0 at the end of each step: the cycle and its cumulative statistics.
+  // At the end of each step: core 0's cycle, and the cumulative statistics of
+  // the chip's cores (each core's at its own end of the step), summed.
   std::vector<std::uint64_t> step_end_cycles;
   std::vector<CoreStats> step_end_stats;
 };

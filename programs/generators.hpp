@@ -79,7 +79,45 @@ struct MatmulSpec {
   // C = C + A @ B: every accumulator block starts from C's block in HBM
   // (operand 2 is read, then written) instead of +0.0.
   bool accumulate = false;
+  // Split the work over the chip's TensorCores (megacore): 1 = no split
+  // (every core that runs the program computes the whole C, as on a one-core
+  // chip), else the chip's tensorcores_per_chip. See "Core split" below.
+  std::uint64_t split_cores = 1;
 };
+
+// Core split (MatmulSpec::split_cores = S > 1, the chip's
+// tensorcores_per_chip): the program's operands are the whole A, B and C (the
+// bindings declare the whole shapes), and core c < S computes a 1/S share of
+// C that no other core needs:
+//   columns: C[:, c N/S .. (c+1) N/S) = A @ B[:, same columns], when N is S
+//            whole 128-column tiles per core (every core reads all of A and
+//            its own column block of B; preferred when each core keeps at
+//            least mxu.count column tiles, so it uses all of its MXUs);
+//   rows:    C[c M/S .. (c+1) M/S, :] = A[same rows, :] @ B, when M is a
+//            multiple of 16 S and A is one column block (every core reads
+//            all of B and its own rows of A);
+// (matmul_core_split says which). Every C element's k-order is the unsplit
+// program's, so the bits are the same.
+// Both cores share the chip's HBM and its bandwidth; each has its own VMEM,
+// MXUs and DMA queue. Two barriers over the chip's cores order the split
+// against the chain's other steps, which may run on core 0 alone (the
+// collectives): on entry, before any core reads an operand, and on exit,
+// after every core's last output DMA has landed, so a step after it (on any
+// core) sees the whole C. A barrier: each core adds 1 to the barrier flag of
+// every other core of its chip (vsyncadd.remote to its own chip), waits for
+// its own to reach cores - 1 and subtracts that. The entry and the exit
+// barrier have a flag each, at sflag.count - 4 and - 3 (below the ring
+// shift's two), which no program zeroes at its start: an early arrival from
+// a core already at the next split matmul waits there. Needs a pod (the
+// barrier messages go through the chip's fabric port).
+enum class CoreSplit { kNone, kColumns, kRows };
+// How generate_matmul splits `spec` over spec.split_cores cores (kNone when
+// split_cores is 1 or the shape does not split evenly).
+CoreSplit matmul_core_split(const MatmulSpec& spec, const ChipConfig& chip);
+// The sync flags of the core split's entry and exit barriers.
+inline std::uint64_t core_barrier_flag(const ChipConfig& chip, bool exit) {
+  return chip.sflag.count - 4 + (exit ? 1 : 0);
+}
 
 // Collective matmul (the book's jax-stuff.md example) as one program per
 // chip: C[M,N] (f32) = sum over the chunks t = 0 .. T-1 of A_t[M,KC] @

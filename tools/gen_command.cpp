@@ -23,7 +23,10 @@ int gen_command(const std::vector<std::string>& args) {
       "dtype", po::value<std::string>()->default_value("bf16"),
       "matmul: input dtype, bf16 or f32 (C is f32); f32 only (and the default) on MXUs narrower than 128")(
       "no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")(
-      "chunk", whole_value(1)->default_value(1 << 20), "add: bytes per DMA chunk")(
+      "split-cores",
+      "matmul: split C over the chip's TensorCores (megacore, e.g. v5p: 2), with barriers between the cores; run it "
+      "on a pod (tpuemu run --topology 1)")("chunk", whole_value(1)->default_value(1 << 20),
+                                            "add: bytes per DMA chunk")(
       "inputs", po::value<std::string>(),
       "matmul: also write PREFIX.a.npy and PREFIX.b.npy (pseudo-random bf16 values in [-1, 1), seeds 7 and 8, as "
       "float32) and PREFIX.expected.npy (C as the program computes it, bit for bit; check it with run --expect)")(
@@ -33,7 +36,8 @@ int gen_command(const std::vector<std::string>& args) {
   bool help = false;
   const auto vm = parse_options(
       "gen",
-      "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [--inputs PREFIX] [-o F] | add --n N [-o F]",
+      "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [--split-cores] [--inputs PREFIX] [-o F] | add "
+      "--n N [-o F]",
       args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   const std::string kind = vm->count("kind") != 0U ? (*vm)["kind"].as<std::string>() : "";
@@ -60,6 +64,7 @@ int gen_command(const std::vector<std::string>& args) {
       // Narrow MXUs (edu) take f32 inputs only: that is their default.
       if (chip.mxu.size < 128 && (*vm)["dtype"].defaulted()) spec.dtype = "f32";
       spec.double_buffer = vm->count("no-double-buffer") == 0U;
+      if (vm->count("split-cores") != 0U) spec.split_cores = chip.tensorcores_per_chip;
       text = programs::generate_matmul(spec, chip);
       if (vm->count("inputs") != 0U) {
         const std::string prefix = (*vm)["inputs"].as<std::string>();

@@ -223,8 +223,9 @@ class AttentionWorkload final : public Workload {
     // 2. Steps and phases.
     Built built;
     std::map<std::string, std::shared_ptr<const isa::Program>> programs_by_file;
-    const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& spec, const std::string& a,
+    const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& whole, const std::string& a,
                                 const std::string& b, const std::string& c) {
+      const programs::MatmulSpec spec = on_every_core(whole, chip);
       const std::string file = fmt::format("matmul_{}x{}x{}.llo", spec.m, spec.k, spec.n);
       auto& program = programs_by_file[file];
       if (!program) {

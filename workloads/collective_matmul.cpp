@@ -295,7 +295,7 @@ class CollectiveMatmulWorkload final : public Workload {
           "of {}) to shift",
           m, k, rows, chunk, kBf16TileRows, kTileCols));
     }
-    programs::MatmulSpec first{rows, chunk, cols, "bf16", true};
+    const programs::MatmulSpec first = on_every_core({rows, chunk, cols, "bf16", true}, chip);
     programs::MatmulSpec accumulate = first;
     accumulate.accumulate = true;
     const programs::RingShiftSpec shift{rows, chunk, 1};

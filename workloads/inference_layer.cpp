@@ -209,8 +209,8 @@ class InferenceLayerWorkload final : public Workload {
                       f, options.text("model-axis"), ways, f, ways));
     }
     const std::uint64_t fl = f / ways;  // d_ff per chip
-    const programs::MatmulSpec up{b, d, fl, "bf16"};
-    const programs::MatmulSpec down{b, fl, d, "bf16"};
+    const programs::MatmulSpec up = on_every_core({b, d, fl, "bf16"}, chip);
+    const programs::MatmulSpec down = on_every_core({b, fl, d, "bf16"}, chip);
     programs::CollectiveSpec reduce;
     reduce.op = "all-reduce";
     reduce.dtype = "f32";

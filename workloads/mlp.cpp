@@ -351,8 +351,9 @@ class MlpWorkload final : public Workload {
       if (!p) p = api::assemble(text(), file);
       return p;
     };
-    const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& spec, const std::string& a,
+    const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& whole, const std::string& a,
                                 const std::string& bb, const std::string& c) {
+      const programs::MatmulSpec spec = on_every_core(whole, chip);
       const std::string file = fmt::format("matmul_{}x{}x{}.llo", spec.m, spec.k, spec.n);
       built.steps.push_back(
           {assemble(file, [&] { return sized_matmul(spec, chip, what, B, D, F); }), file, {{0, a}, {1, bb}, {2, c}}});

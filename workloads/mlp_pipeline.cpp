@@ -45,21 +45,23 @@ namespace {
 
 constexpr std::uint64_t kGranule = 32;
 
-// A program that runs only on core 0 of the chips at x in [lo, hi]: the
-// others branch from after the operand bundle to the end (sbr.rel's 4 delay
-// slots empty). Core 0 alone: on a megacore chip two cores accumulating into
-// one dWo would each add their product.
-std::string only_on_stages(std::string text, std::int64_t lo, std::int64_t hi) {
+// A program that runs only on core 0 of the chips at x in [lo, hi] (with
+// `every_core`, on every core of them: a matmul split over the chip's cores,
+// pieces.hpp on_every_core): the others branch from after the operand bundle
+// to the end (sbr.rel's 4 delay slots empty). Otherwise core 0 alone: on a
+// megacore chip two cores accumulating the whole of one dWo would each add
+// their product.
+std::string only_on_stages(std::string text, std::int64_t lo, std::int64_t hi, bool every_core = false) {
   const std::size_t operands = text.find("{ %s0 = inlined_call_operand");
   if (operands == std::string::npos) throw std::logic_error("mlp pp: a program without its operand bundle");
   const std::size_t after = text.find('\n', operands) + 1;
   text.insert(after,
               fmt::format("{{ %s50 = sid.x ;; %s51 = sid.core }}\n"
                           "{{ %p14 = scmp.lt.s32.totalorder %s50, {} ;; %p15 = scmp.gt.s32.totalorder %s50, {} }}\n"
-                          "{{ %p14 = por %p14, %p15 ;; %p13 = scmp.ne.s32.totalorder %s51, 0 }}\n"
+                          "{{ %p14 = por %p14, %p15 ;; %p13 = scmp.ne.s32.totalorder %s51, {} }}\n"
                           "{{ %p14 = por %p14, %p13 }}\n"
                           "{{ %9990 = sbr.rel (%p14) target = pipeline_idle }}\n{{}}\n{{}}\n{{}}\n{{}}\n",
-                          lo, hi));
+                          lo, hi, every_core ? "%s51" : "0"));
   text += "pipeline_idle:\n{}\n";
   return text;
 }
@@ -180,11 +182,14 @@ Built build_mlp_pipeline(const Setup& setup, const OptionValues& options) {
   };
   try {
     refuse_other_mxu(chip, "mlp");
-    const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& spec, std::int64_t lo,
+    const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& whole, std::int64_t lo,
                                 std::int64_t hi, const std::string& a, const std::string& b, const std::string& c) {
+      const programs::MatmulSpec spec = on_every_core(whole, chip);
       const std::string file = fmt::format("matmul_{}x{}x{}{}_stages{}-{}.llo", spec.m, spec.k, spec.n,
                                            spec.accumulate ? "_acc" : "", lo, hi);
-      built.steps.push_back({api::assemble(only_on_stages(sized_matmul(spec, chip, what, B, D, F), lo, hi), file),
+      built.steps.push_back({api::assemble(only_on_stages(sized_matmul(spec, chip, what, B, D, F), lo, hi,
+                                                          /*every_core=*/spec.split_cores > 1),
+                                           file),
                              file,
                              {{0, a}, {1, b}, {2, c}}});
       Phase p = matmul_phase(spec, chip);

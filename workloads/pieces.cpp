@@ -128,6 +128,13 @@ void refuse_other_mxu(const ChipConfig& chip, std::string_view who) {
       who, chip.name, chip.mxu.size, chip.mxu.size, chip.name));
 }
 
+programs::MatmulSpec on_every_core(programs::MatmulSpec spec, const ChipConfig& chip) {
+  if (chip.tensorcores_per_chip <= 1 || chip.mxu.size != 128) return spec;
+  programs::MatmulSpec split = spec;
+  split.split_cores = chip.tensorcores_per_chip;
+  return programs::matmul_core_split(split, chip) == programs::CoreSplit::kNone ? spec : split;
+}
+
 Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
   const double element = spec.dtype == "bf16" ? 2.0 : 4.0;
   const double m = static_cast<double>(spec.m);
@@ -145,6 +152,11 @@ Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
                   format_quantity(roof.mxu_seconds, Quantity::kTime), format_quantity(hbm_bytes, Quantity::kBytes),
                   format_quantity(roof.hbm_seconds, Quantity::kTime), roof.bound);
   p.detail = {{"m", spec.m}, {"k", spec.k}, {"n", spec.n}, {"dtype", spec.dtype}, {"least_hbm_bytes", hbm_bytes}};
+  const programs::CoreSplit split = programs::matmul_core_split(spec, chip);
+  if (split != programs::CoreSplit::kNone) {  // the report says how the chip's cores share it
+    p.detail["split_cores"] = spec.split_cores;
+    p.detail["core_split"] = split == programs::CoreSplit::kColumns ? "columns" : "rows";
+  }
   return p;
 }
 

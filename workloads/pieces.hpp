@@ -98,6 +98,13 @@ nlohmann::json check_chunk_outputs(const std::vector<std::vector<std::uint8_t>>&
 // bf16 matmul generator targets); `who` names the caller ("the demo", ...).
 void refuse_other_mxu(const ChipConfig& chip, std::string_view who);
 
+// `spec` split over every TensorCore of the chip (MatmulSpec::split_cores =
+// tensorcores_per_chip; programs/generators.hpp, "Core split") where the chip
+// has more than one and the shape splits evenly; otherwise `spec` as it is
+// (on a one-core chip, every v5e, unchanged). Every workload's per-chip
+// matmuls go through it, as a compiler splits a megacore chip's work.
+programs::MatmulSpec on_every_core(programs::MatmulSpec spec, const ChipConfig& chip);
+
 // The phase of a generated matmul of `spec` on every chip: T_math = 2mkn /
 // peak bf16 FLOP/s (the book's), predicted by the roofline over its least
 // HBM traffic (A and B read once, C written once, and read once when it accumulates).

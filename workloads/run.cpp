@@ -24,7 +24,7 @@ std::string time_text(double seconds) {
 }
 
 // Per step, from the pod report's per_chip[].steps (core 0's end cycle and
-// cumulative counters): the slowest chip's cycles in the step, the counters
+// the cumulative counters of the chip's cores): the slowest chip's cycles in the step, the counters
 // summed over the chips, and how far apart the chips ended the step before.
 struct StepMeasure {
   std::uint64_t cycles = 0;

@@ -93,6 +93,7 @@ std::string size_plan(SizedPlan& sp, const ShardedMatmul& mm, const ChipConfig& 
   sp.local.dtype = "bf16";
   // A gathered from its column blocks stays in them (the gather's rank order).
   if (l.gathered == 'A' && !l.a_in.cols.empty()) sp.local.a_column_blocks = group;
+  sp.local = on_every_core(sp.local, chip);  // a megacore chip's cores share it
   if (mm.m % shard_count(lengths, l.c.rows) != 0) {
     return fmt::format("--m {} does not split into {} row blocks of C", mm.m, shard_count(lengths, l.c.rows));
   }
