@@ -17,6 +17,7 @@
 #include "tests/test_support.hpp"
 #include "workloads/cast_blocks.hpp"
 #include "workloads/mlp.hpp"
+#include "workloads/pieces.hpp"
 #include "workloads/sharded_matmul.hpp"
 #include "workloads/sharding.hpp"
 #include "workloads/softmax.hpp"
@@ -445,4 +446,36 @@ TEST_CASE("cast blocks: refusals name the block") {
   // Rows 0..8 of operand 2 are 256 columns wide; a 128-column block leaves half the band unwritten.
   CHECK_THROWS_WITH(generate_cast_blocks(ops, {{0, 0, 0, 8, 128, 2, 0, 0, false}}, v5e),
                     Contains("write 128 of its 256 columns"));
+}
+
+// The megacore split of a workload's per-chip matmul (programs/generators.hpp,
+// "Core split"; pieces.hpp on_every_core): by columns or rows, whichever takes
+// fewer MXU cycles; one-core chips and shapes that do not split unchanged.
+TEST_CASE("workload matmuls split over a megacore chip's TensorCores", "[workloads][megacore]") {
+  const ChipConfig v5p = test::preset("v5p");
+  const ChipConfig v5e = test::preset("v5e");
+  const auto split_of = [&](std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint64_t blocks = 1) {
+    programs::MatmulSpec spec{m, k, n, "bf16"};
+    spec.a_column_blocks = blocks;
+    return programs::matmul_core_split(on_every_core(spec, v5p), v5p);
+  };
+  // 1280 columns: 5 tiles per core (a block of 4 MXUs and one of 1) cost more than half the rows over 10 tiles.
+  CHECK(split_of(2560, 768, 1280) == programs::CoreSplit::kRows);
+  // 1024 columns: one full column block of 4 MXUs per core.
+  CHECK(split_of(256, 512, 1024) == programs::CoreSplit::kColumns);
+  CHECK(split_of(512, 256, 384) == programs::CoreSplit::kRows);
+  // A in column blocks cannot split by rows; 384 columns do not split into whole tiles per core.
+  CHECK(split_of(512, 256, 384, 2) == programs::CoreSplit::kNone);
+  CHECK(on_every_core({512, 256, 384, "bf16"}, v5p).split_cores == 2);
+  CHECK(on_every_core({8, 128, 128, "bf16"}, v5p).split_cores == 1);
+  CHECK(on_every_core({256, 512, 1024, "bf16"}, v5e).split_cores == 1);
+  // The split program binds the whole operands and names its share.
+  const std::string text = programs::generate_matmul(on_every_core({256, 512, 1024, "bf16"}, v5p), v5p);
+  CHECK_THAT(text, Contains("shape: f32[256,1024], index: 2"));
+  CHECK_THAT(text, Contains("core c computes columns [c 512, (c+1) 512) of C[256,1024], a 256x512x512 matmul"));
+  CHECK_THAT(text, Contains("vsyncadd.remote"));
+  programs::MatmulSpec wrong{256, 512, 1024, "bf16"};
+  wrong.split_cores = 4;
+  CHECK_THROWS_WITH(programs::generate_matmul(wrong, v5p),
+                    Contains("a split over 4 cores on v5p, which has 2 TensorCore(s) per chip"));
 }
