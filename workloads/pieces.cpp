@@ -166,7 +166,8 @@ std::string with_own_flags(std::string text, std::uint64_t& next_flag, const Chi
     throw std::logic_error(fmt::format("{}: the collective has no sync-flag allocation", who));
   const std::size_t size_end = text.find(',', at + 13);
   const std::uint64_t flag_bytes = std::stoull(text.substr(at + 22, size_end - at - 22), nullptr, 16);
-  if (next_flag + flag_bytes / 4 + 2 > chip.sflag.count) {
+  // The top four flags: the core split's barriers and the ring shift's (programs/generators.hpp).
+  if (next_flag + flag_bytes / 4 + 4 > chip.sflag.count) {
     throw std::invalid_argument(
         fmt::format("{}: the collectives need more than the chip's {} sync flags", who, chip.sflag.count));
   }

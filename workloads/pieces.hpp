@@ -110,7 +110,9 @@ programs::MatmulSpec on_every_core(programs::MatmulSpec spec, const ChipConfig& 
 // HBM traffic (A and B read once, C written once, and read once when it accumulates).
 Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip);
 // The first sync flag of a chain's collectives when each has its own
-// (below it: the generated matmuls' and adds'; the ring shift uses the top two).
+// (below it: the generated matmuls' and adds'; the ring shift uses the top
+// two, a core split's barriers the two below them: with_own_flags stays below
+// all four).
 constexpr std::uint64_t kCollectiveFlagBase = 256;
 
 // A generated collective's program text with its sync-flag allocation moved
