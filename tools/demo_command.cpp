@@ -193,6 +193,9 @@ int pod_demo(const std::vector<std::string>& args) {
     spec.k = d;
     spec.n = f;
     refuse_other_mxu(chip, "the demo");
+    // Split over a megacore chip's cores as the workloads' matmuls (the pod's per-step counters
+    // count the chip's cores together).
+    spec = workloads::on_every_core(spec, chip);
     matmul_program = isa::assemble(programs::generate_matmul(spec, chip), "demo_matmul.llo");
   } catch (const ConfigError& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
