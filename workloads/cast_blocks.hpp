@@ -45,4 +45,16 @@ struct CastBlock {
 std::string generate_cast_blocks(const std::vector<CastOperand>& operands, const std::vector<CastBlock>& blocks,
                                  const ChipConfig& chip);
 
+// A program that rounds an f32 [rows, cols] HBM operand (operand 0) to bf16
+// into operand 1, element by element (nearest even). Both layouts tile the
+// matrix in the same (8,128) grid, f32 tile t at t x 4 KiB and bf16 tile t at
+// t x 2 KiB, so f32 tiles 2j and 2j+1 become one vreg (vpack.c.bf16: the
+// first operand to sublanes 4-7) stored at 4 KiB x j. Streamed through VMEM
+// in chunks of up to 1 MiB of f32, double-buffered as
+// programs::generate_add. Leaves every sync flag at 0. Used by the
+// inference-layer workload (its h) and the mlp workload (the weight gradients
+// before a bf16 reduction).
+// Throws std::invalid_argument when a chunk does not fit in VMEM.
+std::string generate_cast_bf16(std::uint64_t rows, std::uint64_t cols, const ChipConfig& chip);
+
 }  // namespace tpuemu::workloads

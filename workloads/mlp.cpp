@@ -63,6 +63,7 @@
 #include "programs/collective_reference.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
+#include "workloads/cast_blocks.hpp"
 #include "workloads/pieces.hpp"
 #include "workloads/sharding.hpp"
 #include "workloads/workload.hpp"
@@ -194,6 +195,9 @@ class MlpWorkload final : public Workload {
          "(fsdp over x, tp over the other axes), sp (fsdp over x, sequence over y, tp over z), pp (a pipeline of one "
          "block per chip along x)"},
         {"microbatches", "", "pipeline microbatches (only with --strategy pp; default 1)"},
+        {"grad-dtype", "bf16",
+         "the weight gradients' dtype in their reductions over the data (and sequence) axes: bf16 (the book's: each "
+         "chip's f32 gradient cast to bf16 on the device, then reduced in bf16) or f32"},
         {"algo", "multi-axis", "the collectives' algorithm (tpuemu collective --algo list)"},
         {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
   }
@@ -217,6 +221,10 @@ class MlpWorkload final : public Workload {
     const std::uint64_t F = options.whole("d-ff", 1, kMaxDim);
     const auto seed = static_cast<std::uint32_t>(options.whole("seed", 0, std::numeric_limits<std::uint32_t>::max()));
     const std::string algorithm = options.text("algo");
+    const std::string grad_dtype_text = options.text("grad-dtype");
+    if (grad_dtype_text != "bf16" && grad_dtype_text != "f32") {
+      throw api::BadInput(fmt::format("--grad-dtype '{}': expected bf16 or f32", grad_dtype_text));
+    }
     const auto lengths = axis_lengths(topology);
     const MlpAxes axes = mlp_axes(*strategy, topology.axis_count());
     if ((*strategy == MlpStrategy::kFsdpTp || *strategy == MlpStrategy::kSp) && topology.axis_count() < 2) {
@@ -249,6 +257,14 @@ class MlpWorkload final : public Workload {
     const std::uint64_t b = B / tx;  // tokens per chip inside the block
     const std::uint64_t r = b / my;  // tokens per chip between blocks
     const std::uint64_t f = F / my;  // F per chip
+    // The weight gradients' reductions (over the data axes, then the sequence
+    // axes) run in `gdt`: under bf16 (the book's bytes) each chip casts its
+    // f32 gradient to bf16 first; with no reduction (one token block) they
+    // stay the matmul's f32.
+    const bool grad_bf16 = grad_dtype_text == "bf16" && tx > 1;
+    const std::string gdt = grad_bf16 ? "bf16" : "f32";
+    const std::uint64_t ge = grad_bf16 ? 2 : 4;  // bytes per gradient element
+    const std::uint64_t grad_tile_rows = grad_bf16 ? kBf16TileRows : kF32TileRows;
     const auto need = [](bool ok, const std::string& message) {
       if (!ok) throw api::BadInput(message);
     };
@@ -318,25 +334,25 @@ class MlpWorkload final : public Workload {
     const auto rs_y = collective("reduce-scatter", axes.model, "f32", b * D * 4);
     const auto ag_wi = collective("all-gather", axes.data, "bf16", D * f * 2, pad_fsdp);
     const auto ag_wo = collective("all-gather", axes.data, "bf16", f * D * 2, pad_fsdp);
-    const auto red_dwo = collective(reduce_op, axes.data, "f32", f * D * 4, pad_fsdp);
-    const auto red_dwi = collective(reduce_op, axes.data, "f32", D * f * 4, pad_fsdp);
+    const auto red_dwo = collective(reduce_op, axes.data, gdt, f * D * ge, pad_fsdp);
+    const auto red_dwi = collective(reduce_op, axes.data, gdt, D * f * ge, pad_fsdp);
     // Padded: the weights' all-gathers (all four of D x f bf16) and the gradients' reduce-scatters
-    // (both D x f f32); either may pad without the other.
+    // (both D x f of gdt); either may pad without the other.
     const bool padded_ag = pad_fsdp && ag_wi.bytes != D * f * 2;
-    const bool padded_rs = pad_fsdp && red_dwo.bytes != f * D * 4;
+    const bool padded_rs = pad_fsdp && red_dwo.bytes != f * D * ge;
     const std::uint64_t grad_f = axes.fsdp && dx > 1 ? f / dx : f;  // the gradients' rows after the data reduction
     const std::uint64_t grad_d = axes.fsdp && dx > 1 ? D / dx : D;
-    const auto seq_dwo = collective("all-reduce", axes.sequence, "f32", grad_f * D * 4);
-    const auto seq_dwi = collective("all-reduce", axes.sequence, "f32", grad_d * f * 4);
+    const auto seq_dwo = collective("all-reduce", axes.sequence, gdt, grad_f * D * ge);
+    const auto seq_dwi = collective("all-reduce", axes.sequence, gdt, grad_d * f * ge);
     // The bytes each collective was asked for (a padded all-reduce runs more).
     const std::map<const programs::CollectiveSpec*, std::uint64_t> asked{
         {&ag_in, b * D * 2},   {&rs_y, b * D * 4},    {&ag_wi, D * f * 2},        {&ag_wo, f * D * 2},
-        {&red_dwo, f * D * 4}, {&red_dwi, D * f * 4}, {&seq_dwo, grad_f * D * 4}, {&seq_dwi, grad_d * f * 4}};
+        {&red_dwo, f * D * ge}, {&red_dwi, D * f * ge}, {&seq_dwo, grad_f * D * ge}, {&seq_dwi, grad_d * f * ge}};
     if (dx > 1) {
-      need(!axes.fsdp || (f % (dx * kF32TileRows) == 0 && D % (dx * kF32TileRows) == 0),
+      need(!axes.fsdp || (f % (dx * grad_tile_rows) == 0 && D % (dx * grad_tile_rows) == 0),
            fmt::format("--d-ff {} / --d-model {}: the gradients' reduce-scatter over {} leaves each chip {} and {} "
-                       "rows; they must be whole f32 tiles (a multiple of {})",
-                       F, D, x_name, f / dx, D / dx, kF32TileRows));
+                       "rows; they must be whole {} tiles (a multiple of {})",
+                       F, D, x_name, f / dx, D / dx, gdt, grad_tile_rows));
     }
     if (my > 1) {
       need(r % kF32TileRows == 0, fmt::format("--batch {}: the reduce-scatter over {} leaves each chip {} token rows; "
@@ -388,6 +404,24 @@ class MlpWorkload final : public Workload {
       p.own_flags = true;
       built.phases.push_back(std::move(p));
     };
+    // A weight gradient's cast to bf16 before its reduction (grad_bf16): each
+    // chip rounds its f32 partial gradient [rows, cols] to bf16 on the device
+    // (generate_cast_bf16: vpack.c.bf16, nearest even), HBM-bound.
+    const auto add_cast = [&](const std::string& what, std::uint64_t rows, std::uint64_t cols, const std::string& in,
+                              const std::string& out) {
+      const std::string file = fmt::format("cast_bf16_{}x{}.llo", rows, cols);
+      built.steps.push_back(
+          {assemble(file, [&] { return generate_cast_bf16(rows, cols, chip); }), file, {{0, in}, {1, out}}});
+      const double bytes = 6.0 * static_cast<double>(rows * cols);
+      Phase p;
+      p.name = fmt::format("bwd cast {} to bf16 {}x{}", what, rows, cols);
+      p.predicted_seconds = bytes / chip.hbm.bandwidth;
+      p.book_seconds = 0;
+      p.prediction = fmt::format("T_HBM = {} (f32 read, bf16 written) / HBM bandwidth (the book counts no time for it)",
+                                 format_quantity(bytes, Quantity::kBytes));
+      p.detail = {{"op", "cast"}, {"m", rows}, {"n", cols}, {"least_hbm_bytes", bytes}};
+      built.phases.push_back(std::move(p));
+    };
     try {
       refuse_other_mxu(chip, "mlp");
       // Forward.
@@ -418,13 +452,17 @@ class MlpWorkload final : public Workload {
       // Gradients: summed over the data axes (into "dW over X" when the sequence axes follow), then over the sequence
       // axes.
       add_matmul("bwd dWo = A^T @ G", mm_dwo, "AT", "G", tx > 1 ? "dWo partial" : "dWo");
-      if (dx > 1) add_collective("dWo", red_dwo, "dWo partial", sq > 1 ? "dWo over X" : "dWo");
-      if (sq > 1) add_collective("dWo", seq_dwo, dx > 1 ? "dWo over X" : "dWo partial", "dWo");
+      const std::string dwo_in = grad_bf16 ? "dWo partial bf16" : "dWo partial";
+      if (grad_bf16) add_cast("dWo", f, D, "dWo partial", dwo_in);
+      if (dx > 1) add_collective("dWo", red_dwo, dwo_in, sq > 1 ? "dWo over X" : "dWo");
+      if (sq > 1) add_collective("dWo", seq_dwo, dx > 1 ? "dWo over X" : dwo_in, "dWo");
       if (axes.fsdp && dx > 1) add_collective("Wo^T", ag_wi, "WoT shard", "WoT");
       add_matmul("bwd dA = G @ Wo^T", mm_da, "G", "WoT", "dA");
       add_matmul("bwd dWi = In^T @ dH", mm_dwi, "InT", "dH", tx > 1 ? "dWi partial" : "dWi");
-      if (dx > 1) add_collective("dWi", red_dwi, "dWi partial", sq > 1 ? "dWi over X" : "dWi");
-      if (sq > 1) add_collective("dWi", seq_dwi, dx > 1 ? "dWi over X" : "dWi partial", "dWi");
+      const std::string dwi_in = grad_bf16 ? "dWi partial bf16" : "dWi partial";
+      if (grad_bf16) add_cast("dWi", D, f, "dWi partial", dwi_in);
+      if (dx > 1) add_collective("dWi", red_dwi, dwi_in, sq > 1 ? "dWi over X" : "dWi");
+      if (sq > 1) add_collective("dWi", seq_dwi, dx > 1 ? "dWi over X" : dwi_in, "dWi");
       if (axes.fsdp && dx > 1) add_collective("Wi^T", ag_wo, "WiT shard", "WiT");
       add_matmul("bwd dX = dH @ Wi^T", mm_dx, "dH", "WiT", my > 1 ? "dX partial" : "dX");
       if (my > 1) add_collective("dX", rs_y, "dX partial", "dX");
@@ -478,8 +516,9 @@ class MlpWorkload final : public Workload {
         R.d_wi.push_back(programs::matmul_reference(transpose(R.in_gathered[id], b, D), R.d_h[id], D, b, f));
         R.d_x.push_back(programs::matmul_reference(R.d_h[id], transpose(R.wi[id], D, f), b, f, D));
         y_bytes.push_back(device_matrix(R.y[id], b, D, "f32", "Y"));
-        dwo_bytes.push_back(device_matrix(R.d_wo[id], f, D, "f32", "dWo"));
-        dwi_bytes.push_back(device_matrix(R.d_wi[id], D, f, "f32", "dWi"));
+        // Under grad_bf16 the device layout of bf16 rounds to nearest even, as the cast program does.
+        dwo_bytes.push_back(device_matrix(R.d_wo[id], f, D, gdt, "dWo"));
+        dwi_bytes.push_back(device_matrix(R.d_wi[id], D, f, gdt, "dWi"));
         dx_bytes.push_back(device_matrix(R.d_x[id], b, D, "f32", "dX"));
       }
       // The collectives' order of f32 additions, on device bytes (which part
@@ -487,7 +526,7 @@ class MlpWorkload final : public Workload {
       // the device layout); a reduce-scatter leaves rank r the r-th row block.
       const auto reduce = [&](const programs::CollectiveSpec& spec, bool over,
                               const std::vector<std::vector<std::uint8_t>>& in, std::uint64_t cols,
-                              const programs::CollectiveSpec* then = nullptr) {
+                              const programs::CollectiveSpec* then = nullptr, const std::string& dtype = "f32") {
         // A padded all-reduce: zeros after each chip's bytes, the result cut back to them.
         const auto reduced = [&](const programs::CollectiveSpec& s, std::vector<std::vector<std::uint8_t>> chips) {
           std::vector<std::size_t> sizes;
@@ -504,8 +543,9 @@ class MlpWorkload final : public Workload {
         std::vector<std::vector<std::uint8_t>> bytes = over ? reduced(spec, in) : in;
         if (then != nullptr) bytes = reduced(*then, bytes);
         std::vector<std::vector<float>> out;
+        const std::uint64_t element = dtype == "bf16" ? 2 : 4;
         for (const auto& chip_bytes : bytes) {
-          out.push_back(host_matrix_f32(chip_bytes, chip_bytes.size() / (cols * 4), cols));
+          out.push_back(host_matrix(chip_bytes, chip_bytes.size() / (cols * element), cols, dtype));
         }
         return out;
       };
@@ -525,8 +565,8 @@ class MlpWorkload final : public Workload {
         R.d_wo_chunk = chunks(red_dwo, dwo_bytes);
         R.d_wi_chunk = chunks(red_dwi, dwi_bytes);
       } else {
-        R.d_wo_reduced = reduce(red_dwo, dx > 1, dwo_bytes, D, sq > 1 ? &seq_dwo : nullptr);
-        R.d_wi_reduced = reduce(red_dwi, dx > 1, dwi_bytes, f, sq > 1 ? &seq_dwi : nullptr);
+        R.d_wo_reduced = reduce(red_dwo, dx > 1, dwo_bytes, D, sq > 1 ? &seq_dwo : nullptr, gdt);
+        R.d_wi_reduced = reduce(red_dwi, dx > 1, dwi_bytes, f, sq > 1 ? &seq_dwi : nullptr, gdt);
       }
       for (std::uint32_t id = 0; id < chips; ++id) {
         std::vector<float> out = R.y_reduced[id];
@@ -617,7 +657,7 @@ class MlpWorkload final : public Workload {
           // A padded reduce-scatter's output: the chip's valid chunk bytes, byte for byte.
           const auto& want = o.buffer == "dWo" ? R.d_wo_chunk : R.d_wi_chunk;
           const nlohmann::json c = check_chunk_outputs(result.outputs.at(o.buffer).device, chips, o.buffer,
-                                                       [&](std::uint32_t id) { return want[id]; });
+                                                       [&](std::uint32_t id) { return want[id]; }, ge);
           verdict["elements"] = verdict["elements"].get<std::uint64_t>() + c["elements"].get<std::uint64_t>();
           if (!c["ok"].get<bool>()) {
             verdict["ok"] = false;
@@ -625,13 +665,16 @@ class MlpWorkload final : public Workload {
           }
           continue;
         }
-        // A padded all-reduce's output (dWo, dWi) is longer: its first rows x cols f32 are the gradient.
+        // A padded all-reduce's output (dWo, dWi) is longer: its first rows x cols elements (of gdt) are the
+        // gradient.
         std::vector<std::vector<std::uint8_t>> device = result.outputs.at(o.buffer).device;
-        if (o.buffer == "dWo" || o.buffer == "dWi") {
-          for (auto& d : device) d.resize(std::min<std::size_t>(d.size(), o.rows * o.cols * 4));
+        const bool gradient = o.buffer == "dWo" || o.buffer == "dWi";
+        if (gradient) {
+          for (auto& d : device) d.resize(std::min<std::size_t>(d.size(), o.rows * o.cols * ge));
         }
-        const json v = check_f32_outputs(
-            device, chips, o.buffer, [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); }, o.expected);
+        const json v = check_outputs(
+            device, chips, o.buffer, gradient ? gdt : "f32", [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); },
+            o.expected);
         verdict["elements"] = verdict["elements"].get<std::uint64_t>() + v.at("elements").get<std::uint64_t>();
         if (!v.at("ok").get<bool>()) {
           verdict["ok"] = false;
@@ -667,6 +710,7 @@ class MlpWorkload final : public Workload {
                     {"per_chip", {{"tokens", b}, {"tokens_between_blocks", r}, {"d_ff", f}}},
                     {"tokens_per_chip", static_cast<double>(B) / (static_cast<double>(tx) * static_cast<double>(my))},
                     {"activation", "relu (applied on the host between the matmuls)"},
+                    {"grad_dtype", gdt},
                     {"book",
                      {{"t_math_seconds", book.t_math},
                       {"t_comms_seconds", book.t_comms},
@@ -676,8 +720,11 @@ class MlpWorkload final : public Workload {
                       {"threshold_name", book.threshold_name},
                       {"threshold_at", threshold_at}}},
                     {"reference",
-                     "matmuls by programs::matmul_reference (the MXU's order), reductions by "
-                     "programs::collective_reference (the collective's order), Out = Y + In in f32"}};
+                     fmt::format("matmuls by programs::matmul_reference (the MXU's order), reductions by "
+                                 "programs::collective_reference (the collective's order{}), Out = Y + In in f32",
+                                 grad_bf16 ? "; the weight gradients rounded to bf16 (nearest even) first and "
+                                             "summed in bf16, rounded at every add"
+                                           : "")}};
     std::string comms_text = format_quantity(book.t_comms, Quantity::kTime);
     if (*strategy == MlpStrategy::kFsdpTp) {
       built.choice["book"]["t_comms_tp_seconds"] = book.t_comms_tp;
@@ -694,7 +741,11 @@ class MlpWorkload final : public Workload {
                     sq > 1 ? fmt::format("sequence axes S = {} ({} way), ", axes_text(axes.sequence), sq) : "", y_name,
                     my, b, f),
         fmt::format("  the book: T_math {}, T_comms {}; {} = {:.4g}", format_quantity(book.t_math, Quantity::kTime),
-                    comms_text, book.threshold_name, book.threshold)};
+                    comms_text, book.threshold_name, book.threshold),
+        fmt::format("  weight gradients reduced in {}{}", gdt,
+                    grad_bf16                           ? " (cast from f32 on every chip first; the book's bytes)"
+                    : tx > 1                            ? " (--grad-dtype f32: twice the book's bytes)"
+                                                        : " (no reduction: one token block)")};
     return built;
   }
 };

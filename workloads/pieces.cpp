@@ -94,7 +94,8 @@ nlohmann::json check_outputs(const std::vector<std::vector<std::uint8_t>>& devic
 
 nlohmann::json check_chunk_outputs(const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips,
                                    const std::string& what,
-                                   const std::function<std::vector<std::uint8_t>(std::uint32_t chip)>& want) {
+                                   const std::function<std::vector<std::uint8_t>(std::uint32_t chip)>& want,
+                                   std::uint64_t element_bytes) {
   std::uint64_t elements = 0;
   std::uint64_t wrong_chips = 0;
   std::string first_wrong;
@@ -104,7 +105,7 @@ nlohmann::json check_chunk_outputs(const std::vector<std::vector<std::uint8_t>>&
         id < device.size() && device[id].size() >= w.size() && std::equal(w.begin(), w.end(), device[id].begin());
     if (!same && wrong_chips++ == 0)
       first_wrong = fmt::format("chip {}: its {} B chunk differs from the reference", id, w.size());
-    elements += w.size() / 4;
+    elements += w.size() / element_bytes;
   }
   const bool ok = wrong_chips == 0;
   return nlohmann::json{{"check", ok ? fmt::format("bit-exact ({} elements of {} on {} chips)", elements, what, chips)

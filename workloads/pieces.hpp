@@ -89,10 +89,12 @@ inline nlohmann::json check_f32_outputs(
 // A padded reduce-scatter's output (programs/collectives.hpp, "Padded
 // collectives"): every chip's first want(chip).size() device bytes against
 // want(chip), byte for byte (want: the chip's valid chunk of the reference);
-// the verdict as check_outputs returns it, elements counted as f32 words.
+// the verdict as check_outputs returns it, elements counted as words of
+// `element_bytes` (4: f32, 2: bf16).
 nlohmann::json check_chunk_outputs(const std::vector<std::vector<std::uint8_t>>& device, std::uint32_t chips,
                                    const std::string& what,
-                                   const std::function<std::vector<std::uint8_t>(std::uint32_t chip)>& want);
+                                   const std::function<std::vector<std::uint8_t>(std::uint32_t chip)>& want,
+                                   std::uint64_t element_bytes = 4);
 
 // Throws std::invalid_argument unless `chip` has 128x128 MXUs (what the
 // bf16 matmul generator targets); `who` names the caller ("the demo", ...).
