@@ -4,8 +4,8 @@
 // padding adding +0.0), blocks summed in order, from c_in where given. Shapes
 // cover every lane tail (N mod 4), K below and above a block and not a
 // multiple of 8, and sums that cancel to -0.0 (the padding turns them to +0.0).
-#include <catch2/catch.hpp>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <span>
 #include <vector>
