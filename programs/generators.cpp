@@ -89,8 +89,8 @@ class MatmulGen {
     }
     w_.comment("=== wait for the last output DMAs, then leave ===");
     // s18 holds the buffer of the last column block, s17 that of the one before (always a full block).
-    const std::uint64_t full_amount = g_ * wfull_ * 128;
-    const std::uint64_t last_amount = tail > 0 ? g_ * tail * 128 : full_amount;
+    const std::uint64_t full_amount = g_ * wfull_ * c_gr_;
+    const std::uint64_t last_amount = tail > 0 ? g_ * tail * c_gr_ : full_amount;
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p8) %s19, {}", next_token(), full_amount), {"p8", "s19"}, {});
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p9) %s20, {}", next_token(), last_amount), {"p9", "s20"}, {});
     // Leave the flags at 0, as every step of a chain must (the next program,
@@ -286,9 +286,20 @@ class MatmulGen {
     if (s_.m == 0 || s_.k == 0 || s_.n == 0) throw std::invalid_argument("matmul: M, K and N must be positive");
     if (s_.dtype != "bf16" && s_.dtype != "f32") throw std::invalid_argument("matmul: --dtype must be bf16 or f32");
     bf16_ = s_.dtype == "bf16";
-    check_operands_fit_hbm(
-        "matmul", {{split_.m, s_.k, bf16_ ? 2U : 4U}, {s_.k, split_.n, bf16_ ? 2U : 4U}, {split_.m, split_.n, 4}},
-        chip_);
+    if (s_.out_dtype != "bf16" && s_.out_dtype != "f32") {
+      throw std::invalid_argument("matmul: the output dtype must be bf16 or f32");
+    }
+    out_bf16_ = s_.out_dtype == "bf16";
+    c_gr_ = out_bf16_ ? 64 : 128;
+    if (out_bf16_ && (s_.accumulate || chunked() || s_.m % 16 != 0)) {
+      throw std::invalid_argument(fmt::format(
+          "matmul: a bf16 C needs M a multiple of 16 (M = {}) and neither accumulate nor a collective matmul", s_.m));
+    }
+    check_operands_fit_hbm("matmul",
+                           {{split_.m, s_.k, bf16_ ? 2U : 4U},
+                            {s_.k, split_.n, bf16_ ? 2U : 4U},
+                            {split_.m, split_.n, out_bf16_ ? 2U : 4U}},
+                           chip_);
     tile_bytes_ = bf16_ ? 2048 : 4096;
     tile_gr_ = tile_bytes_ / 32;
     g_ = ceil_div(s_.m, 8);
@@ -545,8 +556,8 @@ class MatmulGen {
                      in_dtype, split_.m, s_.k),
          fmt::format("%s1 = inlined_call_operand.hbm [shape: {}[{},{}], index: 1, kind: input, shape index: {{}}]",
                      in_dtype, s_.k, split_.n),
-         fmt::format("%s2 = inlined_call_operand.hbm [shape: f32[{},{}], index: 2, kind: output, shape index: {{}}]",
-                     split_.m, split_.n)},
+         fmt::format("%s2 = inlined_call_operand.hbm [shape: {}[{},{}], index: 2, kind: output, shape index: {{}}]",
+                     s_.out_dtype, split_.m, split_.n)},
         "operand bindings");
     if (split_.cores > 1) core_share();
     for (std::uint64_t f = 0; f < flags(); ++f) {
@@ -605,7 +616,7 @@ class MatmulGen {
     const bool columns = split_.how == CoreSplit::kColumns;
     // Whole tiles: rows of tiles of A (rows split) or tiles of B's rows (columns split), and of C.
     const std::uint64_t in_rows = columns ? nt_ * tile_bytes_ / 512 : g_ * kt_ * tile_bytes_ / 512;
-    const std::uint64_t c_rows = columns ? nt_ * 4096 / 512 : g_ * nt_ * 4096 / 512;
+    const std::uint64_t c_rows = columns ? nt_ * c_gr_ * 32 / 512 : g_ * nt_ * c_gr_ * 32 / 512;
     const std::string in = columns ? "s1" : "s0";
     w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s21", in_rows), {"s21"}, {"s22"});
     w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s22", in), {in, "s22"}, {in});
@@ -911,7 +922,7 @@ class MatmulGen {
     (void)static_nb;
     // The accumulator buffer in s17 is free once its previous output DMA (always
     // one of a full column block) landed; p8 says whether there is one.
-    const std::uint64_t prior = g_ * wfull_ * 128;
+    const std::uint64_t prior = g_ * wfull_ * c_gr_;
     {
       w_.op(S::kSync, fmt::format("%{} = dma.done.wait (%p8) %s19, {}", next_token(), prior), {"p8", "s19"}, {});
       w_.op(S::kSync, fmt::format("%{} = vsyncadd (%p8) %s19, {}", next_token(), negated_immediate(prior)),
@@ -963,14 +974,15 @@ class MatmulGen {
       kblock(w, kr8(kt_ - 1), false, false, false);
     }
     drain(w);
+    if (out_bf16_) pack_accumulator(w);
     // Output: the accumulator block to C, then swap accumulator buffers.
     w_.comment("accumulator block -> C");
-    const std::uint64_t c_granules = g_ * w * 128;
+    const std::uint64_t c_granules = g_ * w * c_gr_;
     c_block_addresses();
     w_.op(S::kDma,
           fmt::format("%{} = dma.vmem_to_hbm.strided [thread:$0] /*vmem=*/%s23, /*size_in_granules=*/{}, /*hbm=*/%s21, "
                       "/*dst_syncflagno=*/%s19, /*block_granules=*/{}, /*hbm_stride=*/{}",
-                      next_token(), c_granules, w * 128, ldn_ * 128),
+                      next_token(), c_granules, w * c_gr_, ldn_ * c_gr_),
           {"s23", "s21", "s19"}, {});
     w_.op(S::kSalu, "%p8 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p8"});  // pending on this buffer
     swap("s17", "s18");
@@ -982,11 +994,61 @@ class MatmulGen {
     w_.flush();
   }
 
+  // A bf16 C: packs the accumulator in s17 (g_ x w f32 tiles, g_ even) in
+  // place, f32 tiles 2j and 2j+1 -> one vreg (vpack.c.bf16, nearest even;
+  // the second tile to sublanes 4-7) stored at 4 KiB x j: the bf16 image of
+  // the block in C's tiled layout, (8,128) tiles of 2 KiB in the same order.
+  // A store never reaches a tile not yet loaded (j x 4 KiB < 2j x 4 KiB).
+  // U pairs per iteration (U | the pair count, U <= 8): loads v10..v25,
+  // packs v2..v9; the last 4 bundles are the branch's delay slots. Uses s21
+  // (source), s22 (destination), s23 (count) and p4.
+  void pack_accumulator(std::uint64_t w) {
+    const std::uint64_t pairs = g_ * w / 2;
+    std::uint64_t u = 8;
+    while (pairs % u != 0) u /= 2;
+    w_.comment(fmt::format("bf16 C: pack the accumulator in place, {} pairs of f32 tiles, {} per iteration", pairs, u));
+    w_.op(S::kSalu, "%s21 = sadd.s32 %s17, 0", {"s17"}, {"s21"});
+    w_.op(S::kSalu, "%s22 = sadd.s32 %s17, 0", {"s17"}, {"s22"});
+    w_.op(S::kSalu, "%s23 = smov 0", {}, {"s23"});
+    w_.flush();
+    // Bundle of each op: pair i's loads 3 per bundle in order, its pack the bundle after its second load, its
+    // store the bundle after its pack and after the store before it (one store slot).
+    std::vector<std::vector<std::string>> b;
+    const auto at = [&](std::uint64_t bundle) -> std::vector<std::string>& {
+      if (b.size() <= bundle) b.resize(bundle + 1);
+      return b[bundle];
+    };
+    std::uint64_t last_store = 0;
+    for (std::uint64_t i = 0; i < u; ++i) {
+      const std::uint64_t second_load = (2 * i + 1) / 3;
+      at((2 * i) / 3).push_back(fmt::format("%v{} = vld [vmem:[%s21{}] sm:$0xff]", 10 + 2 * i,
+                                            i == 0 ? std::string() : fmt::format(" + $0x{:x}", 16 * i)));
+      at(second_load).push_back(fmt::format("%v{} = vld [vmem:[%s21 + $0x{:x}] sm:$0xff]", 11 + 2 * i, 16 * i + 8));
+      at(second_load + 1).push_back(fmt::format("%v{} = vpack.c.bf16 %v{}, %v{}", 2 + i, 11 + 2 * i, 10 + 2 * i));
+      const std::uint64_t store = std::max(second_load + 2, i == 0 ? 0 : last_store + 1);
+      at(store).push_back(fmt::format("%{} = vst [vmem:[%s22{}] sm:$0xff] /*vst_source=*/%v{}", next_token(),
+                                      i == 0 ? std::string() : fmt::format(" + $0x{:x}", 8 * i), 2 + i));
+      last_store = store;
+    }
+    // The pointers move on after their last readers (a writer may share its reader's bundle); the count is
+    // compared a bundle before the branch, which sits 4 bundles (its delay slots) before the body's end.
+    const std::uint64_t body = std::max<std::uint64_t>(last_store + 1, 7);
+    at(body - 1);
+    at((2 * u - 1) / 3).push_back(fmt::format("%s21 = sadd.s32 %s21, {}", 16 * u));
+    at(last_store).push_back(fmt::format("%s22 = sadd.s32 %s22, {}", 8 * u));
+    at(0).push_back("%s23 = sadd.s32 %s23, 1");
+    at(body - 6).push_back(fmt::format("%p4 = scmp.lt.s32.totalorder %s23, {}", pairs / u));
+    const std::string loop = fmt::format("pack_loop_{}", label_++);
+    at(body - 5).push_back(fmt::format("sbr.rel (%p4) target = {}", loop));
+    w_.label(loop);
+    for (const auto& ops : b) w_.bundle(ops);
+  }
+
   // s21 = C's block of column block s3 in HBM, s23 = the accumulator in s17
   // (granule addresses).
   void c_block_addresses() {
     w_.op(S::kSalu, "%s21 = sshll.u32 %s2, 4", {"s2"}, {"s21"});
-    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s3", wfull_ * 128), {"s3"}, {"s22"});
+    w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s3", wfull_ * c_gr_), {"s3"}, {"s22"});
     w_.op(S::kSalu, "%s21 = sadd.s32 %s21, %s22", {"s21", "s22"}, {"s21"});
     w_.op(S::kSalu, "%s23 = sshll.u32 %s17, 4", {"s17"}, {"s23"});
   }
@@ -1402,6 +1464,8 @@ class MatmulGen {
   const ChipConfig& chip_;
   LloWriter w_;
   bool bf16_ = true;
+  bool out_bf16_ = false;    // C in bf16 (MatmulSpec::out_dtype)
+  std::uint64_t c_gr_ = 128;  // 32-byte granules per C tile in HBM: 128 (f32), 64 (bf16)
   std::uint64_t tile_bytes_ = 0, tile_gr_ = 0, g_ = 0, g2_ = 0, kt_ = 0, nt_ = 0, k8_ = 0, wfull_ = 0;
   std::uint64_t a_block_tiles_ = 0, a_block_shift_ = 0;  // KC: 128-column tiles per column block of A, log2(KC)
   std::uint64_t latency_ = 0, d_ = 0;

@@ -1,6 +1,6 @@
 // Program generators: readable, tiled LLO programs for common kernels.
 //
-// matmul: C[M,N] (f32) = A[M,K] @ B[K,N], A and B in HBM as bf16 or f32 in
+// matmul: C[M,N] (f32, or bf16: MatmulSpec::out_dtype) = A[M,K] @ B[K,N], A and B in HBM as bf16 or f32 in
 // the TPU's tiled layouts (chip/host_io.hpp). Weight-stationary on all MXUs:
 //   for each block of 4 column tiles of C (one per MXU):
 //     zero an f32 accumulator block in VMEM;
@@ -69,7 +69,7 @@ namespace tpuemu::programs {
 
 struct MatmulSpec {
   std::uint64_t m = 0, k = 0, n = 0;
-  std::string dtype = "bf16";  // "bf16" or "f32" (inputs; the output is f32)
+  std::string dtype = "bf16";  // "bf16" or "f32" (inputs)
   bool double_buffer = true;
   // A in HBM as this many column blocks [M, K / a_column_blocks], each in
   // A's tiled layout, one after another (what an all-gather of A's column
@@ -83,6 +83,12 @@ struct MatmulSpec {
   // (every core that runs the program computes the whole C, as on a one-core
   // chip), else the chip's tensorcores_per_chip. See "Core split" below.
   std::uint64_t split_cores = 1;
+  // C's dtype: "f32", or "bf16" (C rounded to nearest even from the f32
+  // accumulator, as an XLA dot with f32 accumulation and a bf16 result: each
+  // column block's accumulator is packed in place, f32 tiles 2j and 2j+1 to
+  // one vreg by vpack.c.bf16, before its DMA to C). bf16 needs 128x128 MXUs,
+  // M a multiple of 16, and neither accumulate nor a collective matmul.
+  std::string out_dtype = "f32";
 };
 
 // Core split (MatmulSpec::split_cores = S > 1, the chip's

@@ -52,8 +52,7 @@ std::string generate_cast_blocks(const std::vector<CastOperand>& operands, const
 // first operand to sublanes 4-7) stored at 4 KiB x j. Streamed through VMEM
 // in chunks of up to 1 MiB of f32, double-buffered as
 // programs::generate_add. Leaves every sync flag at 0. Used by the
-// inference-layer workload (its h) and the mlp workload (the weight gradients
-// before a bf16 reduction).
+// inference-layer workload (its h).
 // Throws std::invalid_argument when a chunk does not fit in VMEM.
 std::string generate_cast_bf16(std::uint64_t rows, std::uint64_t cols, const ChipConfig& chip);
 

@@ -197,7 +197,7 @@ class MlpWorkload final : public Workload {
         {"microbatches", "", "pipeline microbatches (only with --strategy pp; default 1)"},
         {"grad-dtype", "bf16",
          "the weight gradients' dtype in their reductions over the data (and sequence) axes: bf16 (the book's: each "
-         "chip's f32 gradient cast to bf16 on the device, then reduced in bf16) or f32"},
+         "chip's gradient matmul accumulates in f32 and writes bf16, then the reduction adds in bf16) or f32"},
         {"algo", "multi-axis", "the collectives' algorithm (tpuemu collective --algo list)"},
         {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
   }
@@ -258,9 +258,9 @@ class MlpWorkload final : public Workload {
     const std::uint64_t r = b / my;  // tokens per chip between blocks
     const std::uint64_t f = F / my;  // F per chip
     // The weight gradients' reductions (over the data axes, then the sequence
-    // axes) run in `gdt`: under bf16 (the book's bytes) each chip casts its
-    // f32 gradient to bf16 first; with no reduction (one token block) they
-    // stay the matmul's f32.
+    // axes) run in `gdt`: under bf16 (the book's bytes) each chip's gradient
+    // matmul rounds its f32 sums to bf16 as it writes them; with no reduction
+    // (one token block) they stay the matmul's f32.
     const bool grad_bf16 = grad_dtype_text == "bf16" && tx > 1;
     const std::string gdt = grad_bf16 ? "bf16" : "f32";
     const std::uint64_t ge = grad_bf16 ? 2 : 4;  // bytes per gradient element
@@ -299,9 +299,13 @@ class MlpWorkload final : public Workload {
     };
     const programs::MatmulSpec mm_h = matmul_spec(b, D, f);
     const programs::MatmulSpec mm_y = matmul_spec(b, f, D);
-    const programs::MatmulSpec mm_dwo = matmul_spec(f, b, D);
+    // The weight gradients' matmuls write gdt: under bf16 the matmul rounds its f32 accumulator to bf16 as it
+    // stores C (an XLA dot with f32 accumulation and a bf16 result), the reduction's input.
+    programs::MatmulSpec mm_dwo = matmul_spec(f, b, D);
+    mm_dwo.out_dtype = gdt;
     const programs::MatmulSpec mm_da = matmul_spec(b, D, f);
-    const programs::MatmulSpec mm_dwi = matmul_spec(D, b, f);
+    programs::MatmulSpec mm_dwi = matmul_spec(D, b, f);
+    mm_dwi.out_dtype = gdt;
     const programs::MatmulSpec mm_dx = matmul_spec(b, f, D);
     // fsdp's weight all-gathers and gradient reduce-scatters over the data
     // axes pad too (below), except under sp, whose sequence all-reduce
@@ -370,7 +374,8 @@ class MlpWorkload final : public Workload {
     const auto add_matmul = [&](const std::string& what, const programs::MatmulSpec& whole, const std::string& a,
                                 const std::string& bb, const std::string& c) {
       const programs::MatmulSpec spec = on_every_core(whole, chip);
-      const std::string file = fmt::format("matmul_{}x{}x{}.llo", spec.m, spec.k, spec.n);
+      const std::string file = fmt::format("matmul_{}x{}x{}{}.llo", spec.m, spec.k, spec.n,
+                                           spec.out_dtype == "f32" ? "" : "_" + spec.out_dtype);
       built.steps.push_back(
           {assemble(file, [&] { return sized_matmul(spec, chip, what, B, D, F); }), file, {{0, a}, {1, bb}, {2, c}}});
       Phase p = matmul_phase(spec, chip);
@@ -404,24 +409,6 @@ class MlpWorkload final : public Workload {
       p.own_flags = true;
       built.phases.push_back(std::move(p));
     };
-    // A weight gradient's cast to bf16 before its reduction (grad_bf16): each
-    // chip rounds its f32 partial gradient [rows, cols] to bf16 on the device
-    // (generate_cast_bf16: vpack.c.bf16, nearest even), HBM-bound.
-    const auto add_cast = [&](const std::string& what, std::uint64_t rows, std::uint64_t cols, const std::string& in,
-                              const std::string& out) {
-      const std::string file = fmt::format("cast_bf16_{}x{}.llo", rows, cols);
-      built.steps.push_back(
-          {assemble(file, [&] { return generate_cast_bf16(rows, cols, chip); }), file, {{0, in}, {1, out}}});
-      const double bytes = 6.0 * static_cast<double>(rows * cols);
-      Phase p;
-      p.name = fmt::format("bwd cast {} to bf16 {}x{}", what, rows, cols);
-      p.predicted_seconds = bytes / chip.hbm.bandwidth;
-      p.book_seconds = 0;
-      p.prediction = fmt::format("T_HBM = {} (f32 read, bf16 written) / HBM bandwidth (the book counts no time for it)",
-                                 format_quantity(bytes, Quantity::kBytes));
-      p.detail = {{"op", "cast"}, {"m", rows}, {"n", cols}, {"least_hbm_bytes", bytes}};
-      built.phases.push_back(std::move(p));
-    };
     try {
       refuse_other_mxu(chip, "mlp");
       // Forward.
@@ -452,17 +439,13 @@ class MlpWorkload final : public Workload {
       // Gradients: summed over the data axes (into "dW over X" when the sequence axes follow), then over the sequence
       // axes.
       add_matmul("bwd dWo = A^T @ G", mm_dwo, "AT", "G", tx > 1 ? "dWo partial" : "dWo");
-      const std::string dwo_in = grad_bf16 ? "dWo partial bf16" : "dWo partial";
-      if (grad_bf16) add_cast("dWo", f, D, "dWo partial", dwo_in);
-      if (dx > 1) add_collective("dWo", red_dwo, dwo_in, sq > 1 ? "dWo over X" : "dWo");
-      if (sq > 1) add_collective("dWo", seq_dwo, dx > 1 ? "dWo over X" : dwo_in, "dWo");
+      if (dx > 1) add_collective("dWo", red_dwo, "dWo partial", sq > 1 ? "dWo over X" : "dWo");
+      if (sq > 1) add_collective("dWo", seq_dwo, dx > 1 ? "dWo over X" : "dWo partial", "dWo");
       if (axes.fsdp && dx > 1) add_collective("Wo^T", ag_wi, "WoT shard", "WoT");
       add_matmul("bwd dA = G @ Wo^T", mm_da, "G", "WoT", "dA");
       add_matmul("bwd dWi = In^T @ dH", mm_dwi, "InT", "dH", tx > 1 ? "dWi partial" : "dWi");
-      const std::string dwi_in = grad_bf16 ? "dWi partial bf16" : "dWi partial";
-      if (grad_bf16) add_cast("dWi", D, f, "dWi partial", dwi_in);
-      if (dx > 1) add_collective("dWi", red_dwi, dwi_in, sq > 1 ? "dWi over X" : "dWi");
-      if (sq > 1) add_collective("dWi", seq_dwi, dx > 1 ? "dWi over X" : dwi_in, "dWi");
+      if (dx > 1) add_collective("dWi", red_dwi, "dWi partial", sq > 1 ? "dWi over X" : "dWi");
+      if (sq > 1) add_collective("dWi", seq_dwi, dx > 1 ? "dWi over X" : "dWi partial", "dWi");
       if (axes.fsdp && dx > 1) add_collective("Wi^T", ag_wo, "WiT shard", "WiT");
       add_matmul("bwd dX = dH @ Wi^T", mm_dx, "dH", "WiT", my > 1 ? "dX partial" : "dX");
       if (my > 1) add_collective("dX", rs_y, "dX partial", "dX");
@@ -516,7 +499,7 @@ class MlpWorkload final : public Workload {
         R.d_wi.push_back(programs::matmul_reference(transpose(R.in_gathered[id], b, D), R.d_h[id], D, b, f));
         R.d_x.push_back(programs::matmul_reference(R.d_h[id], transpose(R.wi[id], D, f), b, f, D));
         y_bytes.push_back(device_matrix(R.y[id], b, D, "f32", "Y"));
-        // Under grad_bf16 the device layout of bf16 rounds to nearest even, as the cast program does.
+        // Under grad_bf16 the device layout of bf16 rounds to nearest even, as the matmul's bf16 C does.
         dwo_bytes.push_back(device_matrix(R.d_wo[id], f, D, gdt, "dWo"));
         dwi_bytes.push_back(device_matrix(R.d_wi[id], D, f, gdt, "dWi"));
         dx_bytes.push_back(device_matrix(R.d_x[id], b, D, "f32", "dX"));
@@ -743,7 +726,7 @@ class MlpWorkload final : public Workload {
         fmt::format("  the book: T_math {}, T_comms {}; {} = {:.4g}", format_quantity(book.t_math, Quantity::kTime),
                     comms_text, book.threshold_name, book.threshold),
         fmt::format("  weight gradients reduced in {}{}", gdt,
-                    grad_bf16                           ? " (cast from f32 on every chip first; the book's bytes)"
+                    grad_bf16                           ? " (the matmuls write bf16 from their f32 sums; the book's bytes)"
                     : tx > 1                            ? " (--grad-dtype f32: twice the book's bytes)"
                                                         : " (no reduction: one token block)")};
     return built;

@@ -144,7 +144,8 @@ Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
   Phase p;
   p.name = fmt::format("matmul {}x{}x{}", spec.m, spec.k, spec.n);
   p.flops = 2 * m * k * n;
-  const double hbm_bytes = element * (m * k + k * n) + (spec.accumulate ? 8 : 4) * m * n;  // C read too
+  const double c_element = spec.out_dtype == "bf16" ? 2.0 : 4.0;
+  const double hbm_bytes = element * (m * k + k * n) + (spec.accumulate ? 2 : 1) * c_element * m * n;  // C read too
   const api::Roofline roof = api::compute_roofline(chip, p.flops, 0, hbm_bytes, 0);
   p.book_seconds = roof.mxu_seconds;
   p.predicted_seconds = roof.predicted_seconds;
@@ -153,6 +154,7 @@ Phase matmul_phase(const programs::MatmulSpec& spec, const ChipConfig& chip) {
                   format_quantity(roof.mxu_seconds, Quantity::kTime), format_quantity(hbm_bytes, Quantity::kBytes),
                   format_quantity(roof.hbm_seconds, Quantity::kTime), roof.bound);
   p.detail = {{"m", spec.m}, {"k", spec.k}, {"n", spec.n}, {"dtype", spec.dtype}, {"least_hbm_bytes", hbm_bytes}};
+  if (spec.out_dtype != "f32") p.detail["out_dtype"] = spec.out_dtype;
   const programs::CoreSplit split = programs::matmul_core_split(spec, chip);
   if (split != programs::CoreSplit::kNone) {  // the report says how the chip's cores share it
     p.detail["split_cores"] = spec.split_cores;
