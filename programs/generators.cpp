@@ -1497,6 +1497,7 @@ std::string generate_matmul(const MatmulSpec& spec, const ChipConfig& chip) {
   }
   if (chip.mxu.size < 128) {
     if (spec.split_cores > 1) throw std::invalid_argument("matmul: a core split needs 128x128 MXUs");
+    if (spec.out_dtype != "f32") throw std::invalid_argument("matmul: a bf16 C needs 128x128 MXUs");
     return generate_small_matmul(spec, chip);
   }
   if (spec.split_cores > 1) {

@@ -4,6 +4,7 @@
 
 #include "api/output_files.hpp"
 #include "common/npy.hpp"
+#include "common/numerics.hpp"
 #include "programs/generators.hpp"
 #include "programs/reference.hpp"
 #include "tools/cli.hpp"
@@ -21,7 +22,9 @@ int gen_command(const std::vector<std::string>& args) {
       "m", whole_value(1), "matmul: rows of A and C")("k", whole_value(1), "matmul: columns of A, rows of B")(
       "n", whole_value(1), "matmul: columns of B and C; add: elements")(
       "dtype", po::value<std::string>()->default_value("bf16"),
-      "matmul: input dtype, bf16 or f32 (C is f32); f32 only (and the default) on MXUs narrower than 128")(
+      "matmul: input dtype, bf16 or f32; f32 only (and the default) on MXUs narrower than 128")(
+      "out-dtype", po::value<std::string>()->default_value("f32"),
+      "matmul: C's dtype, f32 or bf16 (the f32 sums rounded to nearest even as C is stored; M a multiple of 16)")(
       "no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")(
       "split-cores",
       "matmul: split C over the chip's TensorCores (megacore, e.g. v5p: 2), with barriers between the cores; run it "
@@ -29,15 +32,16 @@ int gen_command(const std::vector<std::string>& args) {
                                             "add: bytes per DMA chunk")(
       "inputs", po::value<std::string>(),
       "matmul: also write PREFIX.a.npy and PREFIX.b.npy (pseudo-random bf16 values in [-1, 1), seeds 7 and 8, as "
-      "float32) and PREFIX.expected.npy (C as the program computes it, bit for bit; check it with run --expect)")(
+      "float32) and PREFIX.expected.npy (C as the program computes it, bit for bit, as float32 also for a bf16 C, as "
+      "run --out writes it; check it with run --expect)")(
       "output,o", po::value<std::string>()->default_value("-"), "output file (default: stdout)");
   po::positional_options_description positional;
   positional.add("kind", 1);
   bool help = false;
   const auto vm = parse_options(
       "gen",
-      "matmul --m M --k K --n N [--dtype bf16|f32] [--no-double-buffer] [--split-cores] [--inputs PREFIX] [-o F] | add "
-      "--n N [-o F]",
+      "matmul --m M --k K --n N [--dtype bf16|f32] [--out-dtype f32|bf16] [--no-double-buffer] [--split-cores] "
+      "[--inputs PREFIX] [-o F] | add --n N [-o F]",
       args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   const std::string kind = vm->count("kind") != 0U ? (*vm)["kind"].as<std::string>() : "";
@@ -63,6 +67,7 @@ int gen_command(const std::vector<std::string>& args) {
       spec.dtype = (*vm)["dtype"].as<std::string>();
       // Narrow MXUs (edu) take f32 inputs only: that is their default.
       if (chip.mxu.size < 128 && (*vm)["dtype"].defaulted()) spec.dtype = "f32";
+      spec.out_dtype = (*vm)["out-dtype"].as<std::string>();
       spec.double_buffer = vm->count("no-double-buffer") == 0U;
       if (vm->count("split-cores") != 0U) spec.split_cores = chip.tensorcores_per_chip;
       text = programs::generate_matmul(spec, chip);
@@ -70,8 +75,10 @@ int gen_command(const std::vector<std::string>& args) {
         const std::string prefix = (*vm)["inputs"].as<std::string>();
         const auto a = programs::random_bf16_values(spec.m * spec.k, 7);
         const auto b = programs::random_bf16_values(spec.k * spec.n, 8);
-        const auto c =
-            programs::matmul_reference(a, b, spec.m, spec.k, spec.n, std::min<std::uint64_t>(128, chip.mxu.size));
+        auto c = programs::matmul_reference(a, b, spec.m, spec.k, spec.n, std::min<std::uint64_t>(128, chip.mxu.size));
+        if (spec.out_dtype == "bf16") {
+          for (float& v : c) v = bf16_round(v);
+        }
         write_npy(prefix + ".a.npy", make_npy(NpyDtype::kFloat32, {spec.m, spec.k}, a.data()));
         write_npy(prefix + ".b.npy", make_npy(NpyDtype::kFloat32, {spec.k, spec.n}, b.data()));
         write_npy(prefix + ".expected.npy", make_npy(NpyDtype::kFloat32, {spec.m, spec.n}, c.data()));
