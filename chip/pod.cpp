@@ -89,6 +89,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
     // Whether remote DMAs may write some chip's HBM (then its HBM port serves
     // only up to SystemC time: ChipShared::horizon).
     bool writes_remote_hbm = false;
+    const bool share = request.chip.dma.remote_traffic != 0;
     for (const ExecProgram* p : programs) {
       for (const ExecOp& op : p->ops) {
         writes_remote_hbm = writes_remote_hbm || op.id == isa::OpId::kDmaRemoteHbmToHbm ||
@@ -113,7 +114,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
       }
       shared.identity.chip_count = t.chip_count();
       shared.fabric = this;
-      if (writes_remote_hbm) {
+      if (share && writes_remote_hbm) {
         const double clock_hz = request.chip.clock_hz;
         shared.horizon = [clock_hz] { return sc_core::sc_time_stamp().to_seconds() * clock_hz; };
       }
@@ -381,8 +382,10 @@ class PodModule : public sc_core::sc_module, public Fabric {
       last_delivery = std::max(last_delivery, time);
       ChipModule& dst_chip = *chips[chip];
       if (!data.empty()) dst_chip.shared.hbm.write(address, data);
-      dst_chip.shared.hbm_port.set_horizon(time);
-      dst_chip.shared.hbm_port.start_untracked(time, bytes);  // written into HBM: see deliver
+      if (request_.chip.dma.remote_traffic != 0) {
+        dst_chip.shared.hbm_port.set_horizon(time);
+        dst_chip.shared.hbm_port.start_untracked(time, bytes);  // written into HBM: see deliver
+      }
       Core& dst = *dst_chip.cores[0];
       if (dst.profile != nullptr) {
         dst.profile_access(MemoryProfile::Space::kHbm, address, data.size(),
@@ -415,7 +418,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
     // from its arrival on, round-robin with the local DMAs (the port has
     // served only the chunks that start before it: ChipShared::horizon);
     // what lands in VMEM does not touch the port.
-    if (m.dst_space == RemoteSend::Space::kHbm) {
+    if (m.dst_space == RemoteSend::Space::kHbm && request_.chip.dma.remote_traffic != 0) {
       dst_chip.shared.hbm_port.set_horizon(c.time);  // every arrival before it is known
       dst_chip.shared.hbm_port.start_untracked(c.time, m.bytes);
     }

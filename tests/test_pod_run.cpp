@@ -242,6 +242,7 @@ TEST_CASE(
   CHECK(r.ici_bytes > 0);
 }
 
+namespace {
 // The HBM port carries remote DMA traffic too (README "ICI traffic and the
 // HBM port"). Seven chips on a line, each streaming 8 MiB HBM -> VMEM in one
 // DMA (the port busy throughout, 15.3k cycles); at the same time chip 2
@@ -250,8 +251,8 @@ TEST_CASE(
 // it arrives while the streams run, so a chip's stream takes longer by what
 // the remote traffic moved through its port: 256 KiB / (8.2e11 / 1.5e9 B a
 // cycle) = 479.5 cycles for a read or a write, nothing for VMEM. (Without
-// the model every chip takes the same time.)
-TEST_CASE("pod: remote DMA bytes read from or written to HBM take their share of the HBM port", "[pod][hbm]") {
+// the model, dma.remote_traffic 0, every chip takes the same time.)
+chip::PodResult run_hbm_port_pod(bool share) {
   std::string text = R"(#allocation0 [shape = 'u8[8388608]', space=vmem, size = 0x800000, tag = 'stream']
 #allocation1 [shape = 'u8[262144]', space=vmem, size = 0x40000, tag = 'remote']
 #allocation2 [shape = 's32[3]{0}', space=sflag, size = 0xc, tag = 'stream, arrived, sent']
@@ -283,10 +284,17 @@ TEST_CASE("pod: remote DMA bytes read from or written to HBM take their share of
   const isa::Program program = isa::assemble(text, "hbm_port.llo");
   chip::PodRequest request;
   request.chip = test::preset("v5e");
+  request.chip.dma.remote_traffic = share ? 1 : 0;
   request.topology = ici::make_topology({"7", std::vector<bool>{false}, false}, request.chip);
   request.program = &program;
   request.options.compute_numerics = false;
-  const chip::PodResult r = chip::run_pod(request);
+  return chip::run_pod(request);
+}
+
+}  // namespace
+
+TEST_CASE("pod: remote DMA bytes read from or written to HBM take their share of the HBM port", "[pod][hbm]") {
+  const chip::PodResult r = run_hbm_port_pod(true);
   REQUIRE_FALSE(r.fault.has_value());
   REQUIRE(r.chips.size() == 7);
   const double share = 262144.0 / (8.2e11 / 1.5e9);  // 479.5 cycles of the port
@@ -306,4 +314,11 @@ TEST_CASE("pod: remote DMA bytes read from or written to HBM take their share of
   CHECK(r.cycles == std::max_element(r.chips.begin(), r.chips.end(), [](const auto& a, const auto& b) {
                       return a.cycles < b.cycles;
                     })->cycles);
+}
+
+TEST_CASE("pod: with dma.remote_traffic 0 remote DMA bytes pass beside the HBM port", "[pod][hbm]") {
+  const chip::PodResult r = run_hbm_port_pod(false);
+  REQUIRE_FALSE(r.fault.has_value());
+  REQUIRE(r.chips.size() == 7);
+  for (std::size_t c = 1; c < 7; ++c) CHECK(r.chips[c].cycles == r.chips[0].cycles);
 }
