@@ -181,9 +181,10 @@ void exec_ScalarParameterAddress(Core& c, const ExecOp& op) {
 // A cast annotates the value in its register: the dumps place it in the same
 // bundle as the op producing that value (e.g. `sshll` and `int_to_ptr` of s1
 // in one bundle), so it must not read the register's old value. Only a cast
-// into another register moves anything.
+// into another register moves anything; an in-place cast has no destination
+// after decoding (exec_program.cpp).
 static void int_to_ptr(Core& c, const ExecOp& op) {
-  if (op.op->operands[1].reg.index != op.dest->index) c.write_sreg(op, c.scalar_operand(op, 1));
+  if (op.dest && op.op->operands[1].reg.index != op.dest->index) c.write_sreg(op, c.scalar_operand(op, 1));
 }
 void exec_IntToPtrHbm(Core& c, const ExecOp& op) {
   int_to_ptr(c, op);

@@ -155,7 +155,7 @@ void multiply_portable(const TileJob& job, vpu::Vreg& out) {
       if (std::isnan(acc[row][col])) acc[row][col] = contract_element(job, row, col);
     }
     std::memcpy(&out.words[row * kLanes], acc[row].data(), job.size * sizeof(float));
-    std::memset(&out.words[row * kLanes + job.size], 0, (kLanes - job.size) * sizeof(float));
+    std::memset(out.words.data() + row * kLanes + job.size, 0, (kLanes - job.size) * sizeof(float));
   }
 }
 

@@ -21,7 +21,9 @@ label_args=(-LE "slow|unsupported")
 # and every build gives the same figures (the determinism tests check it);
 # the code they run runs under ASan in the cli, mpi and Catch2 tests with
 # data. They cost ~110 s of the ASan stage's ~700 s of test time (session 16).
-asan_label_args=(-LE "slow|unsupported|acceptance")
+# It leaves out the label `asan-skip` too: cases whose code runs under the
+# sanitizers in other cases (tests/CMakeLists.txt says which, where it sets it).
+asan_label_args=(-LE "slow|unsupported|acceptance|asan-skip")
 [[ "${TPUEMU_SLOW:-0}" == 1 ]] && asan_label_args=(-LE unsupported)
 
 # The project's own builds treat warnings as errors (TPUEMU_WERROR; off for users' builds).

@@ -14,8 +14,11 @@ limit_kib=$((64 * 1024))
 # larger runs' bigger programs and temporaries fill: keep it small so peak RSS
 # measures what is live (no effect without ASan).
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8"
+# Python: Debian's interpreter where there is one (a `python3` earlier on
+# PATH may be a pyenv shim, ~0.4 s of CPU in bash start-ups per call).
+python=/usr/bin/python3; [[ -x $python ]] || python=python3
 peak_kib() {  # peak RSS of one run of "$@", in KiB
-  python3 -c 'import resource, subprocess, sys
+  "$python" -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
 }

@@ -24,8 +24,11 @@ case $file_option in
   --graph) ext='dot' ;;
 esac
 
+# Python: Debian's interpreter where there is one (a `python3` earlier on
+# PATH may be a pyenv shim, ~0.4 s of CPU in bash start-ups per call).
+python=/usr/bin/python3; [[ -x $python ]] || python=python3
 strip_json() {
-  python3 - "$1" <<'PY'
+  "$python" - "$1" <<'PY'
 import json, sys
 def strip(o):
     if isinstance(o, dict):
