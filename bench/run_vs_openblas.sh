@@ -15,6 +15,28 @@ mkdir -p "$dir"
 if [[ ! -f $dir/mm.llo || ! -f $dir/mm.expected.npy ]]; then
   "$tpuemu" gen matmul --m 2048 --k 2048 --n 2048 --inputs "$dir/mm" -o "$dir/mm.llo"
 fi
+# The anchor must be OpenBLAS: without libopenblas0-pthread, numpy loads Debian's reference BLAS
+# (~60x slower) and the comparison would mean nothing.
+blas=$(/usr/bin/python3 bench/openblas_sgemm.py 64)
+if [[ $blas != *openblas* ]]; then
+  echo "run_vs_openblas.sh: numpy did not load OpenBLAS ($blas); install it: apt-get install libopenblas0-pthread" >&2
+  exit 2
+fi
+# OpenBLAS 0.3.21 (Debian 12) does not know every CPU it meets: on a Sapphire Rapids VM that names
+# itself "Intel(R) Xeon(R) Processor" it falls back to its generic Prescott kernels (0.40-0.55 s
+# for 2048^3 instead of 0.066 s with the SkylakeX ones, session 21). Unless the caller chose
+# OPENBLAS_CORETYPE, pick the best kernel family the CPU's flags allow when it falls back.
+if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
+  core=$(OPENBLAS_VERBOSE=2 /usr/bin/python3 bench/openblas_sgemm.py 64 2>&1 | sed -n 's/^Core: //p' | head -1)
+  if [[ $core == Prescott ]]; then
+    if grep -qw avx512f /proc/cpuinfo; then
+      export OPENBLAS_CORETYPE=SkylakeX
+    elif grep -qw avx2 /proc/cpuinfo; then
+      export OPENBLAS_CORETYPE=Haswell
+    fi
+  fi
+  echo "OpenBLAS core: ${core:-unknown}${OPENBLAS_CORETYPE:+, forced to $OPENBLAS_CORETYPE (its detection fell back to generic kernels)}"
+fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 runs=()
 for ((i = 0; i < rounds; ++i)); do

@@ -151,7 +151,19 @@ void ChipModule::core_thread(std::size_t index) {
           sc_core::wait(sc_core::SC_ZERO_TIME);
         }
       }
-      if (step + 1 == programs_.size() && !fault) core.drain();
+      if (step + 1 == programs_.size() && !fault) {
+        // DMAs whose completion arrivals may still delay: let SystemC time
+        // reach their estimates until every one is final.
+        while (const auto until = core.undecided_dmas()) {
+          const sc_core::sc_time at = time_of_cycle(static_cast<double>(*until), chip_.clock_hz);
+          if (at > sc_core::sc_time_stamp()) {
+            sc_core::wait(at - sc_core::sc_time_stamp());
+          } else {
+            sc_core::wait(sc_core::SC_ZERO_TIME);
+          }
+        }
+        core.drain();
+      }
       step_ends[index].push_back({core.cycle(), core.stats()});
     }
   } catch (const std::exception& f) {  // LocatedFault, WaveformOverflow

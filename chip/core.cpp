@@ -254,26 +254,45 @@ void Core::branch_to(std::uint32_t bundle_index) {
 void Core::resolve(PendingDma& d) {
   if (d.resolved) return;
   // The ports forget a transfer once its completion is read: their tables
-  // hold only what is in flight.
+  // hold only what is in flight. An HBM completion beyond the horizon is an
+  // estimate: the transfers stay known until it is final.
   double done = 0;
+  bool final = true;
   if (d.hbm_transfer) {
-    done = std::max(done, shared.hbm_port.completion(*d.hbm_transfer));
-    shared.hbm_port.forget(*d.hbm_transfer);
+    if (shared.horizon) shared.hbm_port.set_horizon(shared.horizon());
+    const memory::DmaPort::Estimate e = shared.hbm_port.estimate(*d.hbm_transfer);
+    done = e.time;
+    final = e.final;
   }
-  if (d.vmem_transfer) {
-    done = std::max(done, vmem_port.completion(*d.vmem_transfer));
-    vmem_port.forget(*d.vmem_transfer);
-  }
+  if (d.vmem_transfer) done = std::max(done, vmem_port.completion(*d.vmem_transfer));
   d.complete_cycle = static_cast<std::uint64_t>(std::ceil(done));
+  if (!final) return;
+  if (d.hbm_transfer) shared.hbm_port.forget(*d.hbm_transfer);
+  if (d.vmem_transfer) vmem_port.forget(*d.vmem_transfer);
   d.resolved = true;
+}
+
+std::optional<std::uint64_t> Core::undecided_dmas() {
+  std::optional<std::uint64_t> latest;
+  for (auto& d : pending_dmas_) {
+    resolve(d);
+    if (!d.resolved) latest = std::max(latest.value_or(0), d.complete_cycle);
+  }
+  return latest;
 }
 
 std::uint64_t Core::earliest_dma_completion() {
   std::uint64_t earliest = UINT64_MAX;
+  bool estimated = false;
   for (auto& d : pending_dmas_) {
     resolve(d);
-    earliest = std::min(earliest, d.complete_cycle);
+    // An estimate is a lower bound: it decides only if it is the earliest.
+    if (d.complete_cycle < earliest || (d.complete_cycle == earliest && !d.resolved)) {
+      estimated = !d.resolved;
+      earliest = d.complete_cycle;
+    }
   }
+  ready_estimated_ = ready_estimated_ || estimated;
   return pending_dmas_.empty() ? now_ : earliest;
 }
 
@@ -325,9 +344,15 @@ std::optional<std::uint64_t> Core::flag_satisfied_at(std::uint32_t flag, std::in
   }
   std::sort(credits.begin(), credits.end(),
             [](const PendingDma* a, const PendingDma* b) { return completes_before(*a, *b); });
+  bool estimated = false;
   for (const PendingDma* d : credits) {
     current += d->credit;
-    if (current >= value) return std::max(now_, d->complete_cycle);
+    // An estimate (a lower bound) may move behind the ones after it.
+    estimated = estimated || !d->resolved;
+    if (current >= value) {
+      ready_estimated_ = ready_estimated_ || estimated;
+      return std::max(now_, d->complete_cycle);
+    }
   }
   return std::nullopt;
 }
@@ -485,6 +510,7 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
       continue;
     }
     const ExecBundle& bundle = program_->bundles[pc_];
+    ready_estimated_ = false;
     // 1. When can this bundle issue?
     std::uint64_t issue = now_;
     StallCause cause = StallCause::kRegister;
@@ -521,6 +547,17 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
       }
     } catch (const ProgramFault& f) {
       throw LocatedFault(fmt::format("{}: {}", where(*current), f.what()));
+    }
+    if (ready_estimated_) {
+      // The issue cycle rests on an estimated DMA completion (arrivals not
+      // known yet may delay it): stall towards it, and decide once SystemC
+      // time has caught up with this core (the caller synchronises).
+      const std::uint64_t until = std::min(issue, std::max(cycle_limit, now_));
+      if (until > now_) {
+        stats_.stall_cycles[static_cast<std::size_t>(cause)] += until - now_;
+        now_ = until;
+      }
+      return Status::kRunning;
     }
     if (issue > now_) {
       if (cause == StallCause::kRegister && options.strict) {

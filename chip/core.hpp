@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,12 +56,18 @@ struct ChipShared {
   // Set when the chip is part of a pod: its place in it and the network.
   PodIdentity identity;
   Fabric* fabric = nullptr;
+  // Set when remote DMAs may write this chip's HBM: SystemC time in cycles,
+  // before which every arrival is known (delivered). The HBM port serves
+  // only up to it, and a DMA completion beyond it is an estimate the cores
+  // act on only once SystemC time has reached it (README "ICI traffic and
+  // the HBM port"). Unset: nothing arrives, the port serves ahead freely.
+  std::function<double()> horizon;
 };
 
 // A DMA the core issued: when it completes, its bytes land and its flag is
 // credited. Its completion is known once the ports have served it.
 struct PendingDma {
-  std::uint64_t complete_cycle = 0;  // valid once `resolved`
+  std::uint64_t complete_cycle = 0;  // final once `resolved`; before that, once estimated, a lower bound
   bool resolved = false;
   std::optional<memory::DmaPort::TransferId> hbm_transfer;
   std::optional<memory::DmaPort::TransferId> vmem_transfer;
@@ -272,6 +279,10 @@ class Core {
   // The cycle at which `flag` will hold at least `value` given the DMAs in
   // flight; nullopt if no DMA in flight can make it.
   [[nodiscard]] std::optional<std::uint64_t> flag_satisfied_at(std::uint32_t flag, std::int32_t value);
+  // Before the end of a program: the latest estimated completion of the
+  // DMAs in flight whose completion is not final yet (the caller lets
+  // SystemC time reach it, then asks again); nullopt when all are final.
+  [[nodiscard]] std::optional<std::uint64_t> undecided_dmas();
   // Branch with delay slots, taken after the current bundle's delay slots.
   void branch_to(std::uint32_t bundle_index);
   // Checks an address range; throws ProgramFault with the space named.
@@ -307,6 +318,9 @@ class Core {
   std::uint32_t branch_delay_left_ = 0;
   CoreStats stats_;
   StallCause ready_cause_ = StallCause::kRegister;
+  // Set by a readiness check whose answer rests on an estimated DMA
+  // completion (ChipShared::horizon): the bundle waits for SystemC time.
+  bool ready_estimated_ = false;
 
   // Scoreboard: cycle at which each register becomes readable, and which op wrote it.
   std::array<std::vector<std::uint64_t>, 4> reg_ready_;

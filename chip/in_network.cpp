@@ -185,11 +185,12 @@ void InNetworkCollectives::finish(std::uint64_t id, std::uint32_t rank, double t
         }
       }
     }
-    if (on_delivered) on_delivered(chip, op.dst_address, data, op.dst_flag, op.dst_credit, time);
+    if (on_delivered) on_delivered(chip, op.dst_address, op.bytes, data, op.dst_flag, op.dst_credit, time);
     ops_.erase(id);
     return;
   }
-  if (on_delivered) on_delivered(chip, op.dst_address, op.senders[0].payload, op.dst_flag, op.dst_credit, time);
+  if (on_delivered)
+    on_delivered(chip, op.dst_address, op.bytes, op.senders[0].payload, op.dst_flag, op.dst_credit, time);
   if (++op.done == op.domain->chips.size()) ops_.erase(id);
 }
 

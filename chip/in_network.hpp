@@ -47,9 +47,10 @@ class InNetworkCollectives {
 
   // The sender's data has left (credit its source flag).
   std::function<void(const RemoteSend& sender, double time)> on_sent;
-  // `data` (empty in timing-only runs) reached `chip`'s HBM at `address`: credit its core 0 flag.
-  std::function<void(std::uint32_t chip, std::uint64_t address, const std::vector<std::uint8_t>& data,
-                     std::uint32_t flag, std::int32_t credit, double time)>
+  // `bytes` bytes (`data`, empty in timing-only runs) reached `chip`'s HBM at
+  // `address`: credit its core 0 flag.
+  std::function<void(std::uint32_t chip, std::uint64_t address, std::uint64_t bytes,
+                     const std::vector<std::uint8_t>& data, std::uint32_t flag, std::int32_t credit, double time)>
       on_delivered;
 
  private:

@@ -86,6 +86,17 @@ class PodModule : public sc_core::sc_module, public Fabric {
     }
     const std::uint64_t hop = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::floor(network_.lookahead())));
     const std::uint64_t quantum = request.vcd.empty() ? std::min(request.quantum_cycles, hop) : 1;
+    // Whether remote DMAs may write some chip's HBM (then its HBM port serves
+    // only up to SystemC time: ChipShared::horizon).
+    bool writes_remote_hbm = false;
+    const bool share = request.chip.dma.remote_traffic != 0;
+    for (const ExecProgram* p : programs) {
+      for (const ExecOp& op : p->ops) {
+        writes_remote_hbm = writes_remote_hbm || op.id == isa::OpId::kDmaRemoteHbmToHbm ||
+                            op.id == isa::OpId::kDmaRemoteVmemToHbm || op.id == isa::OpId::kDmaNvlsReduce ||
+                            op.id == isa::OpId::kDmaNvlsMulticast;
+      }
+    }
     for (std::uint32_t id = 0; id < t.chip_count(); ++id) {
       if (!owns(id)) {  // another rank's
         chips.emplace_back();
@@ -103,6 +114,10 @@ class PodModule : public sc_core::sc_module, public Fabric {
       }
       shared.identity.chip_count = t.chip_count();
       shared.fabric = this;
+      if (share && writes_remote_hbm) {
+        const double clock_hz = request.chip.clock_hz;
+        shared.horizon = [clock_hz] { return sc_core::sc_time_stamp().to_seconds() * clock_hz; };
+      }
     }
     attach_in_network();
     if (request.tracer != nullptr) attach_tracer(*request.tracer);
@@ -361,11 +376,16 @@ class PodModule : public sc_core::sc_module, public Fabric {
       src.remote_credit(m.src_flag, m.src_credit, time);
       chips[m.src_chip]->wake_core(m.src_core);
     };
-    in_network_.on_delivered = [this](std::uint32_t chip, std::uint64_t address, const std::vector<std::uint8_t>& data,
-                                      std::uint32_t flag, std::int32_t credit, double time) {
+    in_network_.on_delivered = [this](std::uint32_t chip, std::uint64_t address, std::uint64_t bytes,
+                                      const std::vector<std::uint8_t>& data, std::uint32_t flag, std::int32_t credit,
+                                      double time) {
       last_delivery = std::max(last_delivery, time);
       ChipModule& dst_chip = *chips[chip];
       if (!data.empty()) dst_chip.shared.hbm.write(address, data);
+      if (request_.chip.dma.remote_traffic != 0) {
+        dst_chip.shared.hbm_port.set_horizon(time);
+        dst_chip.shared.hbm_port.start_untracked(time, bytes);  // written into HBM: see deliver
+      }
       Core& dst = *dst_chip.cores[0];
       if (dst.profile != nullptr) {
         dst.profile_access(MemoryProfile::Space::kHbm, address, data.size(),
@@ -394,6 +414,14 @@ class PodModule : public sc_core::sc_module, public Fabric {
     }
     ChipModule& dst_chip = *chips[m.dst_chip];
     Core& dst = *dst_chip.cores[m.dst_core];
+    // What lands in HBM takes its turns on the destination chip's HBM port
+    // from its arrival on, round-robin with the local DMAs (the port has
+    // served only the chunks that start before it: ChipShared::horizon);
+    // what lands in VMEM does not touch the port.
+    if (m.dst_space == RemoteSend::Space::kHbm && request_.chip.dma.remote_traffic != 0) {
+      dst_chip.shared.hbm_port.set_horizon(c.time);  // every arrival before it is known
+      dst_chip.shared.hbm_port.start_untracked(c.time, m.bytes);
+    }
     if (!m.payload.empty()) {
       if (m.dst_space == RemoteSend::Space::kHbm) {
         dst_chip.shared.hbm.write(m.dst_address, m.payload);

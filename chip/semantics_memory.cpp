@@ -304,6 +304,12 @@ void remote_dma(Core& core, const ExecOp& op, bool src_vmem, bool dst_vmem) {
   m.source_bundle = op.bundle;
   core.profile_access(src_vmem ? MemoryProfile::Space::kVmem : MemoryProfile::Space::kHbm, src, m.bytes, core.now(),
                       false);
+  // Read from HBM: the bytes take their turns on the chip's HBM port from the
+  // send's start, as a local DMA's would (the send itself is not held back:
+  // the port outruns a link; README "HBM port").
+  if (!src_vmem && core.chip.dma.remote_traffic != 0) {
+    core.shared.hbm_port.start_untracked(static_cast<double>(m.start_cycle), m.bytes);
+  }
   core.note_remote_issued(m.bytes);
   fabric.send(std::move(m));
 }
@@ -371,6 +377,9 @@ void nvls_dma(Core& core, const ExecOp& op, bool reduce) {
   m.start_cycle = core.now() + core.chip.latency(LatencyClass::kDmaIssue).value();
   m.source_bundle = op.bundle;
   core.profile_access(MemoryProfile::Space::kHbm, src, m.bytes, core.now(), false);
+  if (core.chip.dma.remote_traffic != 0) {
+    core.shared.hbm_port.start_untracked(static_cast<double>(m.start_cycle), m.bytes);  // read from HBM, as above
+  }
   core.note_remote_issued(m.bytes);
   fabric.send(std::move(m));
 }

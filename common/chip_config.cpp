@@ -106,6 +106,10 @@ std::vector<ParamSpec> build_params() {
       16 * kMiB, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.chunk_bytes; });
   add("dma.max_in_flight", Q::kCount, "DMA descriptors in flight per TensorCore", 1, 1024,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.max_in_flight; });
+  p.push_back(
+      ParamSpec{"dma.remote_traffic", Q::kCount,
+                "1: remote DMA bytes read from or written to HBM share the endpoints' HBM ports with their DMAs", 0, 1,
+                false, [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.dma.remote_traffic; }, "0"});
   add("ici.link_bandwidth", Q::kBandwidth, "ICI bandwidth per link, one way", 1e6, 1e15,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.ici.link_bandwidth; });
   add("ici.links_per_chip", Q::kCount, "ICI links per chip", 1, 32,

@@ -101,6 +101,10 @@ struct ChipConfig {
   struct Dma {
     std::uint64_t chunk_bytes = 0;
     std::uint64_t max_in_flight = 0;
+    // 1: remote DMA bytes read from or written to HBM take their share of the
+    // endpoints' HBM ports (README "ICI traffic and the HBM port"); 0: they
+    // pass beside them.
+    std::uint64_t remote_traffic = 0;
   } dma;
   struct Ici {
     double link_bandwidth = 0;  // B/s, one way, per link

@@ -17,12 +17,50 @@ DmaPort::TransferId DmaPort::start(double ready, std::uint64_t bytes) {
     set_done(id, std::max(ready, time_) + latency_);
     return id;
   }
-  active_.push_back({id, ready, bytes});
   bytes_ += bytes;
+  if (ready <= horizon_ && (deferred_.empty() || deferred_.front().ready > ready)) {
+    active_.push_back({id, ready, bytes});  // served up to `ready`: its place now
+    return id;
+  }
+  // Served only up to the horizon, or behind transfers waiting to join: it
+  // joins in ready order (after those with the same ready time).
+  auto at = std::upper_bound(deferred_.begin(), deferred_.end(), ready,
+                             [](double r, const Active& a) { return r < a.ready; });
+  deferred_.insert(at, {id, ready, bytes});
   return id;
 }
 
+double DmaPort::next_start() const {
+  double earliest = std::numeric_limits<double>::infinity();
+  for (const auto& a : active_) {
+    if (a.ready <= time_) return time_;
+    earliest = std::min(earliest, a.ready);
+  }
+  return earliest;
+}
+
+void DmaPort::join_deferred(double before) {
+  while (!deferred_.empty()) {
+    const double ready = deferred_.front().ready;
+    if (ready > next_start() || ready >= before) return;
+    active_.push_back(deferred_.front());
+    deferred_.pop_front();
+  }
+}
+
+DmaPort::Estimate DmaPort::estimate(TransferId id) {
+  if (std::isinf(horizon_)) return {completion(id), true};
+  advance_to(horizon_);
+  if (const auto done = completed_at(id)) return {*done, true};
+  DmaPort copy(*this);
+  copy.on_chunk = nullptr;
+  copy.horizon_ = std::numeric_limits<double>::infinity();
+  copy.bounded_ = false;
+  return {copy.completion(id), false};
+}
+
 bool DmaPort::serve_one() {
+  join_deferred(std::numeric_limits<double>::infinity());
   if (active_.empty()) return false;
   // The first transfer in rotation order that is ready; if none is, the port
   // idles until the earliest becomes ready.
@@ -69,10 +107,13 @@ void DmaPort::serve_chunk(Active& a) {
 }
 
 void DmaPort::advance_to(double cycle) {
+  cycle = std::min(cycle, horizon_);
   // No chunk starts before the port is free: nothing to serve.
   if (time_ >= cycle) return;
-  while (!active_.empty()) {
-    if (active_.size() == 1) {
+  for (;;) {
+    join_deferred(cycle);
+    if (active_.empty()) break;
+    if (active_.size() == 1 && deferred_.empty()) {
       // One transfer: its chunks back to back, as serve_one would serve them
       // (the same additions in the same order), without the rotation.
       Active& a = active_.front();
@@ -89,15 +130,7 @@ void DmaPort::advance_to(double cycle) {
       }
       return;
     }
-    double next_start = time_;
-    bool any_ready = false;
-    double earliest = std::numeric_limits<double>::infinity();
-    for (const auto& a : active_) {
-      any_ready = any_ready || a.ready <= time_;
-      earliest = std::min(earliest, a.ready);
-    }
-    if (!any_ready) next_start = earliest;
-    if (next_start >= cycle) break;
+    if (next_start() >= cycle) break;
     serve_one();
   }
 }
@@ -119,6 +152,9 @@ std::optional<double> DmaPort::completed_at(TransferId id) const {
 double DmaPort::completion_lower_bound(TransferId id) const {
   if (const auto done = completed_at(id)) return *done;
   for (const Active& a : active_) {
+    if (a.id == id) return std::max(time_, a.ready) + latency_;
+  }
+  for (const Active& a : deferred_) {
     if (a.id == id) return std::max(time_, a.ready) + latency_;
   }
   return time_;  // unknown or forgotten: no later bound is known

@@ -127,7 +127,8 @@ TEST_CASE("presets: every number in a shipped preset says where it comes from", 
   // Resolved with its base presets; only the switched-fabric and NCCL
   // protocol parameters of a torus chip, which its preset leaves out, and
   // fabric.protocol and fabric.active_channels, a run's choices (`tpuemu
-  // collective --proto` and its channel tuning), take their defaults.
+  // collective --proto` and its channel tuning), and dma.remote_traffic, a
+  // switch of the model (off unless a run sets it), take their defaults.
   for (const std::string& name : preset_names()) {
     INFO(name);
     const ChipConfig c = resolve_chip(chip_layers(name));
@@ -136,7 +137,8 @@ TEST_CASE("presets: every number in a shipped preset says where it comes from", 
       const Provenance& prov = c.provenance.at(p.path);
       CHECK(prov.kind != Provenance::Kind::kUser);
       CHECK(!prov.text.empty());
-      if (prov.text == "default" && p.path != "fabric.protocol" && p.path != "fabric.active_channels") {
+      if (prov.text == "default" && p.path != "fabric.protocol" && p.path != "fabric.active_channels" &&
+          p.path != "dma.remote_traffic") {
         CHECK((p.path.starts_with("fabric.") || p.path.starts_with("protocol.")));
         CHECK(c.fabric.kind == "torus");
       }

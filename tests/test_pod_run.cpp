@@ -1,9 +1,10 @@
 // Whole runs on an emulated pod: remote DMAs, sync flags across chips, link
 // timing at the edge, faults and deadlock reports. One SystemC run per
 // TEST_CASE (CTest runs each in its own process).
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -37,7 +38,8 @@ std::vector<std::uint8_t> ring_input(std::uint32_t chip) {
   return bytes;
 }
 
-chip::PodResult run_ring_shift(const std::string& shape, std::vector<bool> wraps, const std::string& chip_name = "v5e") {
+chip::PodResult run_ring_shift(const std::string& shape, std::vector<bool> wraps,
+                               const std::string& chip_name = "v5e") {
   static isa::Program program = isa::assemble(read_text(TPUEMU_PROGRAMS "/ring_shift.llo"), "ring_shift.llo");
   chip::PodRequest request;
   request.chip = test::preset(chip_name);
@@ -110,7 +112,6 @@ TEST_CASE("pod: megacore chips run the program on both cores and share the chip'
   CHECK(r.ici_bytes == 4 * 4096);
   REQUIRE(r.links.size() == 2);
   for (const auto& l : r.links) CHECK(l.bytes == 2 * 4096);
-
 }
 
 TEST_CASE("pod: a wait no chip will ever satisfy is reported as a deadlock naming every waiting core", "[pod]") {
@@ -205,8 +206,10 @@ done:
   CHECK(busiest == Approx(8 * packet));
 }
 
-TEST_CASE("pod: an all-reduce on a v6e 4x4 (its 256x256 MXUs are not modelled, the program has no MXU op) is bit "
-          "exact", "[pod][v6e]") {
+TEST_CASE(
+    "pod: an all-reduce on a v6e 4x4 (its 256x256 MXUs are not modelled, the program has no MXU op) is bit "
+    "exact",
+    "[pod][v6e]") {
   const programs::CollectiveSpec spec{"all-reduce", "bidir-ring", "f32", 64 * 1024, {0, 1}, 0};
   chip::PodRequest request;
   request.chip = test::preset("v6e");
@@ -237,4 +240,85 @@ TEST_CASE("pod: an all-reduce on a v6e 4x4 (its 256x256 MXUs are not modelled, t
     CHECK(std::memcmp(got.data(), expected[c].data(), expected[c].size()) == 0);
   }
   CHECK(r.ici_bytes > 0);
+}
+
+namespace {
+// The HBM port carries remote DMA traffic too (README "ICI traffic and the
+// HBM port"). Seven chips on a line, each streaming 8 MiB HBM -> VMEM in one
+// DMA (the port busy throughout, 15.3k cycles); at the same time chip 2
+// sends 256 KiB from its HBM into chip 1's HBM, chip 4 sends 256 KiB from its
+// VMEM into chip 3's VMEM, and chips 5 and 6 swap 256 KiB HBM -> HBM. All of
+// it arrives while the streams run, so a chip's stream takes longer by what
+// the remote traffic moved through its port: 256 KiB / (8.2e11 / 1.5e9 B a
+// cycle) = 479.5 cycles for a read or a write, nothing for VMEM. (Without
+// the model, dma.remote_traffic 0, every chip takes the same time.)
+chip::PodResult run_hbm_port_pod(bool share) {
+  std::string text = R"(#allocation0 [shape = 'u8[8388608]', space=vmem, size = 0x800000, tag = 'stream']
+#allocation1 [shape = 'u8[262144]', space=vmem, size = 0x40000, tag = 'remote']
+#allocation2 [shape = 's32[3]{0}', space=sflag, size = 0xc, tag = 'stream, arrived, sent']
+{ %s0 = inlined_call_operand.hbm [shape: f32[2097152], index: 0, kind: input, shape index: {}] ;; %s1 = inlined_call_operand.hbm [shape: f32[65536], index: 1, kind: output, shape index: {}] }
+{ %s2 = sid.chip ;; %s3 = sshll.u32 %s0, 4 }
+{ %s4 = sshll.u32 %s1, 4 ;; %s5 = smov [#allocation0] }
+{ %s6 = smov [#allocation1] ;; %s7 = sadd.s32 %s2, 4294967295 }
+{ %s5 = sshll.u32 %s5, 4 ;; %s6 = sshll.u32 %s6, 4 }
+{ %s8 = sadd.s32 %s2, 1 }
+{ %p1 = scmp.eq.s32.totalorder %s2, 1 ;; %p2 = scmp.eq.s32.totalorder %s2, 2 }
+{ %p3 = scmp.eq.s32.totalorder %s2, 3 ;; %p4 = scmp.eq.s32.totalorder %s2, 4 }
+{ %p5 = scmp.eq.s32.totalorder %s2, 5 ;; %p6 = scmp.eq.s32.totalorder %s2, 6 }
+{ %9 = dma.hbm_to_vmem [thread:$0] /*hbm=*/%s3, /*size_in_granules=*/262144, /*vmem=*/%s5, /*dst_syncflagno=*/[#allocation2] }
+{ %10 = dma.remote.hbm_to_hbm [thread:$0] (%p2), /*src=*/%s3, /*size_in_granules=*/8192, /*chip=*/%s7, /*core=*/0, /*dst=*/%s4, /*src_syncflagno=*/[#allocation2 + $0x2], /*dst_syncflagno=*/[#allocation2 + $0x1] }
+{ %11 = dma.remote.vmem_to_vmem [thread:$0] (%p4), /*src=*/%s6, /*size_in_granules=*/8192, /*chip=*/%s7, /*core=*/0, /*dst=*/%s6, /*src_syncflagno=*/[#allocation2 + $0x2], /*dst_syncflagno=*/[#allocation2 + $0x1] }
+{ %12 = dma.remote.hbm_to_hbm [thread:$0] (%p5), /*src=*/%s3, /*size_in_granules=*/8192, /*chip=*/%s8, /*core=*/0, /*dst=*/%s4, /*src_syncflagno=*/[#allocation2 + $0x2], /*dst_syncflagno=*/[#allocation2 + $0x1] }
+{ %13 = dma.remote.hbm_to_hbm [thread:$0] (%p6), /*src=*/%s3, /*size_in_granules=*/8192, /*chip=*/%s7, /*core=*/0, /*dst=*/%s4, /*src_syncflagno=*/[#allocation2 + $0x2], /*dst_syncflagno=*/[#allocation2 + $0x1] }
+)";
+  text += R"({ %60 = dma.done.wait [#allocation2], 262144 }
+{ %61 = dma.done.wait (%p1) [#allocation2 + $0x1], 8192 }
+{ %62 = dma.done.wait (%p3) [#allocation2 + $0x1], 8192 }
+{ %63 = dma.done.wait (%p5) [#allocation2 + $0x1], 8192 }
+{ %64 = dma.done.wait (%p6) [#allocation2 + $0x1], 8192 }
+{ %65 = dma.done.wait (%p2) [#allocation2 + $0x2], 8192 }
+{ %66 = dma.done.wait (%p4) [#allocation2 + $0x2], 8192 }
+{ %67 = dma.done.wait (%p5) [#allocation2 + $0x2], 8192 }
+{ %68 = dma.done.wait (%p6) [#allocation2 + $0x2], 8192 }
+)";
+  const isa::Program program = isa::assemble(text, "hbm_port.llo");
+  chip::PodRequest request;
+  request.chip = test::preset("v5e");
+  request.chip.dma.remote_traffic = share ? 1 : 0;
+  request.topology = ici::make_topology({"7", std::vector<bool>{false}, false}, request.chip);
+  request.program = &program;
+  request.options.compute_numerics = false;
+  return chip::run_pod(request);
+}
+
+}  // namespace
+
+TEST_CASE("pod: remote DMA bytes read from or written to HBM take their share of the HBM port", "[pod][hbm]") {
+  const chip::PodResult r = run_hbm_port_pod(true);
+  REQUIRE_FALSE(r.fault.has_value());
+  REQUIRE(r.chips.size() == 7);
+  const double share = 262144.0 / (8.2e11 / 1.5e9);  // 479.5 cycles of the port
+  const auto extra = [&](std::size_t chip) {
+    return static_cast<double>(r.chips[chip].cycles) - static_cast<double>(r.chips[0].cycles);
+  };
+  // The stream alone: 8 MiB at 546.7 B a cycle plus the HBM latency (750 cycles) and the issue.
+  CHECK(static_cast<double>(r.chips[0].cycles) > 8388608.0 / (8.2e11 / 1.5e9) + 750);
+  CHECK(static_cast<double>(r.chips[0].cycles) < 8388608.0 / (8.2e11 / 1.5e9) + 800);
+  CHECK(extra(1) == Approx(share).margin(1.5));      // written into its HBM
+  CHECK(extra(2) == Approx(share).margin(1.5));      // read from its HBM
+  CHECK(extra(3) == 0);                              // written into its VMEM
+  CHECK(extra(4) == 0);                              // read from its VMEM
+  CHECK(extra(5) == Approx(2 * share).margin(1.5));  // both
+  CHECK(extra(6) == Approx(2 * share).margin(1.5));
+  // Every arrival landed before the streams ended (so the whole share shows).
+  CHECK(r.cycles == std::max_element(r.chips.begin(), r.chips.end(), [](const auto& a, const auto& b) {
+                      return a.cycles < b.cycles;
+                    })->cycles);
+}
+
+TEST_CASE("pod: with dma.remote_traffic 0 remote DMA bytes pass beside the HBM port", "[pod][hbm]") {
+  const chip::PodResult r = run_hbm_port_pod(false);
+  REQUIRE_FALSE(r.fault.has_value());
+  REQUIRE(r.chips.size() == 7);
+  for (std::size_t c = 1; c < 7; ++c) CHECK(r.chips[c].cycles == r.chips[0].cycles);
 }
