@@ -287,14 +287,14 @@ TEST_CASE("mlp roles move the strategy's axes") {
     V want_data, want_model, want_sequence;
   };
   const Row rows[] = {
-      {MlpStrategy::kFsdpTp, "", "", "", {0}, {1, 2}, {}},        // the default
-      {MlpStrategy::kFsdpTp, "XY", "", "", {0, 1}, {2}, {}},      // the book's 4x4x4 X = 16, Y = 4
-      {MlpStrategy::kFsdpTp, "yx", "z", "", {0, 1}, {2}, {}},     // order and case do not matter
-      {MlpStrategy::kFsdpTp, "", "X", "", {1, 2}, {0}, {}},       // the one role left takes the rest
-      {MlpStrategy::kSp, "XY", "", "Z", {0, 1}, {}, {2}},         // no tp
-      {MlpStrategy::kSp, "", "Y", "Z", {0}, {1}, {2}},            // two given, data keeps x
-      {MlpStrategy::kDp, "XYZ", "", "", {0, 1, 2}, {}, {}},
-      {MlpStrategy::kTp, "", "ZYX", "", {}, {0, 1, 2}, {}},
+      {MlpStrategy::kFsdpTp, "", "", "", {0}, {1, 2}, {}},     // the default
+      {MlpStrategy::kFsdpTp, "XY", "", "", {0, 1}, {2}, {}},   // the book's 4x4x4 X = 16, Y = 4
+      {MlpStrategy::kFsdpTp, "yx", "z", "", {0, 1}, {2}, {}},  // order and case do not matter
+      {MlpStrategy::kFsdpTp, "", "X", "", {1, 2}, {0}, {}},    // the one role left takes the rest
+      {MlpStrategy::kSp, "XY", "", "Z", {0, 1}, {}, {2}},      // no tp
+      {MlpStrategy::kSp, "", "Y", "Z", {0}, {1}, {2}},         // two given, data keeps x
+      {MlpStrategy::kDp, "XYZ", "", "", {0, 1, 2}, {}, {}},    // the default, given
+      {MlpStrategy::kTp, "", "ZYX", "", {}, {0, 1, 2}, {}},    // the default, given
   };
   for (const Row& r : rows) {
     INFO(r.data << " / " << r.model << " / " << r.sequence);

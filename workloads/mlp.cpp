@@ -105,8 +105,7 @@ MlpAxes mlp_axes_with_roles(MlpStrategy strategy, std::size_t axis_count, const 
   const bool fsdp_tp = strategy == MlpStrategy::kFsdpTp;
   const bool sp = strategy == MlpStrategy::kSp;
   std::array<Role, 3> roles{{{"--data-axes", data, axes.data, strategy != MlpStrategy::kTp},
-                             {"--model-axes", model, axes.model,
-                              strategy == MlpStrategy::kTp || fsdp_tp || sp},
+                             {"--model-axes", model, axes.model, strategy == MlpStrategy::kTp || fsdp_tp || sp},
                              {"--sequence-axes", sequence, axes.sequence, sp}}};
   std::vector<std::size_t> taken;
   std::size_t unspecified = 0;
