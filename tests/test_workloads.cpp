@@ -279,6 +279,53 @@ TEST_CASE("mlp strategies name their data and model axes") {
   CHECK(parse_mlp_strategy("sp") == MlpStrategy::kSp);
 }
 
+// --data-axes, --model-axes, --sequence-axes (mlp_axes_with_roles): one row per case.
+TEST_CASE("mlp roles move the strategy's axes") {
+  using V = std::vector<std::size_t>;
+  struct Row {
+    MlpStrategy strategy;
+    const char *data, *model, *sequence;
+    V want_data, want_model, want_sequence;
+  };
+  const Row rows[] = {
+      {MlpStrategy::kFsdpTp, "", "", "", {0}, {1, 2}, {}},     // the default
+      {MlpStrategy::kFsdpTp, "XY", "", "", {0, 1}, {2}, {}},   // the book's 4x4x4 X = 16, Y = 4
+      {MlpStrategy::kFsdpTp, "yx", "z", "", {0, 1}, {2}, {}},  // order and case do not matter
+      {MlpStrategy::kFsdpTp, "", "X", "", {1, 2}, {0}, {}},    // the one role left takes the rest
+      {MlpStrategy::kSp, "XY", "", "Z", {0, 1}, {}, {2}},      // no tp
+      {MlpStrategy::kSp, "", "Y", "Z", {0}, {1}, {2}},         // two given, data keeps x
+      {MlpStrategy::kDp, "XYZ", "", "", {0, 1, 2}, {}, {}},    // the default, given
+      {MlpStrategy::kTp, "", "ZYX", "", {}, {0, 1, 2}, {}},    // the default, given
+  };
+  for (const Row& r : rows) {
+    INFO(r.data << " / " << r.model << " / " << r.sequence);
+    const MlpAxes axes = mlp_axes_with_roles(r.strategy, 3, r.data, r.model, r.sequence);
+    CHECK(axes.data == r.want_data);
+    CHECK(axes.model == r.want_model);
+    CHECK(axes.sequence == r.want_sequence);
+  }
+  struct Bad {
+    MlpStrategy strategy;
+    const char *data, *model, *sequence, *message;
+  };
+  const Bad bad[] = {
+      {MlpStrategy::kFsdpTp, "W", "", "", "--data-axes 'W': expected none or mesh axes of the topology (X, Y, Z)"},
+      {MlpStrategy::kFsdpTp, "XX", "", "", "each at most once"},
+      {MlpStrategy::kFsdpTp, "X", "X", "", "--model-axes X: mesh axis X already has a role"},
+      {MlpStrategy::kFsdpTp, "X", "Y", "", "mesh axis Z has no role"},
+      {MlpStrategy::kFsdpTp, "XYZ", "", "", "--strategy fsdp+tp needs model axes"},
+      {MlpStrategy::kFsdpTp, "", "", "Z", "--sequence-axes Z: --strategy fsdp+tp has no such axes"},
+      {MlpStrategy::kDp, "", "Z", "", "--model-axes Z: --strategy dp has no such axes"},
+      {MlpStrategy::kTp, "X", "", "", "--data-axes X: --strategy tp has no such axes"},
+      {MlpStrategy::kSp, "XY", "Z", "none", "--strategy sp needs sequence axes"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.message);
+    CHECK_THROWS_WITH(mlp_axes_with_roles(b.strategy, 3, b.data, b.model, b.sequence),
+                      Catch::Matchers::Contains(b.message));
+  }
+}
+
 TEST_CASE("mlp: the book's thresholds on v5p") {
   const ChipConfig v5p = test::preset("v5p");
   const double c_over_w = v5p.peak_bf16_flops() / (2 * v5p.ici.link_bandwidth);

@@ -63,25 +63,6 @@ constexpr std::uint64_t kHeadsPerCast = 16;
 // Heads per chip the concatenation of their outputs (one operand each) can bind.
 constexpr std::uint64_t kMaxHeadsPerChip = 59;
 
-// "none", or distinct mesh axes of the topology, major first ("X", "YX").
-std::vector<std::size_t> parse_model_axes(const std::string& text, const ici::Topology& topology) {
-  const std::string names = std::string("XYZ").substr(0, topology.axis_count());
-  const auto refuse = [&] {
-    return api::BadInput(
-        fmt::format("--model-axis '{}': expected none or mesh axes of the topology ({}), each at most once", text,
-                    fmt::join(std::vector<char>(names.begin(), names.end()), ", ")));
-  };
-  if (text == "none") return {};
-  if (text.empty()) throw refuse();
-  std::vector<std::size_t> axes;
-  for (const char c : text) {
-    const std::size_t at = names.find(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-    if (at == std::string::npos || std::find(axes.begin(), axes.end(), at) != axes.end()) throw refuse();
-    axes.push_back(at);
-  }
-  return axes;
-}
-
 // Rows [row0, row0 + rows), columns [col0, col0 + cols) of an f32 matrix of
 // `width` columns, rounded to bf16.
 std::vector<float> bf16_block(const std::vector<float>& m, std::uint64_t width, std::uint64_t row0, std::uint64_t rows,
@@ -140,7 +121,13 @@ class AttentionWorkload final : public Workload {
     const std::uint64_t dh = options.whole("d-head", 1, kMaxDim);
     const auto seed = static_cast<std::uint32_t>(options.whole("seed", 0, std::numeric_limits<std::uint32_t>::max()));
     const std::string axis_text = options.text("model-axis");
-    const std::vector<std::size_t> model = parse_model_axes(axis_text, topology);
+    const std::vector<std::size_t> model = [&] {
+      try {
+        return parse_mesh_axes(axis_text, "--model-axis", topology.axis_count());
+      } catch (const std::invalid_argument& e) {
+        throw api::BadInput(e.what());
+      }
+    }();
     const auto lengths = axis_lengths(topology);
     const std::uint64_t ways = shard_count(lengths, model);
     const std::string y_name = model.empty() ? "none" : axes_text(model);

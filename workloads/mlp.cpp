@@ -49,6 +49,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -90,6 +91,76 @@ MlpAxes mlp_axes(MlpStrategy strategy, std::size_t axis_count) {
     }
   }
   axes.fsdp = strategy != MlpStrategy::kDp && strategy != MlpStrategy::kTp;
+  return axes;
+}
+
+MlpAxes mlp_axes_with_roles(MlpStrategy strategy, std::size_t axis_count, const std::string& data,
+                            const std::string& model, const std::string& sequence) {
+  MlpAxes axes = mlp_axes(strategy, axis_count);
+  struct Role {
+    const char* option;
+    const std::string& text;
+    std::vector<std::size_t>& axes;
+    bool allowed;
+  };
+  const bool fsdp_tp = strategy == MlpStrategy::kFsdpTp;
+  const bool sp = strategy == MlpStrategy::kSp;
+  std::array<Role, 3> roles{{{"--data-axes", data, axes.data, strategy != MlpStrategy::kTp},
+                             {"--model-axes", model, axes.model, strategy == MlpStrategy::kTp || fsdp_tp || sp},
+                             {"--sequence-axes", sequence, axes.sequence, sp}}};
+  std::vector<std::size_t> taken;
+  std::size_t unspecified = 0;
+  for (Role& r : roles) {
+    if (r.text.empty()) {
+      unspecified += r.allowed ? 1 : 0;
+      continue;
+    }
+    if (!r.allowed) {
+      throw std::invalid_argument(fmt::format("{} {}: --strategy {} has no such axes", r.option, r.text,
+                                              strategy == MlpStrategy::kDp     ? "dp"
+                                              : strategy == MlpStrategy::kFsdp ? "fsdp"
+                                              : strategy == MlpStrategy::kTp   ? "tp"
+                                                                               : "fsdp+tp"));
+    }
+    r.axes = parse_mesh_axes(r.text, r.option, axis_count);
+    std::sort(r.axes.begin(), r.axes.end());
+    for (std::size_t a : r.axes) {
+      if (std::find(taken.begin(), taken.end(), a) != taken.end()) {
+        throw std::invalid_argument(
+            fmt::format("{} {}: mesh axis {} already has a role", r.option, r.text, axes_text({a})));
+      }
+      taken.push_back(a);
+    }
+  }
+  for (Role& r : roles) {
+    if (!r.text.empty() || !r.allowed) continue;
+    if (unspecified == 1) {
+      r.axes.clear();
+      for (std::size_t a = 0; a < axis_count; ++a) {
+        if (std::find(taken.begin(), taken.end(), a) == taken.end()) r.axes.push_back(a);
+      }
+    } else {
+      std::erase_if(r.axes, [&](std::size_t a) { return std::find(taken.begin(), taken.end(), a) != taken.end(); });
+    }
+  }
+  for (std::size_t a = 0; a < axis_count; ++a) {
+    const auto has = [&](const std::vector<std::size_t>& v) { return std::find(v.begin(), v.end(), a) != v.end(); };
+    const int owners = (has(axes.data) ? 1 : 0) + (has(axes.model) ? 1 : 0) + (has(axes.sequence) ? 1 : 0);
+    if (owners == 0) {
+      throw std::invalid_argument(fmt::format(
+          "mesh axis {} has no role: give every axis to --data-axes, --model-axes or --sequence-axes (the workload "
+          "has no replicas)",
+          axes_text({a})));
+    }
+    if (owners > 1) {
+      throw std::invalid_argument(fmt::format("mesh axis {} has two roles", axes_text({a})));
+    }
+  }
+  if ((fsdp_tp || sp) && axes.data.empty()) {
+    throw std::invalid_argument(fmt::format("--strategy {} needs data axes (--data-axes)", fsdp_tp ? "fsdp+tp" : "sp"));
+  }
+  if (fsdp_tp && axes.model.empty()) throw std::invalid_argument("--strategy fsdp+tp needs model axes (--model-axes)");
+  if (sp && axes.sequence.empty()) throw std::invalid_argument("--strategy sp needs sequence axes (--sequence-axes)");
   return axes;
 }
 
@@ -193,7 +264,12 @@ class MlpWorkload final : public Workload {
         {"strategy", "fsdp",
          "dp (data over all axes), fsdp (data and weights over all axes), tp (model over all axes), fsdp+tp "
          "(fsdp over x, tp over the other axes), sp (fsdp over x, sequence over y, tp over z), pp (a pipeline of one "
-         "block per chip along x)"},
+         "block per chip along x); --data-axes, --model-axes and --sequence-axes move the roles"},
+        {"data-axes", "",
+         "mesh axes of the data role (the book's X: tokens split; fsdp: weights too), e.g. XY; default: the "
+         "strategy's"},
+        {"model-axes", "", "mesh axes of the model role (the book's Y: d_ff split; tp, fsdp+tp, sp), e.g. Z"},
+        {"sequence-axes", "", "mesh axes of the sequence role (sp only: tokens split, weights whole)"},
         {"microbatches", "", "pipeline microbatches (only with --strategy pp; default 1)"},
         {"grad-dtype", "bf16",
          "the weight gradients' dtype in their reductions over the data (and sequence) axes: bf16 (the book's: each "
@@ -206,7 +282,15 @@ class MlpWorkload final : public Workload {
     const ChipConfig& chip = setup.chip;
     const ici::Topology& topology = setup.topology;
     const std::string strategy_text = options.text("strategy");
-    if (strategy_text == "pp") return build_mlp_pipeline(setup, options);
+    if (strategy_text == "pp") {
+      for (const char* role : {"data-axes", "model-axes", "sequence-axes"}) {
+        if (!options.text(role).empty()) {
+          throw api::BadInput(fmt::format("--{} {}: a pipeline (--strategy pp) has its stages along x and no roles",
+                                          role, options.text(role)));
+        }
+      }
+      return build_mlp_pipeline(setup, options);
+    }
     const auto strategy = parse_mlp_strategy(strategy_text);
     if (!strategy) {
       throw api::BadInput(fmt::format("--strategy '{}': expected dp, fsdp, tp, fsdp+tp, sp or pp", strategy_text));
@@ -226,13 +310,20 @@ class MlpWorkload final : public Workload {
       throw api::BadInput(fmt::format("--grad-dtype '{}': expected bf16 or f32", grad_dtype_text));
     }
     const auto lengths = axis_lengths(topology);
-    const MlpAxes axes = mlp_axes(*strategy, topology.axis_count());
     if ((*strategy == MlpStrategy::kFsdpTp || *strategy == MlpStrategy::kSp) && topology.axis_count() < 2) {
       throw api::BadInput(fmt::format(
           "--strategy {}: needs a mesh of 2 or 3 axes ({}); --topology {} has one", strategy_text,
           *strategy == MlpStrategy::kSp ? "fsdp over x, sequence over y, tp over z" : "fsdp over x, tp over the others",
           topology.shape()));
     }
+    const MlpAxes axes = [&] {
+      try {
+        return mlp_axes_with_roles(*strategy, topology.axis_count(), options.text("data-axes"),
+                                   options.text("model-axes"), options.text("sequence-axes"));
+      } catch (const std::invalid_argument& e) {
+        throw api::BadInput(e.what());
+      }
+    }();
     const std::uint64_t dx = shard_count(lengths, axes.data);
     const std::uint64_t sq = shard_count(lengths, axes.sequence);  // sequence split (sp), else 1
     const std::vector<std::size_t> token_axes = concat_axes(axes.data, axes.sequence);

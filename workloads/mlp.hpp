@@ -38,6 +38,18 @@ struct MlpAxes {
 };
 MlpAxes mlp_axes(MlpStrategy strategy, std::size_t axis_count);
 
+// The roles of --data-axes, --model-axes and --sequence-axes (each "" when
+// not given, "none", or mesh axes as parse_mesh_axes reads them; their order
+// does not matter): a given role replaces the strategy's default axes, and a
+// role not given keeps its default axes minus those a given role took, except
+// that with one role left unspecified it takes every axis no other role has.
+// Throws std::invalid_argument naming the option when a strategy lacks the
+// role (dp and fsdp: data only; tp: model only; fsdp+tp: data and model; sp:
+// all three), when two roles share an axis, when an axis of the mesh has no
+// role, or when fsdp+tp lacks data or model axes, or sp data or sequence axes.
+MlpAxes mlp_axes_with_roles(MlpStrategy strategy, std::size_t axis_count, const std::string& data,
+                            const std::string& model, const std::string& sequence);
+
 // The book's per-layer times for a strategy (WORKLOADS.md's table): T_math =
 // 12BDF / (N C), T_comms by the table's bytes over W = 2 x the one-way link
 // bandwidth times the axes spanned (m_x, m_y), and the threshold the book

@@ -1,10 +1,12 @@
 #include "workloads/sharding.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
+#include <string>
 
 namespace tpuemu::workloads {
 namespace {
@@ -57,6 +59,24 @@ std::string axes_text(const std::vector<std::size_t>& axes) {
   std::string out;
   for (std::size_t a : axes) out += kAxisNames.at(a);
   return out;
+}
+
+std::vector<std::size_t> parse_mesh_axes(std::string_view text, std::string_view option, std::size_t axis_count) {
+  const std::string names = std::string("XYZ").substr(0, axis_count);
+  const auto refuse = [&] {
+    return std::invalid_argument(
+        fmt::format("{} '{}': expected none or mesh axes of the topology ({}), each at most once", option, text,
+                    fmt::join(std::vector<char>(names.begin(), names.end()), ", ")));
+  };
+  if (text == "none") return {};
+  if (text.empty()) throw refuse();
+  std::vector<std::size_t> axes;
+  for (const char c : text) {
+    const std::size_t at = names.find(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    if (at == std::string::npos || std::find(axes.begin(), axes.end(), at) != axes.end()) throw refuse();
+    axes.push_back(at);
+  }
+  return axes;
 }
 
 OperandSharding parse_sharding(std::string_view text, std::string_view option, std::size_t axis_count) {

@@ -50,6 +50,11 @@ std::string format_sharding(const OperandSharding& sharding);
 // "XY"; "" for no axes.
 std::string axes_text(const std::vector<std::size_t>& axes);
 
+// "none" (no axes) or distinct mesh axes of a topology of `axis_count` axes,
+// major first ("X", "YX"; lower case accepted). Throws std::invalid_argument
+// starting with `option` and the text otherwise.
+std::vector<std::size_t> parse_mesh_axes(std::string_view text, std::string_view option, std::size_t axis_count);
+
 // `a` followed by `b` (mesh axes, major first).
 std::vector<std::size_t> concat_axes(std::vector<std::size_t> a, const std::vector<std::size_t>& b);
 
