@@ -56,6 +56,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include "api/errors.hpp"
 #include "api/run.hpp"
@@ -71,12 +72,28 @@
 
 namespace tpuemu::workloads {
 
+namespace {
+
+// Every strategy with its --strategy name (pp is build_mlp_pipeline's).
+constexpr std::array<std::pair<MlpStrategy, std::string_view>, 5> kStrategyNames{{{MlpStrategy::kDp, "dp"},
+                                                                                  {MlpStrategy::kFsdp, "fsdp"},
+                                                                                  {MlpStrategy::kTp, "tp"},
+                                                                                  {MlpStrategy::kFsdpTp, "fsdp+tp"},
+                                                                                  {MlpStrategy::kSp, "sp"}}};
+
+std::string_view strategy_name(MlpStrategy strategy) {
+  for (const auto& [s, name] : kStrategyNames) {
+    if (s == strategy) return name;
+  }
+  return "?";
+}
+
+}  // namespace
+
 std::optional<MlpStrategy> parse_mlp_strategy(std::string_view text) {
-  if (text == "dp") return MlpStrategy::kDp;
-  if (text == "fsdp") return MlpStrategy::kFsdp;
-  if (text == "tp") return MlpStrategy::kTp;
-  if (text == "fsdp+tp") return MlpStrategy::kFsdpTp;
-  if (text == "sp") return MlpStrategy::kSp;
+  for (const auto& [s, name] : kStrategyNames) {
+    if (name == text) return s;
+  }
   return std::nullopt;
 }
 
@@ -116,11 +133,8 @@ MlpAxes mlp_axes_with_roles(MlpStrategy strategy, std::size_t axis_count, const 
       continue;
     }
     if (!r.allowed) {
-      throw std::invalid_argument(fmt::format("{} {}: --strategy {} has no such axes", r.option, r.text,
-                                              strategy == MlpStrategy::kDp     ? "dp"
-                                              : strategy == MlpStrategy::kFsdp ? "fsdp"
-                                              : strategy == MlpStrategy::kTp   ? "tp"
-                                                                               : "fsdp+tp"));
+      throw std::invalid_argument(
+          fmt::format("{} {}: --strategy {} has no such axes", r.option, r.text, strategy_name(strategy)));
     }
     r.axes = parse_mesh_axes(r.text, r.option, axis_count);
     std::sort(r.axes.begin(), r.axes.end());
@@ -143,17 +157,15 @@ MlpAxes mlp_axes_with_roles(MlpStrategy strategy, std::size_t axis_count, const 
       std::erase_if(r.axes, [&](std::size_t a) { return std::find(taken.begin(), taken.end(), a) != taken.end(); });
     }
   }
+  // Roles are disjoint by construction (given ones checked above, the others the defaults' disjoint sets
+  // minus the given axes); what remains to check is that none is left out.
   for (std::size_t a = 0; a < axis_count; ++a) {
     const auto has = [&](const std::vector<std::size_t>& v) { return std::find(v.begin(), v.end(), a) != v.end(); };
-    const int owners = (has(axes.data) ? 1 : 0) + (has(axes.model) ? 1 : 0) + (has(axes.sequence) ? 1 : 0);
-    if (owners == 0) {
+    if (!has(axes.data) && !has(axes.model) && !has(axes.sequence)) {
       throw std::invalid_argument(fmt::format(
           "mesh axis {} has no role: give every axis to --data-axes, --model-axes or --sequence-axes (the workload "
           "has no replicas)",
           axes_text({a})));
-    }
-    if (owners > 1) {
-      throw std::invalid_argument(fmt::format("mesh axis {} has two roles", axes_text({a})));
     }
   }
   if ((fsdp_tp || sp) && axes.data.empty()) {
@@ -441,7 +453,7 @@ class MlpWorkload final : public Workload {
     const auto seq_dwi = collective("all-reduce", axes.sequence, gdt, grad_d * f * ge);
     // The bytes each collective was asked for (a padded all-reduce runs more).
     const std::map<const programs::CollectiveSpec*, std::uint64_t> asked{
-        {&ag_in, b * D * 2},   {&rs_y, b * D * 4},    {&ag_wi, D * f * 2},        {&ag_wo, f * D * 2},
+        {&ag_in, b * D * 2},    {&rs_y, b * D * 4},     {&ag_wi, D * f * 2},         {&ag_wo, f * D * 2},
         {&red_dwo, f * D * ge}, {&red_dwi, D * f * ge}, {&seq_dwo, grad_f * D * ge}, {&seq_dwi, grad_d * f * ge}};
     if (dx > 1) {
       need(!axes.fsdp || (f % (dx * grad_tile_rows) == 0 && D % (dx * grad_tile_rows) == 0),
@@ -730,8 +742,8 @@ class MlpWorkload final : public Workload {
         if (padded_rs && (o.buffer == "dWo" || o.buffer == "dWi")) {
           // A padded reduce-scatter's output: the chip's valid chunk bytes, byte for byte.
           const auto& want = o.buffer == "dWo" ? R.d_wo_chunk : R.d_wi_chunk;
-          const nlohmann::json c = check_chunk_outputs(result.outputs.at(o.buffer).device, chips, o.buffer,
-                                                       [&](std::uint32_t id) { return want[id]; }, ge);
+          const nlohmann::json c = check_chunk_outputs(
+              result.outputs.at(o.buffer).device, chips, o.buffer, [&](std::uint32_t id) { return want[id]; }, ge);
           verdict["elements"] = verdict["elements"].get<std::uint64_t>() + c["elements"].get<std::uint64_t>();
           if (!c["ok"].get<bool>()) {
             verdict["ok"] = false;
@@ -747,8 +759,8 @@ class MlpWorkload final : public Workload {
           for (auto& d : device) d.resize(std::min<std::size_t>(d.size(), o.rows * o.cols * ge));
         }
         const json v = check_outputs(
-            device, chips, o.buffer, gradient ? gdt : "f32", [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); },
-            o.expected);
+            device, chips, o.buffer, gradient ? gdt : "f32",
+            [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); }, o.expected);
         verdict["elements"] = verdict["elements"].get<std::uint64_t>() + v.at("elements").get<std::uint64_t>();
         if (!v.at("ok").get<bool>()) {
           verdict["ok"] = false;
@@ -774,31 +786,31 @@ class MlpWorkload final : public Workload {
     } else {
       if (book.threshold > 0) threshold_at["batch"] = book.threshold * static_cast<double>(tx * my);
     }
-    built.choice = {{"strategy", strategy_text},
-                    {"data_axes", axes_text(axes.data)},
-                    {"model_axes", axes_text(axes.model)},
-                    {"sequence_axes", axes_text(axes.sequence)},
-                    {"batch", B},
-                    {"d_model", D},
-                    {"d_ff", F},
-                    {"per_chip", {{"tokens", b}, {"tokens_between_blocks", r}, {"d_ff", f}}},
-                    {"tokens_per_chip", static_cast<double>(B) / (static_cast<double>(tx) * static_cast<double>(my))},
-                    {"activation", "relu (applied on the host between the matmuls)"},
-                    {"grad_dtype", gdt},
-                    {"book",
-                     {{"t_math_seconds", book.t_math},
-                      {"t_comms_seconds", book.t_comms},
-                      {"seconds", std::max(book.t_math, book.t_comms)},
-                      {"formula", book.formula},
-                      {"threshold", book.threshold},
-                      {"threshold_name", book.threshold_name},
-                      {"threshold_at", threshold_at}}},
-                    {"reference",
-                     fmt::format("matmuls by programs::matmul_reference (the MXU's order), reductions by "
-                                 "programs::collective_reference (the collective's order{}), Out = Y + In in f32",
-                                 grad_bf16 ? "; the weight gradients rounded to bf16 (nearest even) first and "
-                                             "summed in bf16, rounded at every add"
-                                           : "")}};
+    built.choice = {
+        {"strategy", strategy_text},
+        {"data_axes", axes_text(axes.data)},
+        {"model_axes", axes_text(axes.model)},
+        {"sequence_axes", axes_text(axes.sequence)},
+        {"batch", B},
+        {"d_model", D},
+        {"d_ff", F},
+        {"per_chip", {{"tokens", b}, {"tokens_between_blocks", r}, {"d_ff", f}}},
+        {"tokens_per_chip", static_cast<double>(B) / (static_cast<double>(tx) * static_cast<double>(my))},
+        {"activation", "relu (applied on the host between the matmuls)"},
+        {"grad_dtype", gdt},
+        {"book",
+         {{"t_math_seconds", book.t_math},
+          {"t_comms_seconds", book.t_comms},
+          {"seconds", std::max(book.t_math, book.t_comms)},
+          {"formula", book.formula},
+          {"threshold", book.threshold},
+          {"threshold_name", book.threshold_name},
+          {"threshold_at", threshold_at}}},
+        {"reference", fmt::format("matmuls by programs::matmul_reference (the MXU's order), reductions by "
+                                  "programs::collective_reference (the collective's order{}), Out = Y + In in f32",
+                                  grad_bf16 ? "; the weight gradients rounded to bf16 (nearest even) first and "
+                                              "summed in bf16, rounded at every add"
+                                            : "")}};
     std::string comms_text = format_quantity(book.t_comms, Quantity::kTime);
     if (*strategy == MlpStrategy::kFsdpTp) {
       built.choice["book"]["t_comms_tp_seconds"] = book.t_comms_tp;
@@ -817,9 +829,9 @@ class MlpWorkload final : public Workload {
         fmt::format("  the book: T_math {}, T_comms {}; {} = {:.4g}", format_quantity(book.t_math, Quantity::kTime),
                     comms_text, book.threshold_name, book.threshold),
         fmt::format("  weight gradients reduced in {}{}", gdt,
-                    grad_bf16                           ? " (the matmuls write bf16 from their f32 sums; the book's bytes)"
-                    : tx > 1                            ? " (--grad-dtype f32: twice the book's bytes)"
-                                                        : " (no reduction: one token block)")};
+                    grad_bf16 ? " (the matmuls write bf16 from their f32 sums; the book's bytes)"
+                    : tx > 1  ? " (--grad-dtype f32: twice the book's bytes)"
+                              : " (no reduction: one token block)")};
     return built;
   }
 };

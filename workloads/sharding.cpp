@@ -13,6 +13,13 @@ namespace {
 
 constexpr std::string_view kAxisNames = "XYZ";
 
+// The mesh axis a letter names (x, y, z in either case) on a topology of
+// `axis_count` axes, or npos.
+std::size_t axis_index(char c, std::size_t axis_count) {
+  const auto at = kAxisNames.find(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  return at < axis_count ? at : std::string_view::npos;
+}
+
 bool disjoint(const std::vector<std::size_t>& a, const std::vector<std::size_t>& b) {
   return std::none_of(a.begin(), a.end(), [&b](std::size_t x) { return std::find(b.begin(), b.end(), x) != b.end(); });
 }
@@ -38,8 +45,8 @@ DimSharding parse_dim(std::string_view text, std::string_view option, std::size_
   const std::string_view axes = text.substr(underscore + 1);
   if (axes.empty()) throw std::invalid_argument(fmt::format("{} '{}': no mesh axes after '_'", option, text));
   for (const char c : axes) {
-    const auto at = kAxisNames.find(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-    if (at == std::string_view::npos || at >= axis_count) {
+    const std::size_t at = axis_index(c, axis_count);
+    if (at == std::string_view::npos) {
       throw std::invalid_argument(fmt::format("{} '{}': unknown mesh axis '{}': the topology's axes are {}", option,
                                               text, c, kAxisNames.substr(0, axis_count)));
     }
@@ -62,18 +69,17 @@ std::string axes_text(const std::vector<std::size_t>& axes) {
 }
 
 std::vector<std::size_t> parse_mesh_axes(std::string_view text, std::string_view option, std::size_t axis_count) {
-  const std::string names = std::string("XYZ").substr(0, axis_count);
   const auto refuse = [&] {
     return std::invalid_argument(
         fmt::format("{} '{}': expected none or mesh axes of the topology ({}), each at most once", option, text,
-                    fmt::join(std::vector<char>(names.begin(), names.end()), ", ")));
+                    fmt::join(kAxisNames.substr(0, axis_count), ", ")));
   };
   if (text == "none") return {};
   if (text.empty()) throw refuse();
   std::vector<std::size_t> axes;
   for (const char c : text) {
-    const std::size_t at = names.find(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
-    if (at == std::string::npos || std::find(axes.begin(), axes.end(), at) != axes.end()) throw refuse();
+    const std::size_t at = axis_index(c, axis_count);
+    if (at == std::string_view::npos || std::find(axes.begin(), axes.end(), at) != axes.end()) throw refuse();
     axes.push_back(at);
   }
   return axes;
