@@ -401,10 +401,42 @@ TEST_CASE("collectives: a one-hop reduce phase issues its sends inside the reduc
   CHECK(count(generate_collective(spec("reduce-scatter", "bidir-ring", "bf16", 1 << 20, {1}), topo("v2", "4x2"), v2),
               "led_") == 0);
   // multi-axis on a 2x2x2 cube: every part's phases are one hop; the first
-  // (rank-addressed, strided units) cannot lead, the two after it do.
+  // (rank-addressed, strided units) cannot lead, the two after it do (their
+  // reduce rounds are prefetched: each issues its led sends in two loops).
   const std::string cube = generate_collective(spec("all-reduce", "multi-axis", "f32", 3 << 20, {0, 1, 2}, 8192),
                                                topo("v5p", "2x2x2"), preset("v5p"));
-  CHECK(count(cube, "target = led_") == 2);
+  CHECK(count(cube, "(leads: its first") == 2);
+  CHECK(count(cube, "target = led_") == 4);
+}
+
+TEST_CASE("collectives: reduce rounds of pieces short on their link load them three pieces ahead", "[collectives]") {
+  auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  // v5p 4x4x4 ring reduce-scatter of 256 KiB over x, y, z: units (pieces)
+  // of 4 KiB take 46 ns on a 90 GB/s link, well under half of hbm.latency
+  // (500 ns). A reduce round of n pieces runs up to three loops over 4
+  // buffers, each with its load flag: issue pieces 0..d-1; reduce piece i -
+  // d, issue piece i; reduce the last d (d = min(3, n)). Per axis 3 reduce
+  // rounds of 16, 4 and 1 pieces: 2 + 2 + 1 loops issue, as many reduce.
+  const ChipConfig v5p = preset("v5p");
+  const std::string short_pieces =
+      generate_collective(spec("reduce-scatter", "ring", "f32", 256 << 10, {0, 1, 2}), topo("v5p", "4x4x4"), v5p);
+  CHECK(isa::check_program(isa::assemble(short_pieces, "rs.llo"), v5p).violations.empty());
+  CHECK_THAT(short_pieces, Contains("pieces of 4096 bytes."));
+  CHECK(count(short_pieces, "%s15 = sand.u32 %s11, 3") == 15);  // issue loops
+  CHECK(count(short_pieces, "%s51 = sand.u32 %s51, 3") == 15);  // reduce loops
+  CHECK(count(short_pieces, "%s22 = scalar_lea.sflag") == 15);  // a buffer's load flag
+  CHECK(count(short_pieces, "%s15 = sand.u32 %s11, 1") == 0);
+  // v5e 16 ring reduce-scatter of 2 MiB: pieces of 32 KiB take 0.73 us on a
+  // 45 GB/s link, more than half of hbm.latency: one loop per round, two
+  // buffers, one load flag per stream (the same program as before prefetch).
+  const std::string long_pieces =
+      generate_collective(spec("reduce-scatter", "ring", "f32", 2 << 20, {0}), topo("v5e", "16"), preset("v5e"));
+  CHECK(count(long_pieces, "%s51") == 0);
+  CHECK(count(long_pieces, "%s15 = sand.u32 %s11, 1") == 15);  // 15 reduce rounds
 }
 
 TEST_CASE("collectives: the program's identity, operands and remote DMAs", "[collectives]") {
