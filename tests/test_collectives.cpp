@@ -439,6 +439,40 @@ TEST_CASE("collectives: reduce rounds of pieces short on their link load them th
   CHECK(count(long_pieces, "%s15 = sand.u32 %s11, 1") == 15);  // 15 reduce rounds
 }
 
+TEST_CASE("collectives: a reduce-scatter's strided first-phase units go in pieces of several units", "[collectives]") {
+  auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  // multi-axis on v5p 4x4x4, 2 MiB: each of the 6 streams' first phase
+  // reduces 16 units of 5504 bytes (172 granules) per step, a unit for each
+  // rank of the other two axes. Pieces of the 4 units of the fastest digit:
+  // step 0 sends them by 4 DMAs, later steps load the local operand by one
+  // strided DMA; the later phases' chunks are contiguous and keep their pieces.
+  const ChipConfig v5p = preset("v5p");
+  const std::string rs =
+      generate_collective(spec("reduce-scatter", "multi-axis", "f32", 2113536, {0, 1, 2}), topo("v5p", "4x4x4"), v5p);
+  CHECK(isa::check_program(isa::assemble(rs, "rs.llo"), v5p).violations.empty());
+  CHECK_THAT(rs, Contains("units of 5504 bytes"));
+  CHECK(count(rs, "(pieces of 4 strided units)") == 4);  // the first phase's 4 rounds
+  CHECK(count(rs, "/*block_granules=*/172, /*hbm_stride=*/") > 0);
+  const std::size_t round0 = rs.find("=== round 0");
+  const std::string step0 = rs.substr(round0, rs.find("=== round 1") - round0);
+  CHECK(count(step0, "dma.remote.hbm_to_hbm") == 4 * 6);  // step 0: a DMA per unit of a piece, 6 streams
+  CHECK(count(step0, "/*size_in_granules=*/172, /*chip=*/") == 4 * 6);
+  // All-reduce's units are contiguous: no strided pieces.
+  const std::string ar =
+      generate_collective(spec("all-reduce", "multi-axis", "f32", 2113536, {0, 1, 2}), topo("v5p", "4x4x4"), v5p);
+  CHECK(count(ar, "strided") == 0);
+  // One stream, whose prefetched loads the DMA queue holds: unit pieces of
+  // 8 KiB (0.18 us on the link) stay prefetchable; 2 units would not be.
+  const std::string ring =
+      generate_collective(spec("reduce-scatter", "ring", "f32", 1 << 20, {0, 1}), topo("v5e", "8x16"), preset("v5e"));
+  CHECK(count(ring, "strided") == 0);
+  CHECK(count(ring, "%s51 = sand.u32 %s51, 3") > 0);
+}
+
 TEST_CASE("collectives: the program's identity, operands and remote DMAs", "[collectives]") {
   const std::string text =
       generate_collective(spec("all-reduce", "bidir-ring", "f32", 1 << 20, {1}), topo("v5e", "8x16"), preset("v5e"));
