@@ -335,9 +335,11 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
   CHECK_THAT(ar, Contains("stream 3 (0u1+): reduce y step 1 (pieces of 1024 bytes)"));
   CHECK_THAT(ar, Contains("stream 3 (0u1+): reduce z step 1\n"));
   CHECK_THAT(ar, Contains("/*size_in_granules=*/128,"));
-  // reduce-scatter's chunks are strided (rank order fixes its layout): unit pieces.
+  // reduce-scatter's chunks are strided (rank order fixes its layout): no
+  // spanning pieces; its first phase takes strided pieces of 4 units.
   const std::string rs = generate_collective(spec("reduce-scatter", "bidir-ring", "f32", 32768, {0, 1, 2}), t, v5p);
-  CHECK_THAT(rs, !Contains("(pieces of"));
+  CHECK_THAT(rs, !Contains(" bytes)"));
+  CHECK_THAT(rs, Contains("reduce x step 1 (pieces of 4 strided units)"));
   // Bidirectional all-gather: past its first phase the streams of half d
   // carry half d of a block of whole chunks, one contiguous range (512-byte
   // units here); on an axis of 4 the short streams (2, 3) take one step.
