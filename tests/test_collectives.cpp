@@ -405,10 +405,16 @@ TEST_CASE("collectives: a one-hop reduce phase issues its sends inside the reduc
   // multi-axis on a 2x2x2 cube: every part's phases are one hop; the first
   // (rank-addressed, strided units) cannot lead, the two after it do (their
   // reduce rounds are prefetched: each issues its led sends in two loops).
-  const std::string cube = generate_collective(spec("all-reduce", "multi-axis", "f32", 3 << 20, {0, 1, 2}, 8192),
+  // At 96 MiB the partial sums do not fit a quarter of VMEM; at 3 MiB they
+  // land in VMEM (choose_landing), whose programs do not lead.
+  const std::string cube = generate_collective(spec("all-reduce", "multi-axis", "f32", 96 << 20, {0, 1, 2}, 8192),
                                                topo("v5p", "2x2x2"), preset("v5p"));
   CHECK(count(cube, "(leads: its first") == 2);
   CHECK(count(cube, "target = led_") == 4);
+  const std::string landing = generate_collective(spec("all-reduce", "multi-axis", "f32", 3 << 20, {0, 1, 2}, 8192),
+                                                  topo("v5p", "2x2x2"), preset("v5p"));
+  CHECK_THAT(landing, Contains("landing zones"));
+  CHECK(count(landing, "led_") == 0);
 }
 
 TEST_CASE("collectives: reduce rounds of pieces short on their link load them three pieces ahead", "[collectives]") {
@@ -432,11 +438,12 @@ TEST_CASE("collectives: reduce rounds of pieces short on their link load them th
   CHECK(count(short_pieces, "%s51 = sand.u32 %s51, 3") == 15);  // reduce loops
   CHECK(count(short_pieces, "%s22 = scalar_lea.sflag") == 15);  // a buffer's load flag
   CHECK(count(short_pieces, "%s15 = sand.u32 %s11, 1") == 0);
-  // v5e 16 ring reduce-scatter of 2 MiB: pieces of 32 KiB take 0.73 us on a
-  // 45 GB/s link, more than half of hbm.latency: one loop per round, two
-  // buffers, one load flag per stream (the same program as before prefetch).
+  // v5e 16 ring reduce-scatter of 256 MiB: pieces of 1 MiB take 23 us on a
+  // 45 GB/s link, more than half of hbm.latency (and the partial sums do not
+  // fit VMEM): one loop per round, two buffers, one load flag per stream
+  // (the same program as before prefetch).
   const std::string long_pieces =
-      generate_collective(spec("reduce-scatter", "ring", "f32", 2 << 20, {0}), topo("v5e", "16"), preset("v5e"));
+      generate_collective(spec("reduce-scatter", "ring", "f32", 256 << 20, {0}), topo("v5e", "16"), preset("v5e"));
   CHECK(count(long_pieces, "%s51") == 0);
   CHECK(count(long_pieces, "%s15 = sand.u32 %s11, 1") == 15);  // 15 reduce rounds
 }
@@ -484,9 +491,17 @@ TEST_CASE("collectives: the program's identity, operands and remote DMAs", "[col
   CHECK_THAT(text, Contains("sid.core"));
   CHECK_THAT(text, Contains("sid.dim_y"));
   CHECK_THAT(text, Contains("shalt.err"));
-  CHECK_THAT(text, Contains("dma.remote.hbm_to_hbm"));
-  CHECK_THAT(text, Contains("dma.remote.vmem_to_hbm"));
+  CHECK_THAT(text, Contains("dma.remote.hbm_to_hbm"));    // step 0 into the successor's scratch
+  CHECK_THAT(text, Contains("dma.remote.vmem_to_vmem"));  // later steps into its landing slots
+  CHECK_THAT(text, Contains("vsyncadd.remote"));          // this chip's zones are ready
+  CHECK_THAT(text, !Contains("dma.remote.vmem_to_hbm"));
   CHECK_THAT(text, Contains("vadd.f32"));
+  // 256 MiB: the partial sums do not fit VMEM, so they land in scratch.
+  const std::string large =
+      generate_collective(spec("all-reduce", "bidir-ring", "f32", 256 << 20, {1}), topo("v5e", "8x16"), preset("v5e"));
+  CHECK_THAT(large, Contains("dma.remote.vmem_to_hbm"));
+  CHECK_THAT(large, !Contains("dma.remote.vmem_to_vmem"));
+  CHECK_THAT(large, !Contains("landing zones"));
   const std::string bf16 =
       generate_collective(spec("reduce-scatter", "ring", "bf16", 1 << 20, {1}), topo("v5e", "8x16"), preset("v5e"));
   CHECK_THAT(bf16, Contains("vpack.c.bf16"));

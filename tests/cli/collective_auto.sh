@@ -12,10 +12,16 @@
 #     where two-shot and bidir-ring are predicted 1.5 % apart and measured
 #     6.5 % apart, may pick a run within 7 % of the fastest;
 #  3. the pipelined tree (below);
-#  4. on tori at 64 KiB (v5p 1x16x1, v5p 4x4x4, v5e 8x16), auto's pick is the
-#     fastest of the algorithms run: two-shot (before the ring family's
-#     predictions counted their reductions' HBM waits, auto picked bidir-ring
-#     on 1x16x1 and 8x16, 12-13 % slower, and multi-axis on 4x4x4, 1.5x);
+#  4. on tori at 64 KiB (v5p 1x16x1, 4x4x4, 8x8x8, v5e 8x16), auto's pick is
+#     the fastest of the algorithms run (before the ring family's predictions
+#     counted their reductions' HBM waits, auto picked bidir-ring on 1x16x1
+#     and 8x16, 12-13 % slower than two-shot, and multi-axis on 4x4x4, 1.5x;
+#     before two-shot's prediction counted its DMA queue waves, two-shot on
+#     8x8x8, 50.87 us against bidir-ring's 27.43). On 1x16x1 two-shot and
+#     bidir-ring measure 2.2 % apart (33.35 and 34.09 us since partial sums
+#     land in VMEM), less than two-shot's prediction errs there (0.92: it
+#     adds each shot's farthest hop count and its busiest link's bytes, which
+#     overlap), so there the pick may be within 3 % of the fastest;
 #  5. the ring family over both axes of fat-tree:2x8 (H100) within 15 % of its
 #     prediction at 1, 16 and 256 MiB (before its phases in a node were
 #     predicted at the NIC's rate: 0.20-0.38x).
@@ -94,17 +100,23 @@ echo "auto: the measured-fastest on every calibration size"
 # 4. Tori at 64 KiB: auto (one row per size after the named ones, with its
 #    predictions) against the fastest named run.
 if [ -z "$only_auto" ]; then
-check_torus_auto() {  # CHIP TOPOLOGY
+check_torus_auto() {  # CHIP TOPOLOGY [WITHIN: the pick's time over the fastest's, default the fastest itself]
   "$tpuemu" collective --op all-reduce --chip "$1" --topology "$2" --force --sizes 64K \
     --algo ring,bidir-ring,multi-axis,tree,two-shot,auto --no-data --json torus.json > /dev/null
   read -r pick pick_us best best_us < <(jq -r '.rows | [(map(select(.auto_predictions | length > 0)) | .[0]),
       (map(select((.auto_predictions | length) == 0)) | min_by(.time_us))]
       | "\(.[0].algorithm) \(.[0].time_us) \(.[1].algorithm) \(.[1].time_us)"' torus.json)
   echo "$1 $2 64 KiB: auto $pick $pick_us us, fastest $best $best_us us"
-  [ "$pick" = "$best" ] || fail "$1 $2 64 KiB: auto picked $pick ($pick_us us), the fastest is $best ($best_us us)"
+  if [ -z "${3:-}" ]; then
+    [ "$pick" = "$best" ] || fail "$1 $2 64 KiB: auto picked $pick ($pick_us us), the fastest is $best ($best_us us)"
+  else
+    awk -v p="$pick_us" -v b="$best_us" -v w="$3" 'BEGIN { exit !(p <= b * w) }' ||
+      fail "$1 $2 64 KiB: auto picked $pick ($pick_us us), more than $3 x the fastest, $best ($best_us us)"
+  fi
 }
-check_torus_auto v5p 1x16x1
+check_torus_auto v5p 1x16x1 1.03
 check_torus_auto v5p 4x4x4
+check_torus_auto v5p 8x8x8
 check_torus_auto v5e 8x16
 echo "auto on tori at 64 KiB: the measured-fastest"
 fi
