@@ -90,17 +90,32 @@
 // adds and stores) does not issue all of step 0 first: step 1's loop issues
 // step 0's piece i + 3 just before it adds piece i, so each piece is reduced
 // while the next ones are on the link (lead rounds, programs/collectives.cpp).
-// Received partial sums land in an HBM scratch slot per step (never
-// reused: no back-pressure), are staged into VMEM with the local operand
-// (double-buffered per stream), added on the VPU and sent on from VMEM. The
-// VMEM buffers are padded to whole add-loop iterations (16 KiB), plus 32 KiB
-// at the end for the software-pipelined loop's over-read, so pieces need only
-// be whole 32-byte granules, for reductions too.
+// A reduce-scatter's first phase, whose chunk is units lying apart in the
+// input (one per rank of the other axes), moves pieces of several units of
+// the fastest digit: one strided DMA loads their local operand.
+// Received partial sums land in VMEM where all of them fit a quarter of it
+// with the local operands' buffers: a landing zone per (stream, step), a
+// slot per piece, never reused (no back-pressure); the receiver adds the
+// local operand (loaded three pieces ahead) into the slot and sends it on
+// from there. Each chip first tells its streams' predecessors that its zones
+// are ready (the previous program may still use its VMEM), and the first
+// phase's step 0 sends into HBM scratch instead. Otherwise partial sums land
+// in an HBM scratch slot per step (never reused), are staged into VMEM with
+// the local operand (double-buffered per stream, or four buffers loaded
+// three pieces ahead where pieces are short on the link), added on the VPU
+// and sent on from VMEM. The VMEM buffers and slots are padded to whole
+// add-loop iterations (16 KiB), plus 32 KiB at the end for the
+// software-pipelined loop's over-read, so pieces need only be whole 32-byte
+// granules, for reductions too. The schedule's choices and their measured
+// effect: programs/collectives.cpp (choose_piece, strided_units,
+// choose_landing, choose_leads, choose_depths).
 //
 // Program contract (what the pod runtime provides):
 //   * operands: index 0 input, 1 output, 2 HBM scratch of scratch_bytes
 //     (reduce-scatter and all-reduce only; contents ignored), each at the
-//     same HBM address on every chip;
+//     same HBM address on every chip, and the program's VMEM allocations at
+//     the same VMEM address on every chip (landing zones are written by the
+//     predecessor);
 //   * sync flags start at 0; the program leaves them at 0;
 //   * equal-sized DMAs of one kind from one core to one destination arrive in
 //     the order they were issued: a ring step's pieces share one arrival flag,
