@@ -167,7 +167,12 @@ struct CollectiveMatmulSpec {
 
 struct AddSpec {
   std::uint64_t n = 0;                  // f32 elements
-  std::uint64_t chunk_bytes = 1 << 20;  // bytes of A (and of B, C) per DMA
+  std::uint64_t chunk_bytes = 1 << 20;  // bytes of B and C (and of an f32 A) per DMA
+  // "bf16": A is bf16, in the tiled layout of a bf16 matrix of the same
+  // shape as B and C (chip/host_io.hpp: bf16 tile j's 4 KiB vreg holds f32
+  // tiles 2j, 2j + 1, the second in sublanes 4-7), widened exactly before
+  // the f32 add; n must cover whole pairs of f32 tiles (a multiple of 2048).
+  std::string a_dtype = "f32";
 };
 
 // Throws std::invalid_argument (with the reason) for specs the generator or

@@ -94,12 +94,13 @@ namespace {
 
 // Runs the generated add of `n` floats on `chip_name`; counts the elements of
 // c that differ from a + b.
-std::size_t add_mismatches(const std::string& chip_name, std::uint64_t n) {
+std::size_t add_mismatches(const std::string& chip_name, std::uint64_t n, const std::string& a_dtype = "f32") {
   chip::RunRequest request;
   request.chip = preset(chip_name);
   programs::AddSpec spec;
   spec.n = n;
   spec.chunk_bytes = 64 * 1024;
+  spec.a_dtype = a_dtype;  // a bf16 A is given as float32 values, bf16-exact (random_bf16_values)
   const isa::Program program = isa::assemble(programs::generate_add(spec, request.chip), "add.llo");
   request.program = &program;
   const auto a = programs::random_bf16_values(spec.n, 3);
@@ -122,6 +123,19 @@ std::size_t add_mismatches(const std::string& chip_name, std::uint64_t n) {
 
 TEST_CASE("run: add over a ragged length equals a + b bit for bit", "[run][numerics]") {
   CHECK(add_mismatches("v5e", 100000) == 0);
+}
+
+TEST_CASE("run: add with a bf16 A widens it exactly, and refuses half a tile pair", "[run][numerics]") {
+  CHECK(add_mismatches("v5e", 100 * 2048, "bf16") == 0);  // 12.5 chunks of 64 KiB of f32
+  programs::AddSpec odd;
+  odd.n = 3 * 1024;
+  odd.a_dtype = "bf16";
+  CHECK_THROWS_WITH(programs::generate_add(odd, preset("v5e")),
+                    Catch::Matchers::Contains("whole pairs of f32 tiles (n a multiple of 2048), n = 3072"));
+}
+
+TEST_CASE("run: add with a bf16 A on v5p's two cores", "[run][numerics]") {
+  CHECK(add_mismatches("v5p", 16 * 2048, "bf16") == 0);
 }
 
 TEST_CASE("run: a program without MXU ops runs on v6e (256x256 MXUs, not modelled)", "[run][numerics][v6e]") {

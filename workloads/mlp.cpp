@@ -286,6 +286,10 @@ class MlpWorkload final : public Workload {
         {"grad-dtype", "bf16",
          "the weight gradients' dtype in their reductions over the data (and sequence) axes: bf16 (the book's: each "
          "chip's gradient matmul accumulates in f32 and writes bf16, then the reduction adds in bf16) or f32"},
+        {"act-dtype", "bf16",
+         "the activations' partial sums in their reduce-scatters over the model axes (Y forward, dX backward; tp, "
+         "fsdp+tp, sp): bf16 (the book's: the matmul accumulates in f32 and writes bf16, then the reduction adds in "
+         "bf16, and Out = Y + In widens Y) or f32"},
         {"algo", "multi-axis", "the collectives' algorithm (tpuemu collective --algo list)"},
         {"seed", "1", "seed of the pseudo-random bf16 inputs"}};
   }
@@ -320,6 +324,10 @@ class MlpWorkload final : public Workload {
     const std::string grad_dtype_text = options.text("grad-dtype");
     if (grad_dtype_text != "bf16" && grad_dtype_text != "f32") {
       throw api::BadInput(fmt::format("--grad-dtype '{}': expected bf16 or f32", grad_dtype_text));
+    }
+    const std::string act_dtype_text = options.text("act-dtype");
+    if (act_dtype_text != "bf16" && act_dtype_text != "f32") {
+      throw api::BadInput(fmt::format("--act-dtype '{}': expected bf16 or f32", act_dtype_text));
     }
     const auto lengths = axis_lengths(topology);
     if ((*strategy == MlpStrategy::kFsdpTp || *strategy == MlpStrategy::kSp) && topology.axis_count() < 2) {
@@ -368,6 +376,12 @@ class MlpWorkload final : public Workload {
     const std::string gdt = grad_bf16 ? "bf16" : "f32";
     const std::uint64_t ge = grad_bf16 ? 2 : 4;  // bytes per gradient element
     const std::uint64_t grad_tile_rows = grad_bf16 ? kBf16TileRows : kF32TileRows;
+    // The activations' partial sums (Y, dX) reduce-scattered over the model
+    // axes in `adt`: under bf16 (the book's bytes) their matmuls round the
+    // f32 sums to bf16 as they write them, and the residual add widens Y.
+    const bool act_bf16 = act_dtype_text == "bf16" && my > 1;
+    const std::string adt = act_bf16 ? "bf16" : "f32";
+    const std::uint64_t ae = act_bf16 ? 2 : 4;  // bytes per activation element in the reductions
     const auto need = [](bool ok, const std::string& message) {
       if (!ok) throw api::BadInput(message);
     };
@@ -401,7 +415,8 @@ class MlpWorkload final : public Workload {
       return programs::MatmulSpec{m, k, n, "bf16", true};
     };
     const programs::MatmulSpec mm_h = matmul_spec(b, D, f);
-    const programs::MatmulSpec mm_y = matmul_spec(b, f, D);
+    programs::MatmulSpec mm_y = matmul_spec(b, f, D);
+    mm_y.out_dtype = adt;
     // The weight gradients' matmuls write gdt: under bf16 the matmul rounds its f32 accumulator to bf16 as it
     // stores C (an XLA dot with f32 accumulation and a bf16 result), the reduction's input.
     programs::MatmulSpec mm_dwo = matmul_spec(f, b, D);
@@ -409,7 +424,8 @@ class MlpWorkload final : public Workload {
     const programs::MatmulSpec mm_da = matmul_spec(b, D, f);
     programs::MatmulSpec mm_dwi = matmul_spec(D, b, f);
     mm_dwi.out_dtype = gdt;
-    const programs::MatmulSpec mm_dx = matmul_spec(b, f, D);
+    programs::MatmulSpec mm_dx = matmul_spec(b, f, D);
+    mm_dx.out_dtype = adt;
     // fsdp's weight all-gathers and gradient reduce-scatters over the data
     // axes pad too (below), except under sp, whose sequence all-reduce
     // needs whole gradient rows on every chip.
@@ -438,7 +454,7 @@ class MlpWorkload final : public Workload {
     };
     const std::string reduce_op = axes.fsdp ? "reduce-scatter" : "all-reduce";
     const auto ag_in = collective("all-gather", axes.model, "bf16", b * D * 2);
-    const auto rs_y = collective("reduce-scatter", axes.model, "f32", b * D * 4);
+    const auto rs_y = collective("reduce-scatter", axes.model, adt, b * D * ae);
     const auto ag_wi = collective("all-gather", axes.data, "bf16", D * f * 2, pad_fsdp);
     const auto ag_wo = collective("all-gather", axes.data, "bf16", f * D * 2, pad_fsdp);
     const auto red_dwo = collective(reduce_op, axes.data, gdt, f * D * ge, pad_fsdp);
@@ -453,7 +469,7 @@ class MlpWorkload final : public Workload {
     const auto seq_dwi = collective("all-reduce", axes.sequence, gdt, grad_d * f * ge);
     // The bytes each collective was asked for (a padded all-reduce runs more).
     const std::map<const programs::CollectiveSpec*, std::uint64_t> asked{
-        {&ag_in, b * D * 2},    {&rs_y, b * D * 4},     {&ag_wi, D * f * 2},         {&ag_wo, f * D * 2},
+        {&ag_in, b * D * 2},    {&rs_y, b * D * ae},    {&ag_wi, D * f * 2},         {&ag_wo, f * D * 2},
         {&red_dwo, f * D * ge}, {&red_dwi, D * f * ge}, {&seq_dwo, grad_f * D * ge}, {&seq_dwi, grad_d * f * ge}};
     if (dx > 1) {
       need(!axes.fsdp || (f % (dx * grad_tile_rows) == 0 && D % (dx * grad_tile_rows) == 0),
@@ -461,11 +477,8 @@ class MlpWorkload final : public Workload {
                        "rows; they must be whole {} tiles (a multiple of {})",
                        F, D, x_name, f / dx, D / dx, gdt, grad_tile_rows));
     }
-    if (my > 1) {
-      need(r % kF32TileRows == 0, fmt::format("--batch {}: the reduce-scatter over {} leaves each chip {} token rows; "
-                                              "they must be whole f32 tiles (a multiple of {})",
-                                              B, y_name, r, kF32TileRows));
-    }
+    // The reduce-scatters over the model axes leave each chip r token rows, whole tiles of either
+    // dtype: the all-gather's check above (r a multiple of 16) covers them.
 
     Built built;
     std::map<std::string, std::shared_ptr<const isa::Program>> programs_by_file;
@@ -522,14 +535,15 @@ class MlpWorkload final : public Workload {
       add_matmul("fwd Y = A @ Wo", mm_y, "A", "Wo", my > 1 ? "Y partial" : "Y");
       if (my > 1) add_collective("Y", rs_y, "Y partial", "Y");
       {
-        const programs::AddSpec add{r * D, std::min<std::uint64_t>(1 << 20, r * D * 4)};
-        const std::string file = fmt::format("add_{}.llo", add.n);
+        programs::AddSpec add{r * D, std::min<std::uint64_t>(1 << 20, r * D * 4)};
+        add.a_dtype = adt;
+        const std::string file = fmt::format("add_{}{}.llo", add.n, act_bf16 ? "_bf16" : "");
         built.steps.push_back({assemble(file, [&] { return programs::generate_add(add, chip); }),
                                file,
                                {{0, "Y"}, {1, "In f32"}, {2, "Out"}}});
         Phase p;
-        p.name = fmt::format("fwd Out = Y + In ({} f32)", add.n);
-        const double bytes = 12.0 * static_cast<double>(add.n);
+        p.name = fmt::format("fwd Out = Y + In ({} f32{})", add.n, act_bf16 ? ", Y bf16" : "");
+        const double bytes = static_cast<double>(8 + ae) * static_cast<double>(add.n);
         p.predicted_seconds = bytes / chip.hbm.bandwidth;
         p.book_seconds = 0;
         p.prediction = fmt::format("T_HBM = {} / HBM bandwidth (the book counts no time for it)",
@@ -601,11 +615,12 @@ class MlpWorkload final : public Workload {
         R.d_h.push_back(std::move(dh));
         R.d_wi.push_back(programs::matmul_reference(transpose(R.in_gathered[id], b, D), R.d_h[id], D, b, f));
         R.d_x.push_back(programs::matmul_reference(R.d_h[id], transpose(R.wi[id], D, f), b, f, D));
-        y_bytes.push_back(device_matrix(R.y[id], b, D, "f32", "Y"));
+        // Under act_bf16 the device layout of bf16 rounds to nearest even, as the matmul's bf16 C does.
+        y_bytes.push_back(device_matrix(R.y[id], b, D, adt, "Y"));
         // Under grad_bf16 the device layout of bf16 rounds to nearest even, as the matmul's bf16 C does.
         dwo_bytes.push_back(device_matrix(R.d_wo[id], f, D, gdt, "dWo"));
         dwi_bytes.push_back(device_matrix(R.d_wi[id], D, f, gdt, "dWi"));
-        dx_bytes.push_back(device_matrix(R.d_x[id], b, D, "f32", "dX"));
+        dx_bytes.push_back(device_matrix(R.d_x[id], b, D, adt, "dX"));
       }
       // The collectives' order of f32 additions, on device bytes (which part
       // of a multi-axis collective sums an element depends on its place in
@@ -635,8 +650,8 @@ class MlpWorkload final : public Workload {
         }
         return out;
       };
-      R.y_reduced = reduce(rs_y, my > 1, y_bytes, D);
-      R.d_x_reduced = reduce(rs_y, my > 1, dx_bytes, D);
+      R.y_reduced = reduce(rs_y, my > 1, y_bytes, D, nullptr, adt);
+      R.d_x_reduced = reduce(rs_y, my > 1, dx_bytes, D, nullptr, adt);
       if (padded_rs) {
         // Zeros after each chip's gradient; rank r keeps its valid bytes of the Q_pad chunk.
         const auto chunks = [&](const programs::CollectiveSpec& spec, std::vector<std::vector<std::uint8_t>> in) {
@@ -759,7 +774,10 @@ class MlpWorkload final : public Workload {
           for (auto& d : device) d.resize(std::min<std::size_t>(d.size(), o.rows * o.cols * ge));
         }
         const json v = check_outputs(
-            device, chips, o.buffer, gradient ? gdt : "f32",
+            device, chips, o.buffer,
+            gradient           ? gdt
+            : o.buffer == "dX" ? adt
+                               : "f32",
             [&](std::uint32_t) { return std::make_pair(o.rows, o.cols); }, o.expected);
         verdict["elements"] = verdict["elements"].get<std::uint64_t>() + v.at("elements").get<std::uint64_t>();
         if (!v.at("ok").get<bool>()) {
@@ -798,6 +816,7 @@ class MlpWorkload final : public Workload {
         {"tokens_per_chip", static_cast<double>(B) / (static_cast<double>(tx) * static_cast<double>(my))},
         {"activation", "relu (applied on the host between the matmuls)"},
         {"grad_dtype", gdt},
+        {"act_dtype", adt},
         {"book",
          {{"t_math_seconds", book.t_math},
           {"t_comms_seconds", book.t_comms},
@@ -806,11 +825,13 @@ class MlpWorkload final : public Workload {
           {"threshold", book.threshold},
           {"threshold_name", book.threshold_name},
           {"threshold_at", threshold_at}}},
-        {"reference", fmt::format("matmuls by programs::matmul_reference (the MXU's order), reductions by "
-                                  "programs::collective_reference (the collective's order{}), Out = Y + In in f32",
-                                  grad_bf16 ? "; the weight gradients rounded to bf16 (nearest even) first and "
-                                              "summed in bf16, rounded at every add"
-                                            : "")}};
+        {"reference",
+         fmt::format("matmuls by programs::matmul_reference (the MXU's order), reductions by "
+                     "programs::collective_reference (the collective's order{}), Out = Y + In in f32",
+                     std::string(grad_bf16 ? "; the weight gradients rounded to bf16 (nearest even) first "
+                                             "and summed in bf16, rounded at every add"
+                                           : "") +
+                         (act_bf16 ? "; Y and dX rounded to bf16 (nearest even) first and summed in bf16" : ""))}};
     std::string comms_text = format_quantity(book.t_comms, Quantity::kTime);
     if (*strategy == MlpStrategy::kFsdpTp) {
       built.choice["book"]["t_comms_tp_seconds"] = book.t_comms_tp;
@@ -832,6 +853,11 @@ class MlpWorkload final : public Workload {
                     grad_bf16 ? " (the matmuls write bf16 from their f32 sums; the book's bytes)"
                     : tx > 1  ? " (--grad-dtype f32: twice the book's bytes)"
                               : " (no reduction: one token block)")};
+    if (my > 1) {
+      built.intro.push_back(fmt::format("  activations (Y, dX) reduce-scattered over {} in {}{}", y_name, adt,
+                                        act_bf16 ? " (the matmuls write bf16 from their f32 sums; the book's bytes)"
+                                                 : " (--act-dtype f32: twice the book's bytes)"));
+    }
     return built;
   }
 };
