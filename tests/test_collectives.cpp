@@ -95,6 +95,13 @@ std::uint32_t chip_of(const ici::Topology& t, const std::vector<std::size_t>& ax
   return t.linear_id(c).value();
 }
 
+// Occurrences of `what` in `text` (overlapping ones too).
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("collectives: sizes per op and algorithm", "[collectives]") {
@@ -368,11 +375,6 @@ TEST_CASE("collectives: pieces span units where a step's chunk is contiguous and
 
 TEST_CASE("collectives: a one-hop reduce phase issues its sends inside the reduction loop (lead rounds)",
           "[collectives]") {
-  auto count = [](const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   // The book's v2 ReduceScatter (128 MiB of bf16 over the 2-way y of a 4x2):
   // one reduce step of 64 pieces of 512 KiB per long stream. Round 0 sends
   // pieces 0..2 of each; round 1's loop sends piece i + 3 (while i < 61)
@@ -418,11 +420,6 @@ TEST_CASE("collectives: a one-hop reduce phase issues its sends inside the reduc
 }
 
 TEST_CASE("collectives: reduce rounds of pieces short on their link load them three pieces ahead", "[collectives]") {
-  auto count = [](const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   // v5p 4x4x4 ring reduce-scatter of 256 KiB over x, y, z: units (pieces)
   // of 4 KiB take 46 ns on a 90 GB/s link, well under half of hbm.latency
   // (500 ns). A reduce round of n pieces runs up to three loops over 4
@@ -449,11 +446,6 @@ TEST_CASE("collectives: reduce rounds of pieces short on their link load them th
 }
 
 TEST_CASE("collectives: a reduce-scatter's strided first-phase units go in pieces of several units", "[collectives]") {
-  auto count = [](const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   // multi-axis on v5p 4x4x4, 2 MiB: each of the 6 streams' first phase
   // reduces 16 units of 5504 bytes (172 granules) per step, a unit for each
   // rank of the other two axes. Pieces of the 4 units of the fastest digit:
