@@ -1162,7 +1162,7 @@ class CollectiveGen : CollectiveEmitter {
   // target, a piece is m consecutive units of the fastest varying digit: one
   // strided DMA loads the local operand (block: a unit, stride: the digit's),
   // step 0 sends them by m unit DMAs, and the partial sums stay contiguous
-  // in scratch as before. m: the largest common divisor of the streams'
+  // where they land, as before. m: the largest common divisor of the streams'
   // digit lengths with m units at most `limit` bytes that fit VMEM (0: none).
   // When the DMA queue can hold every stream's prefetched loads and sends
   // (choose_depths), pieces stay short enough to be prefetched, or unit
