@@ -242,8 +242,8 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   // child path ~10 % (v5e 16x16 256M --no-data on 2 ranks: 1.79 s vs 1.63 s).
   job.isolation = dist::world().size() > 1 ? Isolation::kAuto : Isolation::kChild;
   const std::string name = fmt::format("{}-{}.llo", spec.op, spec.bytes);
-  job.steps.push_back(
-      {assemble(checked([&] { return programs::generate_collective(spec, topology, setup.chip); }), name), name, {}});
+  const std::string program = checked([&] { return programs::generate_collective(spec, topology, setup.chip); });
+  job.steps.push_back({assemble(program, name), name, {}});
   if (data) {
     // A chunk below one (8,128) tile is padded to the operand's device size
     // (the program reads only its first input_bytes).
@@ -281,6 +281,7 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
     if (!cjob.keep_outputs) r.outputs.clear();
   };
   CollectiveResult out;
+  out.program = program;
   out.run = run(job);
   if (out.run.report.contains("collective_check")) {
     check = out.run.report["collective_check"].get<std::string>();

@@ -53,6 +53,7 @@ struct CollectiveResult {
   std::string check;                            // "bit-exact", "MISMATCH on K chips", "skipped (--no-data)"
   bool ok = true;                               // no mismatch
   double host_seconds = 0;                      // this call's wall time (generation, run, check)
+  std::string program;                          // the generated LLO program that ran (every chip runs it)
 };
 
 // The parts of a job that do not depend on its size, checked: chip,

@@ -268,6 +268,7 @@ py::list collective(const std::string& op, const std::string& topology, const st
     row["ok"] = r.ok;
     row["host_seconds"] = r.host_seconds;
     row["host_peak_rss_bytes"] = r.run.host.peak_rss_bytes;
+    row["program"] = r.program;  // the generated LLO program that ran
     rows.append(row);
   }
   return rows;

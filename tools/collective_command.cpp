@@ -67,14 +67,16 @@ int collective_command(const std::vector<std::string>& args) {
       "piece", po::value<std::string>(), "pipelining piece size (default: the generator's choice)")(
       "no-data", "timing only: no data moved or reduced, no check (identical times)")("json", po::value<std::string>(),
                                                                                       "write the rows as JSON")(
-      "plot", po::value<std::string>(), "write busbw vs size, one line per algorithm, as SVG");
+      "plot", po::value<std::string>(), "write busbw vs size, one line per algorithm, as SVG")(
+      "program", po::value<std::string>(),
+      "write the generated LLO program that runs (one size and one algorithm; every chip runs the same program)");
   po::positional_options_description positional;
   bool help = false;
   const auto vm = parse_options(
       "collective",
       "--op all-gather|reduce-scatter|all-reduce|all-to-all [--chip v5e] [--topology 8x16] [--axes y] [--algo "
       "bidir-ring|auto|list|a,b] [--proto LL|LL128|Simple|auto] [--dtype f32|bf16] [--sizes 64K:1G] [--no-data] "
-      "[--json out.json] [--plot out.svg]",
+      "[--json out.json] [--plot out.svg] [--program out.llo]",
       args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
 
@@ -91,6 +93,7 @@ int collective_command(const std::vector<std::string>& args) {
   try {
     if (vm->count("json") != 0U) check_writable("--json", (*vm)["json"].as<std::string>());
     if (vm->count("plot") != 0U) check_writable("--plot", (*vm)["plot"].as<std::string>());
+    if (vm->count("program") != 0U) check_writable("--program", (*vm)["program"].as<std::string>());
     job.chip = chip_request(*vm);
     job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
     job.routing = (*vm)["routing"].as<std::string>();
@@ -113,6 +116,10 @@ int collective_command(const std::vector<std::string>& args) {
     if (vm->count("piece") != 0U) spec.piece_bytes = api::parse_collective_size((*vm)["piece"].as<std::string>());
     sizes = api::parse_collective_sizes((*vm)["sizes"].as<std::string>());
     runs = api::plan_collective_runs(job, setup, algo_text, (*vm)["proto"].as<std::string>(), sizes);
+    if (vm->count("program") != 0U && runs.size() != 1) {
+      throw std::invalid_argument(fmt::format(
+          "--program writes the program of one run: give one size and one algorithm ({} runs planned)", runs.size()));
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu collective: {}\n", e.what());
     return kExitBadInput;
@@ -190,6 +197,12 @@ int collective_command(const std::vector<std::string>& args) {
       break;
     }
     if (!row.ok) exit_code = kExitFailure;
+    if (vm->count("program") != 0U) {
+      if (auto error = write_text_file("--program", (*vm)["program"].as<std::string>(), row.program)) {
+        fmt::print(stderr, "tpuemu collective: {}\n", *error);
+        return kExitBadInput;
+      }
+    }
     if (row.padded_bytes != v) {
       padding_lines.push_back(
           fmt::format("# padded: {} B ran as {} B ({} B of zeros travel; {} cannot split {} B over {} chips): time and "
