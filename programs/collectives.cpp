@@ -1249,11 +1249,7 @@ class CollectiveGen : CollectiveEmitter {
   // Round u's landing zone of stream k plus `rows` (a register), as a VMEM
   // granule address in `dst`.
   void zone_address(const std::string& dst, std::size_t k, std::size_t u, const std::string& rows) {
-    const std::uint64_t at = zone_rows_[k][u];
-    emit(S::kSalu, fmt::format("%{} = scalar_lea.vmem {}, %{}", dst,
-                               at == 0 ? fmt::format("[#allocation{}]", kAllocA)
-                                       : fmt::format("[#allocation{} + $0x{:x}]", kAllocA, at),
-                               rows));
+    emit(S::kSalu, fmt::format("%{} = scalar_lea.vmem {}, %{}", dst, allocation_at(kAllocA, zone_rows_[k][u]), rows));
     emit(S::kSalu, fmt::format("%{0} = sshll.u32 %{0}, 4", dst));
   }
 
@@ -1455,12 +1451,7 @@ class CollectiveGen : CollectiveEmitter {
         const std::string coordinate = coord(ph.axis);
         if (folded_ring_axis(topo_, ph.axis)) {
           // The chip at the previous ring position (see setup's successor).
-          emit(S::kSalu, fmt::format("%s20 = sshrl.u32 %{}, 1", coordinate));
-          emit(S::kSalu, fmt::format("%s21 = sand.u32 %{}, 1", coordinate));
-          emit(S::kSalu, "%p3 = scmp.eq.s32.totalorder %s21, 1");
-          emit(S::kSalu, fmt::format("%s21 = ssub.s32 {}, %s20", imm(l - 1)));
-          sel("s20", "p3", "%s21", "%s20");
-          position_plus("s22", "s20", sign(st) > 0 ? l - 1 : 1, l);
+          position_plus("s22", ring_position(ph), sign(st) > 0 ? l - 1 : 1, l);
           folded_coordinate("s22", "s22", l);
           emit(S::kSalu, fmt::format("%s22 = ssub.s32 %s22, %{}", coordinate));
           emit(S::kSalu, fmt::format("%s22 = smul.u32 %s22, {}", imm(stride)));
@@ -1790,18 +1781,8 @@ class CollectiveGen : CollectiveEmitter {
     const Phase& ph = st.phases[j.phase];
     const std::int64_t l = ph.length;
     const std::string coordinate = coord(ph.axis);
-    // c: this chip's ring position on the axis (its coordinate unless the
-    // ring is folded: ring_position, into s20).
     const bool folded = folded_ring_axis(topo_, ph.axis);
-    std::string c = coordinate;
-    if (folded) {
-      emit(S::kSalu, fmt::format("%s20 = sshrl.u32 %{}, 1", coordinate));
-      emit(S::kSalu, fmt::format("%s21 = sand.u32 %{}, 1", coordinate));
-      emit(S::kSalu, "%p3 = scmp.eq.s32.totalorder %s21, 1");
-      emit(S::kSalu, fmt::format("%s21 = ssub.s32 {}, %s20", imm(l - 1)));
-      sel("s20", "p3", "%s21", "%s20");
-      c = "s20";
-    }
+    const std::string c = ring_position(ph);
     if (j.step == 0) {
       const auto t = static_cast<std::int64_t>(topo_stride(ph.axis));
       if (folded) {
@@ -1865,6 +1846,20 @@ class CollectiveGen : CollectiveEmitter {
     }
     if (chunk_offset(st, j) != 0) add_imm(p, p, static_cast<std::int64_t>(chunk_offset(st, j)));
     if (ph.varying.size() == 2 && !halves(st, j)) emit(S::kSalu, fmt::format("%{} = smov 0", digit(k)));
+  }
+
+  // This chip's ring position on phase ph's axis: its coordinate's register,
+  // or where the ring is folded its position (ring_position) computed into
+  // s20 (clobbers s21 and p3).
+  std::string ring_position(const Phase& ph) {
+    const std::string coordinate = coord(ph.axis);
+    if (!folded_ring_axis(topo_, ph.axis)) return coordinate;
+    emit(S::kSalu, fmt::format("%s20 = sshrl.u32 %{}, 1", coordinate));
+    emit(S::kSalu, fmt::format("%s21 = sand.u32 %{}, 1", coordinate));
+    emit(S::kSalu, "%p3 = scmp.eq.s32.totalorder %s21, 1");
+    emit(S::kSalu, fmt::format("%s21 = ssub.s32 {}, %s20", imm(static_cast<std::int64_t>(ph.length) - 1)));
+    sel("s20", "p3", "%s21", "%s20");
+    return "s20";
   }
 
   // dst = (src + add) mod l, for 0 <= src, add < l (clobbers s18 and p3).
@@ -1982,8 +1977,11 @@ class CollectiveGen : CollectiveEmitter {
   }
   [[nodiscard]] std::uint64_t vmem_row_offset(std::size_t k) const { return k * buffers_ * rows_pad_; }
   [[nodiscard]] std::string vmem_sym(int alloc, std::size_t k) const {
-    const std::uint64_t off = vmem_row_offset(k);
-    return off == 0 ? fmt::format("[#allocation{}]", alloc) : fmt::format("[#allocation{} + $0x{:x}]", alloc, off);
+    return allocation_at(alloc, vmem_row_offset(k));
+  }
+  // VMEM allocation `alloc` plus `rows`, as an address operand.
+  static std::string allocation_at(int alloc, std::uint64_t rows) {
+    return rows == 0 ? fmt::format("[#allocation{}]", alloc) : fmt::format("[#allocation{} + $0x{:x}]", alloc, rows);
   }
 
   // Part 1 of piece i of stream k: a gather forwards it (after its arrival);
@@ -2099,10 +2097,7 @@ class CollectiveGen : CollectiveEmitter {
       if (!hybrid(st, j)) wait(flag(f_arrive(k, u - 1)), pg_);
       emit(S::kSalu, fmt::format("%s17 = scalar_lea.sflag {}, %{}", flag(f_buffer_load(k, 0)), at.flags));
       wait("%s17", hybrid(st, j) ? 2 * pg_ : pg_);
-      const std::uint64_t zone = zone_rows_[k][u];
-      add_loop_at(
-          zone == 0 ? fmt::format("[#allocation{}]", kAllocA) : fmt::format("[#allocation{} + $0x{:x}]", kAllocA, zone),
-          "s55", vmem_sym(kAllocB, k), at.rows);
+      add_loop_at(allocation_at(kAllocA, zone_rows_[k][u]), "s55", vmem_sym(kAllocB, k), at.rows);
       zone_address("s18", k, u, "s55");
       if (!final_step(st, j)) {
         zone_address("s19", k, u + 1, "s55");

@@ -321,14 +321,15 @@ class MlpWorkload final : public Workload {
     const std::uint64_t F = options.whole("d-ff", 1, kMaxDim);
     const auto seed = static_cast<std::uint32_t>(options.whole("seed", 0, std::numeric_limits<std::uint32_t>::max()));
     const std::string algorithm = options.text("algo");
-    const std::string grad_dtype_text = options.text("grad-dtype");
-    if (grad_dtype_text != "bf16" && grad_dtype_text != "f32") {
-      throw api::BadInput(fmt::format("--grad-dtype '{}': expected bf16 or f32", grad_dtype_text));
-    }
-    const std::string act_dtype_text = options.text("act-dtype");
-    if (act_dtype_text != "bf16" && act_dtype_text != "f32") {
-      throw api::BadInput(fmt::format("--act-dtype '{}': expected bf16 or f32", act_dtype_text));
-    }
+    const auto reduction_dtype = [&](const char* option) {
+      const std::string text = options.text(option);
+      if (text != "bf16" && text != "f32") {
+        throw api::BadInput(fmt::format("--{} '{}': expected bf16 or f32", option, text));
+      }
+      return text;
+    };
+    const std::string grad_dtype_text = reduction_dtype("grad-dtype");
+    const std::string act_dtype_text = reduction_dtype("act-dtype");
     const auto lengths = axis_lengths(topology);
     if ((*strategy == MlpStrategy::kFsdpTp || *strategy == MlpStrategy::kSp) && topology.axis_count() < 2) {
       throw api::BadInput(fmt::format(
