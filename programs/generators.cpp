@@ -71,6 +71,12 @@ class MatmulGen {
     if (chunked()) return run_chunked();
     const std::uint64_t full_blocks = nt_ / wfull_;
     const std::uint64_t tail = nt_ % wfull_;
+    if (row_blocks_ > 1) {
+      w_.comment(fmt::format(
+          "=== row blocks 0..{}: {} rows of A and C each (see choose_row_blocks) ===", row_blocks_ - 1, g_ * 8));
+      w_.op(S::kSalu, "%s59 = smov 0", {}, {"s59"});
+      w_.label("rblock_loop");
+    }
     if (full_blocks > 0) {
       w_.comment(fmt::format("=== column blocks 0..{}: {} MXUs each, {} output columns per block ===", full_blocks - 1,
                              wfull_, wfull_ * 128));
@@ -80,6 +86,14 @@ class MatmulGen {
       w_.op(S::kSalu, "%s3 = sadd.s32 %s3, 1", {"s3"}, {"s3"});
       w_.op(S::kSalu, fmt::format("%p5 = scmp.lt.s32.totalorder %s3, {}", full_blocks), {"s3"}, {"p5"});
       w_.op(S::kBranch, "sbr.rel (%p5) target = nblock_loop", {"p5"}, {});
+      w_.flush();
+    }
+    if (row_blocks_ > 1) {
+      // The row block's C went out at the end of its column block (reading s2): the next one's C follows it.
+      w_.op(S::kSalu, fmt::format("%s2 = sadd.s32 %s2, {}", c_row_block_rows()), {"s2"}, {"s2"});
+      w_.op(S::kSalu, "%s59 = sadd.s32 %s59, 1", {"s59"}, {"s59"});
+      w_.op(S::kSalu, fmt::format("%p5 = scmp.lt.s32.totalorder %s59, {}", row_blocks_), {"s59"}, {"p5"});
+      w_.op(S::kBranch, "sbr.rel (%p5) target = rblock_loop", {"p5"}, {});
       w_.flush();
     }
     if (tail > 0) {
@@ -325,6 +339,7 @@ class MatmulGen {
     // Pops of g1 sit 5 bundles into an iteration, its multiply at bundle 10:
     // the pop of iteration t-D must come after the result is ready.
     d_ = ceil_div(latency_ + 5 + 1, 16);
+    choose_row_blocks();
     if (chunked()) {
       ktc_ = kt_ / cr_.chunks;
       a_block_tiles_ = ktc_;  // A as T column blocks [M, KC]
@@ -349,6 +364,22 @@ class MatmulGen {
                       "mxu.result_fifo_depth ({})",
                       latency_, 2 * d_, chip_.mxu.result_fifo_depth));
     }
+    size_buffers();
+    plan_depth();
+    if (row_blocks_ > 1 && !ring()) {
+      if (s_.row_blocks != 0) {
+        throw std::invalid_argument(fmt::format(
+            "matmul: {} row blocks need a prefetch ring of 3 k-blocks, which VMEM, the DMA queue or the sync flags of "
+            "{} do not allow here",
+            row_blocks_, chip_.name));
+      }
+      set_row_blocks(1);  // the default's choice: none, then
+      size_buffers();
+      plan_depth();
+    }
+  }
+
+  void size_buffers() {
     a_buf_bytes_ = (g2_ * 2 + 1) * tile_bytes_;
     b_buf_bytes_ = (16 * wfull_ + 2) * tile_bytes_;
     acc_bytes_ = ceil_div(g2_ * 2 * wfull_, 8) * 8 * 4096;  // whole 8-tile groups for the zero loop
@@ -357,7 +388,6 @@ class MatmulGen {
       throw std::invalid_argument(
           fmt::format("matmul: needs {} bytes of VMEM for M = {}, the chip has {}", vmem, s_.m, chip_.vmem.size_bytes));
     }
-    plan_depth();
   }
 
   // Prefetch depth P (k-blocks whose buffers exist at once; P - 1 are in
@@ -382,6 +412,8 @@ class MatmulGen {
     compute_bound_ = compute >= transfer;
     const auto ahead = static_cast<std::uint64_t>(std::ceil((chip_.hbm.latency_s + transfer) / period - 1e-9));
     std::uint64_t depth = ahead + 1;
+    // Row blocks run on the ring schedule only (its issue cursor moves A's base on).
+    if (row_blocks_ > 1) depth = std::max<std::uint64_t>(depth, 3);
     if (chip_.dma.max_in_flight >= 4) depth = std::min<std::uint64_t>(depth, (chip_.dma.max_in_flight - 2) / 2 + 1);
     const std::uint64_t slot = align(a_buf_bytes_) + align(b_buf_bytes_);
     const std::uint64_t fixed = (s_.accumulate ? 3 : 2) * align(acc_bytes_);  // + the staging buffer
@@ -389,7 +421,7 @@ class MatmulGen {
     // 2P + 2 flags, below the two a ring shift keeps at the top of the flag space.
     if (chip_.sflag.count >= 8) depth = std::min<std::uint64_t>(depth, (chip_.sflag.count - 4) / 2);
     // No more slots than the program has k-blocks.
-    depth = std::min<std::uint64_t>(depth, kt_ * ceil_div(nt_, wfull_));
+    depth = std::min<std::uint64_t>(depth, kt_ * ceil_div(nt_, wfull_) * row_blocks_);
     if (depth > 2) depth_ = depth;
     // A resident: with more than one column block, A's KT k-blocks stay in
     // VMEM from column block 0 on (read from HBM once, not once per column
@@ -445,6 +477,81 @@ class MatmulGen {
   // them (more DMAs sharing HBM at once).
   bool early() const { return fresh() && compute_bound_; }
 
+  // Row blocks (MatmulSpec::row_blocks): R > 1 cuts A and C into R blocks of
+  // M / R rows, each a whole pass over K of the one column block, so that
+  // block r's C leaves while block r + 1 computes (one column block has no
+  // next block to hide its output behind). B is read once per row block.
+  // Sets row_blocks_ and g_ / g2_ (row tiles of one block).
+  void choose_row_blocks() {
+    core_g_ = g_;
+    if (s_.row_blocks == 0) {
+      set_row_blocks(auto_row_blocks());
+      return;
+    }
+    if (s_.row_blocks > 1) {
+      if (const std::string why = row_blocks_refusal(s_.row_blocks); !why.empty()) {
+        throw std::invalid_argument(fmt::format("matmul: {} row blocks need {}", s_.row_blocks, why));
+      }
+    }
+    set_row_blocks(s_.row_blocks);
+  }
+  void set_row_blocks(std::uint64_t r) {
+    row_blocks_ = r;
+    g_ = core_g_ / r;
+    g2_ = ceil_div(g_, 2);
+  }
+  // Why this program cannot take r > 1 row blocks ("": it can).
+  std::string row_blocks_refusal(std::uint64_t r) const {
+    if (chunked() || s_.accumulate || s_.a_column_blocks > 1) {
+      return "neither a collective matmul, accumulate nor A in column blocks";
+    }
+    if (nt_ > wfull_) return fmt::format("one column block (N at most {} columns)", wfull_ * 128);
+    if (!s_.double_buffer) return "the prefetch ring (double buffering)";
+    if (core_g_ % r != 0 || (out_bf16_ && (core_g_ / r) % 2 != 0)) {
+      return fmt::format("M's {} row tiles of 8 in {} equal blocks{}", core_g_, r,
+                         out_bf16_ ? " of an even number (bf16 C)" : "");
+    }
+    if (chip_.dma.max_in_flight < 6 || chip_.sflag.count < 10) {
+      return "a DMA queue of 6 and 10 sync flags (a prefetch ring of 3)";
+    }
+    return "";
+  }
+  // Row blocks by default: the R in {1, 2, 4} this program can take with the
+  // least estimated time, in cycles,
+  //   max(compute + (R - 1) x (32 KT + 200), (A + R B + C) / bandwidth) + C / (R x bandwidth)
+  // where compute is KT x 16 cycles per row pair of the core, the HBM
+  // bandwidth is the chip's over the cores that share it, and C / (R x
+  // bandwidth) is the last block's store, which nothing hides. The per-block
+  // cost 32 KT + 200 (a block's own pipeline fill and drain, weight pushes
+  // and first k-block wait) was fitted to 120 shapes (M 512..16384, K 768..8192,
+  // N 256 and 512, bf16 and f32 C, v5e and v5p split over both cores) run
+  // with R = 1, 2 and 4: this choice's time is within 3.2 % of the fastest of
+  // the three on every one of them (docs/workloads.md, "Row blocks").
+  std::uint64_t auto_row_blocks() const {
+    if (chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return 1;
+    const double in_bytes = static_cast<double>(tile_bytes_) / 1024.0;
+    const double out_bytes = out_bf16_ ? 2.0 : 4.0;
+    const double rows = static_cast<double>(core_g_ * 8);
+    const double k = static_cast<double>(k8_ * 8);
+    const double n = static_cast<double>(nt_ * 128);
+    const double a = rows * k * in_bytes, b = k * n * in_bytes, c = rows * n * out_bytes;
+    const double cycles_per_byte = chip_.clock_hz * static_cast<double>(split_.cores) / chip_.hbm.bandwidth;
+    const double compute = static_cast<double>(kt_ * 16 * ceil_div(core_g_, 2));
+    const auto estimate = [&](double r) {
+      const double blocks = compute + (r - 1) * static_cast<double>(32 * kt_ + 200);
+      return std::max(blocks, (a + r * b + c) * cycles_per_byte) + c / r * cycles_per_byte;
+    };
+    std::uint64_t best = 1;
+    for (const std::uint64_t r : {2, 4}) {
+      if (row_blocks_refusal(r).empty() && estimate(static_cast<double>(r)) < estimate(static_cast<double>(best))) {
+        best = r;
+      }
+    }
+    return best;
+  }
+  // C's rows (512-byte units, as s2 counts them) of one row block.
+  std::uint64_t c_row_block_rows() const { return g_ * ldn_ * c_gr_ * 32 / 512; }
+
   static std::uint64_t align(std::uint64_t v) { return ceil_div(v, 4096) * 4096; }
   std::uint64_t kr8(std::uint64_t kb) const { return std::min<std::uint64_t>(16, k8_ - kb * 16); }
   bool last_partial() const { return kr8(kt_ - 1) < 16; }
@@ -459,6 +566,12 @@ class MatmulGen {
                          s_.a_column_blocks, s_.m, s_.k / s_.a_column_blocks));
     }
     if (s_.accumulate) w_.raw("// Accumulates: C = C + A @ B (MatmulSpec::accumulate).");
+    if (row_blocks_ > 1) {
+      w_.raw(
+          fmt::format("// In {} row blocks of {} rows (MatmulSpec::row_blocks): block r's C is stored while r + 1 "
+                      "computes; B is read once per block.",
+                      row_blocks_, g_ * 8));
+    }
     if (split_.cores > 1) {
       w_.raw(fmt::format(
           "// Split over the chip's {} TensorCores (MatmulSpec::split_cores): core c computes {} of C[{},{}], "
@@ -615,8 +728,8 @@ class MatmulGen {
     w_.op(S::kSalu, "%s21 = sid.core", {}, {"s21"});
     const bool columns = split_.how == CoreSplit::kColumns;
     // Whole tiles: rows of tiles of A (rows split) or tiles of B's rows (columns split), and of C.
-    const std::uint64_t in_rows = columns ? nt_ * tile_bytes_ / 512 : g_ * kt_ * tile_bytes_ / 512;
-    const std::uint64_t c_rows = columns ? nt_ * c_gr_ * 32 / 512 : g_ * nt_ * c_gr_ * 32 / 512;
+    const std::uint64_t in_rows = columns ? nt_ * tile_bytes_ / 512 : core_g_ * kt_ * tile_bytes_ / 512;
+    const std::uint64_t c_rows = columns ? nt_ * c_gr_ * 32 / 512 : core_g_ * nt_ * c_gr_ * 32 / 512;
     const std::string in = columns ? "s1" : "s0";
     w_.op(S::kSalu, fmt::format("%s22 = smul.u32 {}, %s21", in_rows), {"s21"}, {"s22"});
     w_.op(S::kSalu, fmt::format("%{0} = sadd.s32 %{0}, %s22", in), {in, "s22"}, {in});
@@ -803,7 +916,7 @@ class MatmulGen {
   void ring_prepare(bool now) {
     const std::uint64_t full_blocks = nt_ / wfull_;
     const std::uint64_t tail = nt_ % wfull_;
-    const std::uint64_t total = kt_ * (full_blocks + (tail > 0 ? 1 : 0));
+    const std::uint64_t total = kt_ * (full_blocks + (tail > 0 ? 1 : 0)) * row_blocks_;
     w_.op(S::kSalu, fmt::format("%p3 = scmp.lt.s32.totalorder %s38, {}", total), {"s38"}, {"p3"});
     const char* a_index = resident_ ? "s34" : "s36";  // resident A: k-block kb's slot
     w_.op(S::kSalu, fmt::format("%s41 = smul.u32 {}, %{}", a_slot_rows(), a_index), {a_index}, {"s41"});
@@ -853,9 +966,16 @@ class MatmulGen {
     w_.op(S::kSalu, fmt::format("%p11 = scmp.eq.s32.totalorder %s34, {}", kt_), {"s34"}, {"p11"});
     w_.op(S::kSalu, "%s34 = scalar_select /*predicate=*/%p11, /*on_true=*/0, /*on_false=*/%s34", {"p11", "s34"},
           {"s34"});
-    w_.op(S::kSalu, "%s40 = sadd.s32 %s35, 1", {"s35"}, {"s40"});
-    w_.op(S::kSalu, "%s35 = scalar_select /*predicate=*/%p11, /*on_true=*/%s40, /*on_false=*/%s35",
-          {"p11", "s40", "s35"}, {"s35"});
+    if (row_blocks_ > 1) {
+      // One column block: past its last k-block comes the next row block's A (s0 is read by the issue cursor only).
+      w_.op(S::kSalu, fmt::format("%s40 = sadd.s32 %s0, {}", g_ * kt_ * tile_bytes_ / 512), {"s0"}, {"s40"});
+      w_.op(S::kSalu, "%s0 = scalar_select /*predicate=*/%p11, /*on_true=*/%s40, /*on_false=*/%s0",
+            {"p11", "s40", "s0"}, {"s0"});
+    } else {
+      w_.op(S::kSalu, "%s40 = sadd.s32 %s35, 1", {"s35"}, {"s40"});
+      w_.op(S::kSalu, "%s35 = scalar_select /*predicate=*/%p11, /*on_true=*/%s40, /*on_false=*/%s35",
+            {"p11", "s40", "s35"}, {"s35"});
+    }
     w_.op(S::kSalu, "%s36 = sadd.s32 %s36, 1", {"s36"}, {"s36"});
     w_.op(S::kSalu, fmt::format("%p13 = scmp.eq.s32.totalorder %s36, {}", depth_), {"s36"}, {"p13"});
     w_.op(S::kSalu, "%s36 = scalar_select /*predicate=*/%p13, /*on_true=*/0, /*on_false=*/%s36", {"p13", "s36"},
@@ -1185,11 +1305,7 @@ class MatmulGen {
       // The DMAs the previous k-block prepared go first; the next ones are
       // prepared after this k-block's weight pushes (below), their scalar
       // address arithmetic in the pushes' free scalar slots.
-      if (early()) {
-        ring_fire();
-      } else {
-        ring_prepare(/*now=*/true);
-      }
+      if (!early()) ring_prepare(/*now=*/true);
       ring_consume();
     } else if (s_.double_buffer) {
       if (next_exists) {
@@ -1238,6 +1354,7 @@ class MatmulGen {
     wait_a();
     w_.op(S::kSync, fmt::format("%{} = dma.done.wait %s15, {}", next_token(), b_granules), {"s15"}, {});
     w_.op(S::kSync, fmt::format("%{} = vsyncadd %s15, {}", next_token(), negated_immediate(b_granules)), {"s15"}, {});
+    if (ring() && early()) ring_fire();
     // 3. Weights: row tile r of the block holds K rows 8r..8r+7; the last push must hold rows 0..7.
     const bool masked = rows8 < 16;
     if (masked) {
@@ -1477,6 +1594,8 @@ class MatmulGen {
   std::uint64_t first_limit_ = 0;  // first_kblock_predicate()
   std::uint64_t depth_ = 2;        // prefetch depth P (plan_depth)
   bool resident_ = false;          // A kept in VMEM across column blocks (plan_depth)
+  std::uint64_t row_blocks_ = 1;   // row blocks R (choose_row_blocks); g_ is one block's row tiles
+  std::uint64_t core_g_ = 0;       // row tiles of A and C this core computes (all its row blocks)
   bool compute_bound_ = false;     // a k-block computes for at least its transfer (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
   std::uint32_t token_ = 100;

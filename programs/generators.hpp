@@ -89,6 +89,15 @@ struct MatmulSpec {
   // one vreg by vpack.c.bf16, before its DMA to C). bf16 needs 128x128 MXUs,
   // M a multiple of 16, and neither accumulate nor a collective matmul.
   std::string out_dtype = "f32";
+  // Row blocks: 1 = none; R > 1 computes C in R blocks of M / R rows, one
+  // after another, so that a block's C is stored while the next computes
+  // (with one column block, N <= mxu.count x 128, nothing else hides C's
+  // store); B is read once per block. Needs one column block, M's row tiles
+  // of 8 in R equal blocks (an even number each for a bf16 C), the prefetch
+  // ring, and neither accumulate, A in column blocks nor a collective matmul.
+  // 0 (the default): the generator picks R in {1, 2, 4} by its estimate of
+  // each one's time (generators.cpp, auto_row_blocks).
+  std::uint64_t row_blocks = 0;
 };
 
 // Core split (MatmulSpec::split_cores = S > 1, the chip's

@@ -28,20 +28,23 @@ int gen_command(const std::vector<std::string>& args) {
       "no-double-buffer", "matmul: fetch each k-block only when it is needed (no DMA/compute overlap)")(
       "split-cores",
       "matmul: split C over the chip's TensorCores (megacore, e.g. v5p: 2), with barriers between the cores; run it "
-      "on a pod (tpuemu run --topology 1)")("chunk", whole_value(1)->default_value(1 << 20),
-                                            "add: bytes per DMA chunk")(
+      "on a pod (tpuemu run --topology 1)")(
+      "row-blocks", whole_value(1),
+      "matmul: compute C in R blocks of M/R rows so that a block's C is stored while the next computes (one column "
+      "block only: N <= the MXU count x 128; 1 = none)")("chunk", whole_value(1)->default_value(1 << 20),
+                                                         "add: bytes per DMA chunk")(
       "inputs", po::value<std::string>(),
       "matmul: also write PREFIX.a.npy and PREFIX.b.npy (pseudo-random bf16 values in [-1, 1), seeds 7 and 8, as "
       "float32) and PREFIX.expected.npy (C as the program computes it, bit for bit, as float32 also for a bf16 C, as "
-      "run --out writes it; check it with run --expect)")(
-      "output,o", po::value<std::string>()->default_value("-"), "output file (default: stdout)");
+      "run --out writes it; check it with run --expect)")("output,o", po::value<std::string>()->default_value("-"),
+                                                          "output file (default: stdout)");
   po::positional_options_description positional;
   positional.add("kind", 1);
   bool help = false;
   const auto vm = parse_options(
       "gen",
       "matmul --m M --k K --n N [--dtype bf16|f32] [--out-dtype f32|bf16] [--no-double-buffer] [--split-cores] "
-      "[--inputs PREFIX] [-o F] | add --n N [-o F]",
+      "[--row-blocks R] [--inputs PREFIX] [-o F] | add --n N [-o F]",
       args, options, positional, help);
   if (!vm) return help ? kExitOk : kExitBadInput;
   const std::string kind = vm->count("kind") != 0U ? (*vm)["kind"].as<std::string>() : "";
@@ -70,6 +73,7 @@ int gen_command(const std::vector<std::string>& args) {
       spec.out_dtype = (*vm)["out-dtype"].as<std::string>();
       spec.double_buffer = vm->count("no-double-buffer") == 0U;
       if (vm->count("split-cores") != 0U) spec.split_cores = chip.tensorcores_per_chip;
+      if (vm->count("row-blocks") != 0U) spec.row_blocks = (*vm)["row-blocks"].as<std::uint64_t>();
       text = programs::generate_matmul(spec, chip);
       if (vm->count("inputs") != 0U) {
         const std::string prefix = (*vm)["inputs"].as<std::string>();
