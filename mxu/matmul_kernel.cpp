@@ -57,7 +57,8 @@ void WeightTile::finish() {
     for (std::size_t column = 0; column < kLanes; ++column) {
       const float v = values[k * kLanes + column];
       range.add(std::bit_cast<std::uint32_t>(v));
-      panels[(column / 8) * 8 * kLanes + k * 8 + column % 8] = v;
+      constexpr std::size_t p = kWeightPanelColumns;
+      panels[(column / p) * p * kLanes + k * p + column % p] = v;
     }
   }
 }

@@ -61,12 +61,15 @@ constexpr bool products_exact(const ValueRange& a, const ValueRange& w) {
   return a.min_exponent + w.min_exponent >= 119 && a.max_exponent + w.max_exponent <= 380;
 }
 
+// Columns of a weight panel (WeightTile::panels).
+inline constexpr std::uint32_t kWeightPanelColumns = 16;
+
 // Latched weights: bf16-rounded f32 values, [k * kLanes + column], zeros
 // where nothing was pushed. finish() derives the rest from `values`.
 struct WeightTile {
   alignas(64) std::array<float, vpu::kLanes * vpu::kLanes> values{};
-  // The same values by 8-column panels, [(column / 8) * 8 * kLanes + k * 8 + column % 8]:
-  // what the AVX2 kernel streams.
+  // The same values by 16-column panels, [(column / 16) * 16 * kLanes + k * 16 + column % 16]:
+  // what the vector kernels stream (a weight row of a panel is one zmm, or two ymm halves).
   alignas(64) std::array<float, vpu::kLanes * vpu::kLanes> panels{};
   ValueRange range;
 
@@ -134,7 +137,8 @@ bool avx2_compiled();
 void multiply_avx512(const TileJob& job, vpu::Vreg& out);
 // The AVX-512 multiply-accumulate loop of multiply_avx512: rows 0..7 of `a`
 // (bf16 values, row stride kLanes) times K rows 0..k_count-1 of the first
-// `panel_count` 8-column weight panels, into `out` (row stride kLanes);
+// `panel_count` 8-column halves of the 16-column weight panels
+// (WeightTile::panels), into `out` (row stride kLanes);
 // `fused` only where every product is exact.
 void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count, bool fused,
                    float* out);

@@ -17,8 +17,14 @@ namespace {
 
 using vpu::kLanes;
 using vpu::kSublanes;
-constexpr std::uint32_t kVector = 8;              // f32 lanes of a ymm register
-constexpr std::size_t kPanel = kVector * kLanes;  // floats per 8-column weight panel
+constexpr std::uint32_t kVector = 8;  // f32 lanes of a ymm register
+// WeightTile::panels: 16-column panels, a weight row of 16 floats per K row.
+constexpr std::size_t kPanelRow = kWeightPanelColumns;  // floats from one K row of a panel to the next
+
+// The first float of 8-column vector v (columns 8v..8v+7) in the panels: half v % 2 of panel v / 2.
+constexpr std::size_t vector_offset(std::size_t v) {
+  return (v / 2) * kPanelRow * kLanes + (v % 2) * kVector;
+}
 
 // bf16_round of 8 f32 bit patterns (common/numerics.hpp f32_to_bf16_bits:
 // nearest even; NaNs made quiet and truncated).
@@ -103,11 +109,14 @@ TPUEMU_AVX2 void round_rows(const std::uint32_t* rows, std::uint32_t used_k, std
   }
 }
 
-// out[r][c] for R rows and C ymm columns (`w`: the first of C weight panels): the accumulators stay in registers
-// for the whole K loop, K ascending. kFused: one vfmadd per product (exact
+// out[r][c] for R rows and C ymm columns (8-column vectors v..v+C-1 of the panels): the accumulators stay in
+// registers for the whole K loop, K ascending. kFused: one vfmadd per product (exact
 // products only); otherwise a multiply then an add.
 template <int R, int C, bool kFused>
-TPUEMU_AVX2 inline void block(const float* a, const float* w, std::uint32_t k_count, float* out) {
+TPUEMU_AVX2 inline void block(const float* a, const float* panels, std::uint32_t v, std::uint32_t k_count, float* out) {
+  const float* w[C];
+#pragma GCC unroll 8
+  for (int c = 0; c < C; ++c) w[c] = panels + vector_offset(v + c);
   __m256 acc[R][C];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
@@ -117,7 +126,7 @@ TPUEMU_AVX2 inline void block(const float* a, const float* w, std::uint32_t k_co
   for (std::uint32_t k = 0; k < k_count; ++k) {
     __m256 wv[C];
 #pragma GCC unroll 8
-    for (int c = 0; c < C; ++c) wv[c] = _mm256_loadu_ps(w + k * kVector + c * kPanel);
+    for (int c = 0; c < C; ++c) wv[c] = _mm256_loadu_ps(w[c] + k * kPanelRow);
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const __m256 b = _mm256_broadcast_ss(a + r * kLanes + k);
@@ -147,18 +156,16 @@ TPUEMU_AVX2 void all_blocks(const float* a, const float* panels, std::uint32_t k
   constexpr int kStrip = kFused ? 3 : 2;
   std::uint32_t v = 0;
   for (; v + kStrip <= vectors; v += kStrip) {
-    const float* w = panels + v * kPanel;
     float* o = out + v * kVector;
-    block<4, kStrip, kFused>(a, w, k_count, o);
-    block<4, kStrip, kFused>(a + 4 * kLanes, w, k_count, o + 4 * kLanes);
+    block<4, kStrip, kFused>(a, panels, v, k_count, o);
+    block<4, kStrip, kFused>(a + 4 * kLanes, panels, v, k_count, o + 4 * kLanes);
   }
-  const float* w = panels + v * kPanel;
   float* o = out + v * kVector;
   if (vectors - v == 2) {
-    block<4, 2, kFused>(a, w, k_count, o);
-    block<4, 2, kFused>(a + 4 * kLanes, w, k_count, o + 4 * kLanes);
+    block<4, 2, kFused>(a, panels, v, k_count, o);
+    block<4, 2, kFused>(a + 4 * kLanes, panels, v, k_count, o + 4 * kLanes);
   } else if (vectors - v == 1) {
-    block<8, 1, kFused>(a, w, k_count, o);
+    block<8, 1, kFused>(a, panels, v, k_count, o);
   }
 }
 
@@ -193,7 +200,7 @@ TPUEMU_AVX2 void build_weights_avx2(std::span<const StagedPush> pushes, std::uin
         min_m = _mm256_min_epu32(min_m, _mm256_sub_epi32(m, one));
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(values + k * kLanes + v * kVector), bits);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(panels + v * kPanel + k * kVector), bits);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(panels + vector_offset(v) + k * kPanelRow), bits);
     }
   }
   tile.range = Scan{0, reduce<Reduce::kMax>(max_m), reduce<Reduce::kMin>(min_m)}.range();

@@ -19,29 +19,15 @@ namespace tpuemu::mxu::detail {
 namespace {
 
 using vpu::kLanes;
-constexpr std::uint32_t kPanelColumns = 8;                    // columns of a weight panel (WeightTile::panels)
+constexpr std::uint32_t kPanelColumns = kWeightPanelColumns;  // a panel's weight row is one zmm
 constexpr std::size_t kPanelFloats = kPanelColumns * kLanes;  // floats per panel
 constexpr std::uint32_t kZmmFloats = 16;
-
-// GCC 12's avx512fintrin.h (not clang's) makes the "undefined" operands of the casts and
-// inserts below from a self-initialised variable, and -Wmaybe-uninitialized
-// reports each use; the lanes it refers to are always overwritten.
-#if !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-// Weight row k of columns [16 j, 16 j + 16): row k of two consecutive panels.
-TPUEMU_AVX512 inline __m512 weight_row(const float* panel, std::uint32_t k) {
-  const __m256 low = _mm256_loadu_ps(panel + k * kPanelColumns);
-  const __m256 high = _mm256_loadu_ps(panel + kPanelFloats + k * kPanelColumns);
-  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(low)), _mm256_castps_pd(high), 1));
-}
+constexpr std::uint32_t kYmmFloats = 8;
 
 // out[r][16 c ..] for the 8 rows and C zmm columns starting at `w` (the first
-// of 2 C panels). The accumulators stay in registers for the whole K loop:
-// 8 C of them, C weight rows and a broadcast (and a product unless kFused):
-// at most 29 of the 32 zmm registers.
+// of C panels; a panel's weight row is one zmm). The accumulators stay in
+// registers for the whole K loop: 8 C of them, C weight rows and a broadcast
+// (and a product unless kFused): at most 29 of the 32 zmm registers.
 template <int C, bool kFused>
 TPUEMU_AVX512 inline void block_zmm(const float* a, const float* w, std::uint32_t k_count, float* out) {
   constexpr int kRows = static_cast<int>(vpu::kSublanes);
@@ -54,7 +40,7 @@ TPUEMU_AVX512 inline void block_zmm(const float* a, const float* w, std::uint32_
   for (std::uint32_t k = 0; k < k_count; ++k) {
     __m512 wv[C];
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) wv[c] = weight_row(w + 2 * c * kPanelFloats, k);
+    for (int c = 0; c < C; ++c) wv[c] = _mm512_loadu_ps(w + c * kPanelFloats + k * kPanelColumns);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       const __m512 b = _mm512_set1_ps(a[r * kLanes + k]);
@@ -75,7 +61,7 @@ TPUEMU_AVX512 inline void block_zmm(const float* a, const float* w, std::uint32_
   }
 }
 
-// The 8 rows of one 8-column panel (an odd last panel).
+// The 8 rows of the first 8 columns of a panel (an odd last 8 columns).
 template <bool kFused>
 TPUEMU_AVX512 inline void block_ymm(const float* a, const float* w, std::uint32_t k_count, float* out) {
   constexpr int kRows = static_cast<int>(vpu::kSublanes);
@@ -83,7 +69,7 @@ TPUEMU_AVX512 inline void block_ymm(const float* a, const float* w, std::uint32_
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) acc[r] = _mm256_setzero_ps();
   for (std::uint32_t k = 0; k < k_count; ++k) {
-    const __m256 wv = _mm256_loadu_ps(w + k * kPanelColumns);
+    const __m256 wv = _mm256_loadu_ps(w + k * kPanelColumns);  // the panel's low half
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
       const __m256 b = _mm256_broadcast_ss(a + r * kLanes + k);
@@ -101,23 +87,20 @@ TPUEMU_AVX512 inline void block_ymm(const float* a, const float* w, std::uint32_
 template <bool kFused>
 TPUEMU_AVX512 void zmm_blocks(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count,
                               float* out) {
+  // p counts 8-column vectors (always even here, so panel p / 2 starts at column 8 p).
   std::uint32_t p = 0;
   for (; p + 6 <= panel_count; p += 6)
-    block_zmm<3, kFused>(a, panels + p * kPanelFloats, k_count, out + p * kPanelColumns);
+    block_zmm<3, kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
   if (panel_count - p >= 4) {
-    block_zmm<2, kFused>(a, panels + p * kPanelFloats, k_count, out + p * kPanelColumns);
+    block_zmm<2, kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
     p += 4;
   }
   if (panel_count - p >= 2) {
-    block_zmm<1, kFused>(a, panels + p * kPanelFloats, k_count, out + p * kPanelColumns);
+    block_zmm<1, kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
     p += 2;
   }
-  if (panel_count - p == 1) block_ymm<kFused>(a, panels + p * kPanelFloats, k_count, out + p * kPanelColumns);
+  if (panel_count - p == 1) block_ymm<kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
 }
-
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 }  // namespace
 
