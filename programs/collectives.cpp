@@ -15,6 +15,7 @@
 #include "ici/network.hpp"
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
+#include "programs/collective_reference.hpp"
 #include "programs/llo_writer.hpp"
 #include "programs/ring_family.hpp"
 
@@ -481,8 +482,24 @@ std::uint64_t ring_family_scratch_bytes(const CollectivePlan& plan, const ici::T
 }
 
 SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topology, const ChipConfig& chip) {
+  bool spans_nodes = false;
+  for (std::size_t a : plan.axes) spans_nodes = spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
+  return switched_hop_between(spans_nodes, topology, chip);
+}
+
+std::vector<std::uint64_t> member_nodes(const CollectivePlan& plan, const ici::Topology& topology) {
+  std::vector<std::uint64_t> nodes;
+  if (plan.axes.empty()) return nodes;
+  const std::vector<std::vector<ChipId>> groups = collective_detail::collective_groups(plan, topology);
+  for (const ChipId c : groups.front()) {
+    nodes.push_back(topology.fabric() == "fat-tree" ? topology.coords(c)[1] : 0);
+  }
+  return nodes;
+}
+
+SwitchedHop switched_hop_between(bool across_nodes, const ici::Topology& topology, const ChipConfig& chip) {
   SwitchedHop h;
-  for (std::size_t a : plan.axes) h.spans_nodes = h.spans_nodes || (topology.fabric() == "fat-tree" && a == 1);
+  h.spans_nodes = across_nodes;
   h.egress = h.spans_nodes ? chip.nic_payload_rate() : chip.switched_egress();
   h.latency = h.spans_nodes ? chip.nic_hop_latency() : chip.switched_hop_latency();
   if (!h.spans_nodes && topology.switched()) {

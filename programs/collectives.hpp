@@ -351,6 +351,13 @@ struct SwitchedHop {
   [[nodiscard]] double store_and_forward(std::uint64_t bytes, std::uint64_t transfers = 1) const;
 };
 SwitchedHop switched_hop(const CollectivePlan& plan, const ici::Topology& topology, const ChipConfig& chip);
+// One hop between two chips of a switched fabric: across nodes (a fat
+// tree's NICs) or within a node (its NVLinks, with the paths' weights).
+SwitchedHop switched_hop_between(bool across_nodes, const ici::Topology& topology, const ChipConfig& chip);
+// The node of each member of the plan's first group (collective_groups'
+// order): its coordinate along a fat tree's node axis (axis 1); 0 for every
+// member on other fabrics. Members of different nodes talk through their NICs.
+std::vector<std::uint64_t> member_nodes(const CollectivePlan& plan, const ici::Topology& topology);
 
 CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::Topology& topology,
                                         const ChipConfig& chip);

@@ -376,6 +376,12 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     const bool switched = topology.switched();
     const SwitchedHop one = switched_hop(plan, topology, chip);
     const double bw = switched ? one.egress : chip.link_payload_rate();
+    // A group over a fat tree's nodes: a step whose partner (member r XOR b)
+    // shares r's node goes over NVLinks, the others over the NICs.
+    const std::vector<std::uint64_t> nodes =
+        switched && one.spans_nodes ? member_nodes(plan, topology) : std::vector<std::uint64_t>{};
+    const SwitchedHop in_node = switched_hop_between(false, topology, chip);
+    std::uint64_t node_steps = 0;
     const double hbm_bw = chip.hbm.bandwidth;
     const double hbm_latency = chip.hbm.latency_s;
     const double tile = static_cast<double>(reduce_tile_granules(plan.chunk_bytes / kGranule) * kGranule);
@@ -389,6 +395,14 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
       const double bytes = static_cast<double>(b) * q;
       double load = 1;
       double hop = one.latency;
+      double step_bw = bw;
+      const SwitchedHop* step_hop = &one;
+      if (!nodes.empty() && nodes[0] == nodes[b]) {
+        hop = in_node.latency;
+        step_bw = in_node.egress;
+        step_hop = &in_node;
+        ++node_steps;
+      }
       if (!switched) {
         const TorusStep step = torus_step(plan, topology, b);
         load = static_cast<double>(step.load);
@@ -396,10 +410,10 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
         worst_load = std::max(worst_load, step.load);
       }
       const int phases = (reduce ? 1 : 0) + (gather ? 1 : 0);
-      bandwidth += phases * bytes * load / bw;
+      bandwidth += phases * bytes * load / step_bw;
       latency += phases * hop;
       // Switched: the step's one DMA through the switch, store-and-forward.
-      if (switched) forward += phases * one.store_and_forward(b * plan.chunk_bytes);
+      if (switched) forward += phases * step_hop->store_and_forward(b * plan.chunk_bytes);
       if (reduce) {
         const double tiles = bytes / tile;
         bandwidth += tiles * 3 * tile / hbm_bw;
@@ -413,11 +427,15 @@ class HalvingDoublingAlgorithm final : public CollectiveAlgorithm {
     p.seconds = p.bandwidth_seconds + p.latency_seconds;
     p.formula = fmt::format(
         "{} halving-doubling on {}: sum over steps of (bytes of the step x link load / B + partner's latency{}{}) + "
-        "L_hbm + 2Q/H; V = {} B, N = {}, B = {:g} B/s{}, H = {:g} B/s, L_hbm = {:g} s{}",
+        "L_hbm + 2Q/H; V = {} B, N = {}, B = {:g} B/s{}, H = {:g} B/s, L_hbm = {:g} s{}{}",
         spec.op, topology.shape(), switched ? " + the step's store-and-forward through the switch" : "",
         reduce ? " + per tile of a halving step 2 L_hbm + 3 tile/H" : "", plan.bytes, n, bw,
         switched ? "" : fmt::format(" (link load up to {})", worst_load), hbm_bw, hbm_latency,
-        reduce ? fmt::format(", tile = {:g} B", tile) : "");
+        reduce ? fmt::format(", tile = {:g} B", tile) : "",
+        nodes.empty() ? ""
+                      : fmt::format("; {} of the steps within a node (B_nvlink = {:g} B/s, its T_hop), the others "
+                                    "across nodes (B, the NIC's T_hop)",
+                                    node_steps, in_node.egress));
     return p;
   }
 };

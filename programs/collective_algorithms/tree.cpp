@@ -29,6 +29,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <memory>
 
@@ -554,7 +555,11 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
   // an upper bound); a rank sends about 2V (V/2 up in each tree, V down in
   // the tree where it is an inner node) through its egress B (torus: one
   // link, routes of several hops: T_hop per link of the longest
-  // root-to-leaf path instead of per level).
+  // root-to-leaf path instead of per level). A group over a fat tree's
+  // nodes: a tree edge within a node is on NVLinks, one across nodes on the
+  // two ranks' NICs; the bandwidth term is the busiest rank's busiest
+  // direction of either (each edge carries V/2 up and V/2 down), and T_hop
+  // the NIC's.
   [[nodiscard]] CollectivePrediction predict(const CollectiveSpec& spec, const CollectivePlan& plan,
                                              const ici::Topology& topology, const ChipConfig& chip) const override {
     CollectivePrediction p;
@@ -562,10 +567,12 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     const auto v = static_cast<double>(plan.bytes);
     double bw = chip.link_payload_rate();
     double hop = chip.ici.hop_latency_s;
+    bool spans_nodes = false;
     if (topology.switched()) {
       const SwitchedHop one = switched_hop(plan, topology, chip);
       bw = one.egress;
       hop = one.latency;
+      spans_nodes = one.spans_nodes && !plan.axes.empty();
     }
     const auto depth = static_cast<double>(std::max(tree_depth(build_tree(n, 0)), tree_depth(build_tree(n, 1))));
     // On a torus a tree edge joins ranks that may be several links apart:
@@ -594,13 +601,61 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     const double hbm = chip.hbm.latency_s;
     p.latency_seconds = 2 * (path * hop + depth * (tile / bw + 2 * hbm)) + 2 * tiles * hbm;
     p.bandwidth_seconds = 2 * v / bw;
+    std::string links;
+    if (spans_nodes) {
+      const std::vector<std::uint64_t> nodes = member_nodes(plan, topology);
+      const SwitchedHop nvl = switched_hop_between(false, topology, chip);
+      // The pipeline's fill: the longest root-to-leaf path, each edge its own T_hop and a tile's time on its link.
+      double fill = 0;
+      for (int t = 0; t < 2; ++t) {
+        const std::vector<TreeNode> tree = build_tree(n, t);
+        for (std::uint64_t r = 0; r < n; ++r) {
+          double sum = 0;
+          for (std::int64_t at = static_cast<std::int64_t>(r); tree[static_cast<std::size_t>(at)].parent >= 0;
+               at = tree[static_cast<std::size_t>(at)].parent) {
+            const bool across = nodes[static_cast<std::size_t>(at)] !=
+                                nodes[static_cast<std::size_t>(tree[static_cast<std::size_t>(at)].parent)];
+            sum += across ? hop + tile / bw : nvl.latency + tile / nvl.egress;
+          }
+          fill = std::max(fill, sum);
+        }
+      }
+      p.latency_seconds = 2 * (fill + depth * 2 * hbm) + 2 * tiles * hbm;
+      // Per rank: bytes out and in over its NVLinks and its NIC, both trees.
+      std::vector<std::array<double, 4>> load(n, {0, 0, 0, 0});  // out NVLink, in NVLink, out NIC, in NIC
+      for (int t = 0; t < 2; ++t) {
+        const std::vector<TreeNode> tree = build_tree(n, t);
+        for (std::uint64_t r = 0; r < n; ++r) {
+          const std::int64_t parent = tree[r].parent;
+          if (parent < 0) continue;
+          const auto up = static_cast<std::size_t>(parent);
+          const std::size_t nic = nodes[r] != nodes[up] ? 2 : 0;
+          for (const std::size_t end : {static_cast<std::size_t>(r), up}) {
+            load[end][nic] += v / 2;      // up from r, down from the parent
+            load[end][nic + 1] += v / 2;  // and the other way
+          }
+        }
+      }
+      const double nvlink = nvl.egress;
+      double busiest = 0;
+      for (const auto& l : load) busiest = std::max({busiest, l[0] / nvlink, l[1] / nvlink, l[2] / bw, l[3] / bw});
+      p.bandwidth_seconds = busiest;
+      links = fmt::format(
+          "; across nodes path*T_hop + depth*tile/B is the longest root-to-leaf path's sum of T_hop + tile/B per "
+          "edge, each edge within a node (B_nvlink = {:g} B/s, T_hop {:g} s) or across nodes (B, T_hop), and the "
+          "bandwidth term the busiest rank's busiest direction, V/2 each way per tree edge",
+          nvlink, nvl.latency);
+    }
     p.seconds = p.latency_seconds + p.bandwidth_seconds;
     p.formula = fmt::format(
-        "all-reduce tree on {}: 2*(path*T_hop + depth*(tile/B + 2*L_hbm)) + 2*tiles*L_hbm + 2V/B; V = {} B, N = {}, "
-        "depth = {:g}, path = {:g} hops (the longest root-to-leaf path{}), tile = {:g} B, tiles = {:g} per half, B = "
-        "{:g} B/s, T_hop = {:g} s, L_hbm = {:g} s",
-        topology.shape(), plan.bytes, n, depth, path, topology.switched() ? "" : ", in links", tile, tiles, bw, hop,
-        hbm);
+                    "all-reduce tree on {}: 2*(path*T_hop + depth*(tile/B + 2*L_hbm)) + 2*tiles*L_hbm + 2V/B; V = {} "
+                    "B, N = {}, "
+                    "depth = {:g}, path = {:g} hops (the longest root-to-leaf path{}), tile = {:g} B, tiles = {:g} per "
+                    "half, B = "
+                    "{:g} B/s, T_hop = {:g} s, L_hbm = {:g} s",
+                    topology.shape(), plan.bytes, n, depth, path, topology.switched() ? "" : ", in links", tile, tiles,
+                    bw, hop, hbm) +
+                links;
     (void)spec;
     return p;
   }

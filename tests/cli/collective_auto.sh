@@ -10,7 +10,12 @@
 #     auto's pick (over every algorithm and protocol) is the fastest of every
 #     algorithm run under --proto auto; the one exception, A100 at 64 MiB,
 #     where two-shot and bidir-ring are predicted 1.5 % apart and measured
-#     6.5 % apart, may pick a run within 7 % of the fastest;
+#     6.5 % apart, may pick a run within 7 % of the fastest, and A100 at 16
+#     MiB, where they are measured 0.5 % apart (158.23 and 158.98 us) and
+#     predicted 0.3 % apart, each within 1 % of its measurement (since the
+#     direct algorithms' predictions count their reductions' HBM waits,
+#     2026-12-06; two-shot was predicted 5 % low before, which made the pick
+#     right), may pick a run within 1 % of the fastest;
 #  3. the pipelined tree (below);
 #  4. on tori at 64 KiB (v5p 1x16x1, 4x4x4, 8x8x8, v5e 8x16), auto's pick is
 #     the fastest of the algorithms run (before the ring family's predictions
@@ -24,7 +29,8 @@
 #     overlap), so there the pick may be within 3 % of the fastest;
 #  5. the ring family over both axes of fat-tree:2x8 (H100) within 15 % of its
 #     prediction at 1, 16 and 256 MiB (before its phases in a node were
-#     predicted at the NIC's rate: 0.20-0.38x).
+#     predicted at the NIC's rate: 0.20-0.38x); one-shot, two-shot and
+#     halving-doubling there too, and the tree from 16 MiB.
 # Usage: collective_auto.sh TPUEMU WORKDIR [AUTO_SIZES [auto-only]]
 #   AUTO_SIZES: the sizes of part 2 (default: every calibration size). CTest
 #   runs 1G, which costs more than all the rest, as the slow test
@@ -88,6 +94,8 @@ check_auto() {  # CHIP ALGORITHMS
     echo "$1 $size: auto $pick $pick_us us, fastest $best $best_us us"
     if [ "$1 $size" = "a100 67108864" ]; then
       awk -v a="$pick_us" -v b="$best_us" 'BEGIN { exit !(a <= 1.07 * b) }' || fail "$1 $size: auto is not within 7 %"
+    elif [ "$1 $size" = "a100 16777216" ]; then
+      awk -v a="$pick_us" -v b="$best_us" 'BEGIN { exit !(a <= 1.01 * b) }' || fail "$1 $size: auto is not within 1 %"
     else
       [ "$pick" = "$best" ] || fail "$1 $size: auto picked $pick ($pick_us us), the fastest is $best ($best_us us)"
     fi
@@ -131,4 +139,19 @@ jq -r '.rows[] | "\(.algorithm) \(.size) \(.measured_over_predicted)"' ft.json |
     fail "$algo on fat-tree:2x8 at $size B: measured/predicted = $r"
 done
 echo "fat-tree:2x8 ring family: predictions within 15 %"
+# The direct algorithms, halving-doubling and the tree over both axes too
+# (before 2026-12-06 predicted as if every transfer crossed a NIC:
+# 0.50-0.79x); the tree from 16 MiB (at 1 MiB 0.84x: its pipeline's fill is
+# counted edge by edge, tile by tile, and overlaps more than that).
+for set in "two-shot,one-shot,halving-doubling 1M,16M,256M 9" "tree 16M,256M 2"; do
+  read -r algos sizes rows <<< "$set"
+  "$tpuemu" collective --op all-reduce --chip h100 --topology fat-tree:2x8 --algo "$algos" --sizes "$sizes" \
+    --no-data --json ft.json > /dev/null
+  [ "$(jq '.rows | length' ft.json)" -eq "$rows" ] || fail "fat-tree:2x8 $algos: expected $rows rows"
+  jq -r '.rows[] | "\(.algorithm) \(.size) \(.measured_over_predicted)"' ft.json | while read -r algo size r; do
+    awk -v r="$r" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }' ||
+      fail "$algo on fat-tree:2x8 at $size B: measured/predicted = $r"
+  done
+done
+echo "fat-tree:2x8 direct, halving-doubling, tree: predictions within 15 %"
 fi
