@@ -37,6 +37,20 @@ bool kernel_available(KernelKind kind) {
 #endif
 }
 
+bool detail::denormal_assists() {
+  static const bool assists = [] {
+    const char* env = std::getenv("TPUEMU_MXU_DENORMALS");
+    if (env != nullptr && std::string_view(env) == "f64") return true;
+    if (env != nullptr && std::string_view(env) == "f32") return false;
+#if defined(__x86_64__) && defined(__GNUC__)
+    return __builtin_cpu_is("intel") != 0;
+#else
+    return false;
+#endif
+  }();
+  return assists;
+}
+
 KernelKind default_kernel() {
   static const KernelKind kind = [] {
     const char* env = std::getenv("TPUEMU_MXU_KERNEL");

@@ -133,8 +133,17 @@ void build_weights_portable(std::span<const StagedPush> pushes, std::uint32_t si
 // Only where kernel_available(kAvx2Fma); pushes that are not transposed.
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
 bool avx2_compiled();
-// Only where kernel_available(kAvx512).
+// Only where kernel_available(kAvx512). Tiles that exact_f64_applies to take
+// the f64 path where denormal_assists().
 void multiply_avx512(const TileJob& job, vpu::Vreg& out);
+// multiply_avx512 with the f64 path on or off (tests: both give the same bits).
+void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool exact_f64);
+// Whether f32 arithmetic on denormals is slow on this CPU: Intel's cores take
+// a microcode assist (~100 cycles) per such operation (so the f64 path, ~6 G
+// MAC/s a core, beats the f32 one, ~0.5); AMD's Zen cores do not (the f32
+// one keeps about half its normal rate there). TPUEMU_MXU_DENORMALS=f64 or
+// f32 chooses; read once.
+bool denormal_assists();
 // The AVX-512 multiply-accumulate loop of multiply_avx512: rows 0..7 of `a`
 // (bf16 values, row stride kLanes) times K rows 0..k_count-1 of the first
 // `panel_count` 8-column halves of the 16-column weight panels
@@ -142,7 +151,22 @@ void multiply_avx512(const TileJob& job, vpu::Vreg& out);
 // `fused` only where every product is exact.
 void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count, bool fused,
                    float* out);
+// The exact f64 path of the AVX-512 kernel, the same bits as the separate
+// multiply-add loop without f32 denormal arithmetic (Intel's microcode
+// assists): only where every value is finite and every product of the
+// tile's ranges stays below 2^120 (exact_f64_applies).
+void blocks_avx512_exact(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count,
+                         float* out);
 bool avx512_compiled();
 }  // namespace detail
+
+// Whether the f64 path takes a tile of these ranges: products may fall below
+// f32's normal range (not products_exact), and neither they nor sums of 128
+// of them can overflow (exponent fields summing to at most 372: |product| <
+// 2^120).
+constexpr bool exact_f64_applies(const ValueRange& a, const ValueRange& w) {
+  if (a.non_finite || w.non_finite || products_exact(a, w)) return false;
+  return a.max_exponent + w.max_exponent <= 372;
+}
 
 }  // namespace tpuemu::mxu

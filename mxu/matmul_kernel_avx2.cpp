@@ -209,8 +209,9 @@ TPUEMU_AVX2 void build_weights_avx2(std::span<const StagedPush> pushes, std::uin
 namespace {
 
 // The AVX2 kernel, or with `wide` the same with the AVX-512 blocks of
-// matmul_kernel_avx512.cpp for the multiply-accumulate loop.
-TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide) {
+// matmul_kernel_avx512.cpp for the multiply-accumulate loop; with `exact_f64`
+// (wide only) their f64 path for the tiles it applies to.
+TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide, bool exact_f64) {
   if (job.k_mask != nullptr || job.weights->range.non_finite) {
     multiply_portable(job, out);
     return;
@@ -263,7 +264,9 @@ TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide) 
   auto* o = reinterpret_cast<float*>(out.words.data());
   const std::uint32_t vectors = (job.size + kVector - 1) / kVector;
   const bool fused = products_exact(range, job.weights->range);
-  if (wide) {
+  if (wide && exact_f64 && exact_f64_applies(range, job.weights->range)) {
+    blocks_avx512_exact(a, job.weights->panels.data(), job.used_k, vectors, o);
+  } else if (wide) {
     blocks_avx512(a, job.weights->panels.data(), job.used_k, vectors, fused, o);
   } else if (fused) {
     all_blocks<true>(a, job.weights->panels.data(), job.used_k, vectors, o);
@@ -278,11 +281,15 @@ TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide) 
 }  // namespace
 
 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
-  multiply_vector(job, out, false);
+  multiply_vector(job, out, false, false);
 }
 
 void multiply_avx512(const TileJob& job, vpu::Vreg& out) {
-  multiply_vector(job, out, true);
+  multiply_vector(job, out, true, denormal_assists());
+}
+
+void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool exact_f64) {
+  multiply_vector(job, out, true, exact_f64);
 }
 
 }  // namespace tpuemu::mxu::detail
@@ -297,6 +304,9 @@ void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
   multiply_portable(job, out);
 }
 void multiply_avx512(const TileJob& job, vpu::Vreg& out) {
+  multiply_portable(job, out);
+}
+void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool /*exact_f64*/) {
   multiply_portable(job, out);
 }
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {

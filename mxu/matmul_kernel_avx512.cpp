@@ -8,6 +8,11 @@
 //
 // Only the functions marked TPUEMU_AVX512 contain AVX-512 instructions, and
 // they run only where kernel_available(kAvx512) found AVX-512F on the CPU.
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
 #include "mxu/matmul_kernel.hpp"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -23,6 +28,14 @@ constexpr std::uint32_t kPanelColumns = kWeightPanelColumns;  // a panel's weigh
 constexpr std::size_t kPanelFloats = kPanelColumns * kLanes;  // floats per panel
 constexpr std::uint32_t kZmmFloats = 16;
 constexpr std::uint32_t kYmmFloats = 8;
+
+// GCC 12's avx512fintrin.h (not clang's) makes the "undefined" pass-through
+// operands of some conversions from a self-initialised variable, and
+// -Wmaybe-uninitialized reports each use; those lanes are always overwritten.
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // out[r][16 c ..] for the 8 rows and C zmm columns starting at `w` (the first
 // of C panels; a panel's weight row is one zmm). The accumulators stay in
@@ -102,10 +115,133 @@ TPUEMU_AVX512 void zmm_blocks(const float* a, const float* panels, std::uint32_t
   if (panel_count - p == 1) block_ymm<kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
 }
 
+// ---- The exact f64 path (blocks_avx512_exact): tiles whose products may fall
+// below f32's normal range. On Intel CPUs every f32 operation with a denormal
+// operand or result takes a microcode assist (~100 cycles); in f64 all these
+// values are normal, so the contract's f32 arithmetic is carried out exactly
+// on doubles instead:
+//  * p = fl32(a w): the product P is exact in f64, and fl32(P) is P rounded
+//    to a multiple of 2^-149, nearest even (where |P| >= 2^-126 its 16
+//    significant bits end at 2^-141 or above, so that leaves it as it is):
+//    (P + M) - M with M = 1.5 x 2^-97, whose binade's step is 2^-149 (above
+//    it P + M is exact: P's bits end far above the sum's step);
+//  * s = fl32(acc + p): t = fl64(acc + p), then t rounded to a multiple of
+//    2^(max(e, -126) - 23), e = t's exponent, nearest even: (t + C) - C with
+//    C = 1.5 x 2^(max(e, -126) + 29). That is fl32(t), and fl32(t) =
+//    fl32(acc + p): rounding to 53 and then 24 bits is innocuous for a sum
+//    of two 24-bit floats (53 >= 2 x 24 + 2: Figueroa, 1995); below 2^-126
+//    t is exact anyway (acc and p are multiples of 2^-149).
+// The caller ensures no Inf, NaN or overflow (every product below 2^120).
+
+constexpr std::size_t kExactVectors = vpu::kLanes / kYmmFloats;  // 8-column vectors of a tile
+
+// 8 bf16 values (f32 bit patterns, finite) as doubles, denormals by their
+// integer significand so that no f32 denormal reaches a conversion.
+TPUEMU_AVX512 inline __m512d widen(const float* from) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
+  const __m256i exponent = _mm256_and_si256(bits, _mm256_set1_epi32(0x7F80'0000));
+  const __m256i denormal = _mm256_cmpeq_epi32(exponent, _mm256_setzero_si256());
+  const __m512d normal = _mm512_cvtps_pd(_mm256_castsi256_ps(_mm256_andnot_si256(denormal, bits)));
+  const __m256i significand =
+      _mm256_sign_epi32(_mm256_and_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007F'FFFF)), denormal), bits);
+  return _mm512_add_pd(normal, _mm512_mul_pd(_mm512_cvtepi32_pd(significand), _mm512_set1_pd(0x1p-149)));
+}
+
+// fl32 of each lane of t (an f64 value, finite, below 2^128), as an f64.
+TPUEMU_AVX512 inline __m512d round_to_f32(__m512d t) {
+  const __m512d exponent = _mm512_max_pd(_mm512_getexp_pd(t), _mm512_set1_pd(-126.0));  // getexp(0) = -inf
+  const __m512d c = _mm512_scalef_pd(_mm512_set1_pd(0x1.8p29), exponent);
+  return _mm512_sub_pd(_mm512_add_pd(t, c), c);
+}
+
+// 8 rows x 2 vectors (16 columns) of the f64 tile, K ascending from +0.
+TPUEMU_AVX512 inline void block_exact(const double* a, const double* w, std::uint32_t k_count, double* out) {
+  constexpr int kRows = static_cast<int>(vpu::kSublanes);
+  __m512d acc[kRows][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_pd();
+  const __m512d m = _mm512_set1_pd(0x1.8p-97);
+  for (std::uint32_t k = 0; k < k_count; ++k) {
+    const __m512d w0 = _mm512_load_pd(w + k * kYmmFloats);
+    const __m512d w1 = _mm512_load_pd(w + (vpu::kLanes + k) * kYmmFloats);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m512d b = _mm512_set1_pd(a[r * vpu::kLanes + k]);
+      for (int c = 0; c < 2; ++c) {
+        // fma(b, w, M) = fl64(P + M): the product P is exact.
+        const __m512d p = _mm512_sub_pd(_mm512_fmadd_pd(b, c == 0 ? w0 : w1, m), m);
+        acc[r][c] = round_to_f32(_mm512_add_pd(acc[r][c], p));
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+    _mm512_store_pd(out + r * 2 * kYmmFloats, acc[r][0]);
+    _mm512_store_pd(out + r * 2 * kYmmFloats + kYmmFloats, acc[r][1]);
+  }
+}
+
+// 8 f64 lanes holding f32 values (finite) as f32 bit patterns, the denormal
+// ones from their integer multiple of 2^-149.
+TPUEMU_AVX512 inline void narrow(const double* from, float* to) {
+  const __m512d s = _mm512_load_pd(from);
+  const __m512d least_normal = _mm512_set1_pd(0x1p-126);
+  const __mmask8 small = _mm512_cmp_pd_mask(_mm512_abs_pd(s), least_normal, _CMP_LT_OQ);
+  alignas(32) float normal[kYmmFloats];
+  alignas(32) std::int32_t multiple[kYmmFloats];
+  _mm256_store_ps(normal, _mm512_cvtpd_ps(_mm512_mask_blend_pd(small, s, least_normal)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(multiple),
+                     _mm512_cvtpd_epi32(_mm512_mul_pd(s, _mm512_set1_pd(0x1p149))));  // exact: |s| < 2^-126
+  for (std::uint32_t i = 0; i < kYmmFloats; ++i) {
+    if ((small >> i) & 1U) {
+      const std::uint32_t sign = std::signbit(from[i]) ? 0x8000'0000U : 0;
+      const auto magnitude = static_cast<std::uint32_t>(multiple[i] < 0 ? -multiple[i] : multiple[i]);
+      to[i] = std::bit_cast<float>(sign | magnitude);
+    } else {
+      to[i] = normal[i];
+    }
+  }
+}
+
 }  // namespace
 
 bool avx512_compiled() {
   return true;
+}
+
+TPUEMU_AVX512 void blocks_avx512_exact(const float* a, const float* panels, std::uint32_t k_count,
+                                       std::uint32_t panel_count, float* out) {
+  // The operands in f64: the 8 rows of `a`, and the weights by 8-column
+  // vector ([v][k][8], vectors v and v + 1 one block apart), per thread.
+  alignas(64) thread_local std::array<double, vpu::kSublanes * vpu::kLanes> a64;
+  alignas(64) thread_local std::array<double, kExactVectors * vpu::kLanes * kYmmFloats> w64;
+  alignas(64) std::array<double, vpu::kSublanes * 2 * kYmmFloats> block{};
+  const std::uint32_t vectors = panel_count + (panel_count % 2);  // whole 16-column panels
+  for (std::size_t r = 0; r < vpu::kSublanes; ++r) {
+    for (std::uint32_t k = 0; k + kYmmFloats <= k_count; k += kYmmFloats) {
+      _mm512_store_pd(&a64[r * vpu::kLanes + k], widen(a + r * vpu::kLanes + k));
+    }
+    for (std::uint32_t k = k_count / kYmmFloats * kYmmFloats; k < k_count; ++k) {
+      alignas(32) float one[kYmmFloats] = {a[r * vpu::kLanes + k]};
+      alignas(64) double wide[kYmmFloats];
+      _mm512_store_pd(wide, widen(one));
+      a64[r * vpu::kLanes + k] = wide[0];
+    }
+  }
+  for (std::uint32_t v = 0; v < vectors; ++v) {
+    const float* panel = panels + v / 2 * kPanelFloats + (v % 2) * kYmmFloats;
+    for (std::uint32_t k = 0; k < k_count; ++k) {
+      _mm512_store_pd(&w64[(v * vpu::kLanes + k) * kYmmFloats], widen(panel + k * kPanelColumns));
+    }
+  }
+  for (std::uint32_t v = 0; v < vectors; v += 2) {
+    block_exact(a64.data(), &w64[v * vpu::kLanes * kYmmFloats], k_count, block.data());
+    for (std::size_t r = 0; r < vpu::kSublanes; ++r) {
+      for (std::uint32_t c = 0; c < 2 && v + c < panel_count; ++c) {
+        narrow(&block[(r * 2 + c) * kYmmFloats], out + r * vpu::kLanes + (v + c) * kYmmFloats);
+      }
+    }
+  }
 }
 
 void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count, bool fused,
@@ -119,6 +255,10 @@ void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, s
 
 }  // namespace tpuemu::mxu::detail
 
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
 #else
 
 namespace tpuemu::mxu::detail {
@@ -126,6 +266,7 @@ bool avx512_compiled() {
   return false;
 }
 void blocks_avx512(const float*, const float*, std::uint32_t, std::uint32_t, bool, float*) {}
+void blocks_avx512_exact(const float*, const float*, std::uint32_t, std::uint32_t, float*) {}
 }  // namespace tpuemu::mxu::detail
 
 #endif

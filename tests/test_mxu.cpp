@@ -207,7 +207,7 @@ vpu::Vreg reference_tile(const TileJob& job) {
 }
 
 // Value classes for tiles: each draws bf16 bit patterns (as f32 bits).
-enum class Values { kUnit, kAllExponents, kDenormal, kTiny, kHuge, kEdge, kF32 };
+enum class Values { kUnit, kAllExponents, kDenormal, kTiny, kSmall, kHuge, kEdge, kF32 };
 
 constexpr std::array<std::uint32_t, 16> kEdgeBits = {
     0x0000'0000, 0x8000'0000, 0x0001'0000, 0x807F'0000, 0x0080'0000, 0x3F80'0000, 0xBF80'0000, 0x7F7F'0000,
@@ -226,6 +226,8 @@ std::uint32_t draw(Values kind, std::mt19937& rng) {
       return mantissa_sign << 16;  // exponent field 0: +-0 or a bf16 denormal
     case Values::kTiny:
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(0, 40)(rng) << 7)) << 16;
+    case Values::kSmall:  // products about 2^-150 .. 2^-104: their sums cross f32's least normal 2^-126
+      return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(52, 75)(rng) << 7)) << 16;
     case Values::kHuge:
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(200, 254)(rng) << 7)) << 16;
     case Values::kEdge:
@@ -261,23 +263,34 @@ std::vector<KernelKind> kernels() {
   return k;
 }
 
+// Every kernel, and the AVX-512 kernel both with and without its f64 path
+// (mxu::detail::denormal_assists picks one per CPU), against the reference.
 void check_tile(const TileJob& job, const std::string& what) {
   const vpu::Vreg want = reference_tile(job);
-  for (const KernelKind kind : kernels()) {
-    vpu::Vreg got;
-    got.words.fill(0xDEAD'BEEF);
-    mxu::multiply_tile(kind, job, got);
+  const auto compare = [&](const vpu::Vreg& got, const std::string& kernel) {
     std::size_t first = kSublanes * kLanes;
     for (std::size_t i = kSublanes * kLanes; i-- > 0;) {
       if (got.words[i] != want.words[i]) first = i;
     }
-    INFO(what << ", kernel " << mxu::to_string(kind) << ", size " << job.size << ", used_k " << job.used_k);
+    INFO(what << ", kernel " << kernel << ", size " << job.size << ", used_k " << job.used_k);
     if (first < kSublanes * kLanes) {
       INFO("first difference at row " << first / kLanes << " lane " << first % kLanes << ": 0x" << std::hex
                                       << got.words[first] << " where 0x" << want.words[first] << " was expected");
       CHECK(false);
     } else {
       CHECK(true);
+    }
+  };
+  for (const KernelKind kind : kernels()) {
+    vpu::Vreg got;
+    got.words.fill(0xDEAD'BEEF);
+    mxu::multiply_tile(kind, job, got);
+    compare(got, std::string(mxu::to_string(kind)));
+    if (kind != KernelKind::kAvx512) continue;
+    for (const bool exact_f64 : {false, true}) {
+      got.words.fill(0xDEAD'BEEF);
+      mxu::detail::multiply_avx512_path(job, got, exact_f64);
+      compare(got, exact_f64 ? "avx512, f64 path" : "avx512, f32 path");
     }
   }
 }
@@ -346,10 +359,24 @@ TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit f
       {Values::kHuge, Values::kHuge},         {Values::kEdge, Values::kUnit},
       {Values::kUnit, Values::kEdge},         {Values::kEdge, Values::kEdge},
       {Values::kF32, Values::kUnit},          {Values::kF32, Values::kAllExponents},
+      {Values::kSmall, Values::kSmall},       {Values::kDenormal, Values::kSmall},
+      {Values::kSmall, Values::kTiny},
   };
-  const char* names[] = {"unit x unit",         "all exponents", "denormal LHS", "denormal weights",
-                         "denormal x denormal", "tiny x tiny",   "huge x huge",  "edge LHS",
-                         "edge weights",        "edge x edge",   "f32 LHS",      "f32 LHS x all exponents"};
+  const char* names[] = {"unit x unit",
+                         "all exponents",
+                         "denormal LHS",
+                         "denormal weights",
+                         "denormal x denormal",
+                         "tiny x tiny",
+                         "huge x huge",
+                         "edge LHS",
+                         "edge weights",
+                         "edge x edge",
+                         "f32 LHS",
+                         "f32 LHS x all exponents",
+                         "small x small (sums across 2^-126)",
+                         "denormal LHS x small",
+                         "small x tiny"};
   for (std::size_t c = 0; c < classes.size(); ++c) {
     for (std::uint32_t size = 1; size <= kLanes; ++size) {
       const auto weights = random_weights(classes[c].second, size, rng);
