@@ -19,8 +19,9 @@
 // to bf16 (nearest even); each product of two bf16 values is exact in f32; for
 // every output element the products are summed in f32 in increasing K order
 // starting from +0.0: acc = ((0 + a0*w0) + a1*w1) + ... . Vectorised across the
-// output columns, sequential in K (mxu/matmul_kernel.hpp: a portable and an
-// AVX2+FMA kernel, the same bits).
+// output columns, sequential in K (mxu/matmul_kernel.hpp: a portable, an
+// AVX2+FMA and an AVX-512 kernel, the last with an f64 path for tiles whose
+// products may be denormal on Intel CPUs; the same bits).
 //
 // Host threads (common/host_pool.hpp): with host_threads() > 1 a multiply's
 // arithmetic is queued for a worker at issue, on a copy of its LHS and the
