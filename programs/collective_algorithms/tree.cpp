@@ -491,6 +491,25 @@ class TreeGen : CollectiveEmitter {
   std::vector<TreeNode> trees_[2];
 };
 
+// The largest sum of edge_cost(child, parent) (member indices) over the edges
+// of a root-to-leaf path of either tree of n ranks.
+template <class EdgeCost>
+double longest_root_path(std::uint64_t n, const EdgeCost& edge_cost) {
+  double longest = 0;
+  for (int t = 0; t < 2; ++t) {
+    const std::vector<TreeNode> tree = build_tree(n, t);
+    for (std::uint64_t r = 0; r < n; ++r) {
+      double sum = 0;
+      for (auto at = static_cast<std::size_t>(r); tree[at].parent >= 0;
+           at = static_cast<std::size_t>(tree[at].parent)) {
+        sum += edge_cost(at, static_cast<std::size_t>(tree[at].parent));
+      }
+      longest = std::max(longest, sum);
+    }
+  }
+  return longest;
+}
+
 class TreeAlgorithm final : public CollectiveAlgorithm {
  public:
   [[nodiscard]] std::string_view name() const override { return "tree"; }
@@ -581,20 +600,9 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     double path = depth;
     if (!topology.switched() && !plan.axes.empty()) {
       const std::vector<ChipId> members = collective_detail::collective_groups(plan, topology).front();
-      path = 0;
-      for (int t = 0; t < 2; ++t) {
-        const std::vector<TreeNode> nodes = build_tree(n, t);
-        for (std::uint64_t r = 0; r < n; ++r) {
-          double links = 0;
-          for (std::int64_t at = static_cast<std::int64_t>(r); nodes[static_cast<std::size_t>(at)].parent >= 0;
-               at = nodes[static_cast<std::size_t>(at)].parent) {
-            links +=
-                topology.hop_distance(members[static_cast<std::size_t>(at)],
-                                      members[static_cast<std::size_t>(nodes[static_cast<std::size_t>(at)].parent)]);
-          }
-          path = std::max(path, links);
-        }
-      }
+      path = longest_root_path(n, [&](std::size_t child, std::size_t parent) {
+        return static_cast<double>(topology.hop_distance(members[child], members[parent]));
+      });
     }
     const double tile = static_cast<double>(tile_granules(plan.bytes / 2 / kGranule, chip) * kGranule);
     const double tiles = v / 2 / tile;
@@ -606,20 +614,9 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
       const std::vector<std::uint64_t> nodes = member_nodes(plan, topology);
       const SwitchedHop nvl = switched_hop_between(false, topology, chip);
       // The pipeline's fill: the longest root-to-leaf path, each edge its own T_hop and a tile's time on its link.
-      double fill = 0;
-      for (int t = 0; t < 2; ++t) {
-        const std::vector<TreeNode> tree = build_tree(n, t);
-        for (std::uint64_t r = 0; r < n; ++r) {
-          double sum = 0;
-          for (std::int64_t at = static_cast<std::int64_t>(r); tree[static_cast<std::size_t>(at)].parent >= 0;
-               at = tree[static_cast<std::size_t>(at)].parent) {
-            const bool across = nodes[static_cast<std::size_t>(at)] !=
-                                nodes[static_cast<std::size_t>(tree[static_cast<std::size_t>(at)].parent)];
-            sum += across ? hop + tile / bw : nvl.latency + tile / nvl.egress;
-          }
-          fill = std::max(fill, sum);
-        }
-      }
+      const double fill = longest_root_path(n, [&](std::size_t child, std::size_t parent) {
+        return nodes[child] != nodes[parent] ? hop + tile / bw : nvl.latency + tile / nvl.egress;
+      });
       p.latency_seconds = 2 * (fill + depth * 2 * hbm) + 2 * tiles * hbm;
       // Per rank: bytes out and in over its NVLinks and its NIC, both trees.
       std::vector<std::array<double, 4>> load(n, {0, 0, 0, 0});  // out NVLink, in NVLink, out NIC, in NIC
