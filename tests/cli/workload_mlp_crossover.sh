@@ -9,12 +9,18 @@
 # LARGER of the two collective sets, the FSDP ones over the data axes and the
 # TP ones over the model axes, which the book lets overlap) the larger of the
 # two sums, from each point's --json phases.
-# Usage: workload_mlp_crossover.sh TPUEMU WORKDIR [--max] OPTION RANGE -- ARGS...
+# With --balance (TP over --d-ff) the reference is where the book's own
+# forward-and-backward terms balance, T_math = T_comms (T_math grows with F,
+# T_comms does not: F x T_comms / T_math at the sweep's first point), instead
+# of the book's threshold, the forward pass's balance (docs/workloads.md,
+# "Crossovers").
+# Usage: workload_mlp_crossover.sh TPUEMU WORKDIR [--max | --balance] OPTION RANGE -- ARGS...
 set -euo pipefail
 tpuemu=$1 work=$2
 shift 2
-max=0
+max=0 balance=0
 [ "$1" = --max ] && max=1 && shift
+[ "$1" = --balance ] && balance=1 && shift
 option=$1 range=$2
 shift 2
 [ "$1" = "--" ] && shift
@@ -47,11 +53,18 @@ else
 fi
 book=$(jq -r --arg o "$option" '.book.threshold_at[$o]' book.json)
 [ "$book" != null ] || fail "the report has no threshold for --$option"
+threshold_name=$(jq -r .book.threshold_name book.json)
+if [ "$balance" = 1 ]; then
+  [ "$option" = d-ff ] || fail "--balance is for a sweep over --d-ff"
+  first=$(sed -n 2p sweep.csv | cut -d, -f2)
+  book=$(jq -r --arg f "$first" '($f | tonumber) * .book.t_comms_seconds / .book.t_math_seconds' book.json)
+  threshold_name="F where the book's T_math = T_comms, forward and backward"
+fi
 measured=$(awk 'NF { d = $2 - $3; if (n++ > 0 && pd < 0 && d >= 0) { print px + ($1 - px) * (-pd) / (d - pd); found = 1; exit }
                      px = $1; pd = d }
                 END { if (!found) print "none" }' <<< "$rows")
 [ "$measured" != none ] || fail "compute never overtakes communication over --$option $range"
-echo "measured crossover --$option $measured$([ "$max" = 1 ] && echo " (compute against the larger collective set)"), the book's $book ($(jq -r .book.threshold_name book.json))"
+echo "measured crossover --$option $measured$([ "$max" = 1 ] && echo " (compute against the larger collective set)"), the book's $book ($threshold_name)"
 awk -v m="$measured" -v b="$book" 'BEGIN { r = m / b; printf "measured / book = %.3f\n", r; exit !(r >= 0.75 && r <= 1.25) }' ||
   fail "the crossover is more than 25 % from the book's"
 echo PASS
