@@ -35,6 +35,7 @@
 #include <memory>
 #include <tuple>
 
+#include "ici/routing.hpp"
 #include "programs/collective_algorithm.hpp"
 #include "programs/collective_emitter.hpp"
 #include "programs/collective_reference.hpp"
@@ -513,33 +514,21 @@ double longest_root_path(std::uint64_t n, const EdgeCost& edge_cost) {
 }
 
 // On a torus: the bytes the busiest link direction carries when every tree
-// edge moves V/2 each way (up, then down), along dimension-order routes
-// (axes in order, the shorter way round a wrapping axis, a tie +).
+// edge moves V/2 each way (up, then down), along the network's
+// dimension-order routes (ici/routing/dimension_order.cpp).
 double busiest_tree_link_bytes(std::uint64_t n, const std::vector<ChipId>& members, const ici::Topology& topology,
                                double half) {
-  std::map<std::tuple<std::uint64_t, std::size_t, int>, double> load;  // (chip, axis, +1/-1) -> bytes
-  const auto route = [&](ChipId from, ChipId to) {
-    ici::Coords at = topology.coords(from);
-    const ici::Coords end = topology.coords(to);
-    for (std::size_t a = 0; a < topology.axis_count(); ++a) {
-      const std::uint32_t l = topology.length(a);
-      if (at[a] == end[a]) continue;
-      const std::uint32_t up = (end[a] + l - at[a]) % l;
-      const int dir = topology.wraps(a) ? (up <= l - up ? 1 : -1) : (end[a] > at[a] ? 1 : -1);
-      while (at[a] != end[a]) {
-        load[{topology.linear_id(at).value(), a, dir}] += half;
-        at[a] = dir > 0 ? (at[a] + 1) % l : (at[a] + l - 1) % l;
-      }
-    }
-  };
+  const ici::RoutingPolicy& routes = ici::routing_policy("dimension-order");
+  std::map<std::tuple<std::uint64_t, std::uint8_t, std::int8_t>, double> load;  // (chip, axis, direction) -> bytes
   for (int t = 0; t < 2; ++t) {
     const std::vector<TreeNode> tree = build_tree(n, t);
     for (std::uint64_t r = 0; r < n; ++r) {
       if (tree[r].parent < 0) continue;
       const ChipId child = members[r];
       const ChipId parent = members[static_cast<std::size_t>(tree[r].parent)];
-      route(child, parent);
-      route(parent, child);
+      for (const auto& [from, to] : {std::pair{child, parent}, std::pair{parent, child}}) {
+        for (const ici::Link& l : routes.route(topology, from, to)) load[{l.from.value(), l.axis, l.direction}] += half;
+      }
     }
   }
   double busiest = 0;
