@@ -366,6 +366,7 @@ class MatmulGen {
     }
     size_buffers();
     plan_depth();
+    iters_ = g2_;  // nblock() sets it per column block (split_rows)
     if (row_blocks_ > 1 && !ring()) {
       if (s_.row_blocks != 0) {
         throw std::invalid_argument(fmt::format(
@@ -376,6 +377,7 @@ class MatmulGen {
       set_row_blocks(1);  // the default's choice: none, then
       size_buffers();
       plan_depth();
+      iters_ = g2_;
     }
   }
 
@@ -549,6 +551,17 @@ class MatmulGen {
     }
     return best;
   }
+  // Split rows: a column block of w tiles where 2 w == mxu.count uses all
+  // the MXUs: MXU m < w multiplies row pair t of tile m, MXU w + m row pair t
+  // + G2/2 of the same tile, so the block's row loop runs G2/2 iterations.
+  // Each element's K order is unchanged (the same bits). Not accumulating,
+  // not the collective matmul, G2 even, 32 vregs (the second pair's LHS in
+  // v26, v27). Returns the halves (1 or 2).
+  std::uint64_t split_rows(std::uint64_t w) const {
+    const bool fits = !chunked() && !s_.accumulate && 2 * w == chip_.mxu.count && g2_ % 2 == 0 && chip_.vpu.vregs >= 32;
+    return fits ? 2 : 1;
+  }
+
   // C's rows (512-byte units, as s2 counts them) of one row block.
   std::uint64_t c_row_block_rows() const { return g_ * ldn_ * c_gr_ * 32 / 512; }
 
@@ -1040,6 +1053,8 @@ class MatmulGen {
   void nblock(std::uint64_t w, bool runtime_nb, std::uint64_t static_nb) {
     (void)runtime_nb;
     (void)static_nb;
+    halves_ = split_rows(w);
+    iters_ = g2_ / halves_;
     // The accumulator buffer in s17 is free once its previous output DMA (always
     // one of a full column block) landed; p8 says whether there is one.
     const std::uint64_t prior = g_ * wfull_ * c_gr_;
@@ -1212,9 +1227,9 @@ class MatmulGen {
     w_.op(S::kSalu, "%s22 = smov 0", {}, {"s22"});
     w_.op(S::kSalu, "%s8 = smov 0", {}, {"s8"});
     w_.op(S::kSalu, fmt::format("%s7 = sadd.s32 %s17, {}", negated_immediate(d_ * acc_stride)), {"s17"}, {"s7"});
-    w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", g2_ * acc_stride), {"s17"}, {"s32"});
-    if (fresh()) {                       // k-block 0's pops add to the zero block instead (see fresh())
-      first_kblock_predicate(g2_ + d_);  // s8 = 0: true
+    w_.op(S::kSalu, fmt::format("%s32 = sadd.s32 %s17, {}", iters_ * acc_stride), {"s17"}, {"s32"});
+    if (fresh()) {                          // k-block 0's pops add to the zero block instead (see fresh())
+      first_kblock_predicate(iters_ + d_);  // s8 = 0: true
       return;
     }
     w_.flush();
@@ -1383,9 +1398,9 @@ class MatmulGen {
                 {fmt::format("v{}", 28 + m)});
         }
       }
-      for (std::uint64_t m = 0; m < w; ++m) {
-        w_.op(S::kMxu, fmt::format("%{} = vmatpush.msra.mxu{} %v{}", next_token(), m, 28 + m),
-              {fmt::format("v{}", 28 + m)}, {fmt::format("mxu{}", m)});
+      for (std::uint64_t m = 0; m < w * halves_; ++m) {  // split rows: MXU w + m holds tile m too
+        w_.op(S::kMxu, fmt::format("%{} = vmatpush.msra.mxu{} %v{}", next_token(), m, 28 + m % w),
+              {fmt::format("v{}", 28 + m % w)}, {fmt::format("mxu{}", m)});
       }
     }
     if (early()) ring_prepare(/*now=*/false);
@@ -1416,24 +1431,24 @@ class MatmulGen {
     // p10 (fresh()) needs no op here: the column block's start set it, and every row pair's
     // bundle 14 recomputes it for the next (s8 runs on across k-blocks).
     w_.flush();
-    iteration(w, masked, /*latch=*/true, /*drain=*/false, "", pair_rows, g2_);
-    if (g2_ > 1) {
+    iteration(w, masked, /*latch=*/true, /*drain=*/false, "", pair_rows, iters_);
+    if (iters_ > 1) {
       const std::string loop = fmt::format("row_loop_{}", label_++);
       w_.label(loop);
-      iteration(w, masked, false, false, loop, pair_rows, g2_);
+      iteration(w, masked, false, false, loop, pair_rows, iters_);
     }
   }
 
   // After the last k-block: pop and accumulate the results still in flight.
   void drain(std::uint64_t w) {
-    const std::uint64_t total = kt_ * g2_;  // multiply iterations in a column block
+    const std::uint64_t total = kt_ * iters_;  // multiply iterations in a column block
     const std::uint64_t count = std::min(d_, total);
     if (total < d_) w_.op(S::kSalu, "%s7 = sadd.s32 %s17, 0", {"s17"}, {"s7"});  // nothing was popped yet
     w_.op(S::kSalu, "%s5 = smov 0", {}, {"s5"});
     w_.op(S::kSalu, "%p1 = scmp.eq.s32.totalorder %s0, %s0", {"s0"}, {"p1"});
     // With fewer iterations than D, the drain pops iteration s8 - total, not s8 - D
     // (else p10 is still right from the last row pair).
-    if (fresh() && !chunked() && count < d_) first_kblock_predicate(g2_ + count);
+    if (fresh() && !chunked() && count < d_) first_kblock_predicate(iters_ + count);
     w_.flush();
     const std::string loop = fmt::format("drain_{}", label_++);
     if (count > 1) w_.label(loop);
@@ -1467,17 +1482,30 @@ class MatmulGen {
         b[0].push_back("%v0 = vld [vmem:[%s6] sm:$0xff]");
         b[0].push_back("%v1 = vld [vmem:[%s6 + $0x8] sm:$0xff]");
       }
+      if (halves_ == 2) {  // the second half's row pair t + G2/2, in v26 / v27
+        const std::uint64_t second = iters_ * pair_rows;
+        if (bf16_) {
+          b[0].push_back(fmt::format("%v26 = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", second));
+          b[1].push_back("%v27 = vunpack.c.h.bf16 %v26");
+          b[1].push_back("%v26 = vunpack.c.l.bf16 %v26");
+        } else {
+          b[1].push_back(fmt::format("%v26 = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", second));
+          b[1].push_back(fmt::format("%v27 = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", second + 8));
+        }
+      }
       b[0].push_back(fmt::format("%s6 = sadd.s32 %s6, {}", pair_rows));
       const std::string mnemonic =
           fmt::format("vmatmul{}.f32{}.gmra", masked ? ".msk" : "", latch ? ".vlgmr.msra" : "");
       const std::string mask_operand = masked ? "%vm0, " : "";
-      for (std::uint64_t m = 0; m < w; ++m) {
-        b[2].push_back(fmt::format("%{} = {}.mxu{} {}%v0", next_token(), mnemonic, m, mask_operand));
-        b[10].push_back(fmt::format("%{} = {}.mxu{} {}%v1", next_token(),
-                                    "vmatmul" + std::string(masked ? ".msk" : "") + ".f32.gmra", m, mask_operand));
+      for (std::uint64_t m = 0; m < w * halves_; ++m) {
+        const bool second = m >= w;
+        b[2].push_back(fmt::format("%{} = {}.mxu{} {}%v{}", next_token(), mnemonic, m, mask_operand, second ? 26 : 0));
+        b[10].push_back(fmt::format("%{} = {}.mxu{} {}%v{}", next_token(),
+                                    "vmatmul" + std::string(masked ? ".msk" : "") + ".f32.gmra", m, mask_operand,
+                                    second ? 27 : 1));
       }
     }
-    for (std::uint64_t m = 0; m < w; ++m) {
+    for (std::uint64_t m = 0; m < w * halves_; ++m) {
       b[3].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 2 + m, m));
       b[5].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 6 + m, m));
     }
@@ -1492,11 +1520,15 @@ class MatmulGen {
       const int load_bundle = g == 0 ? 4 : 6;
       const int add_bundle = g == 0 ? 6 : 8;
       const int store_bundle = g == 0 ? 7 : 11;
-      for (std::uint64_t m = 0; m < w; ++m) {
-        const std::uint64_t row = base + m * 8;
-        const std::string addr = row == 0 ? "%s7" : fmt::format("%s7 + $0x{:x}", row);
-        const std::string base_reg = fresh() ? "%s37" : "%s7";  // the zero block in k-block 0 (fresh())
-        const std::string load_addr = row == 0 ? base_reg : fmt::format("{} + $0x{:x}", base_reg, row);
+      for (std::uint64_t m = 0; m < w * halves_; ++m) {
+        // MXU m >= w: tile m - w of the second half's row pair, G2/2 iterations further on.
+        const std::uint64_t half = m >= w ? iters_ * acc_stride : 0;
+        const std::uint64_t row = base + (m % w) * 8;
+        const std::string addr = row + half == 0 ? "%s7" : fmt::format("%s7 + $0x{:x}", row + half);
+        // The zero block in k-block 0 (fresh()): s37 for the first half, s61 for the second.
+        const std::string base_reg = fresh() ? (m >= w ? "%s61" : "%s37") : "%s7";
+        const std::uint64_t offset = fresh() ? row : row + half;
+        const std::string load_addr = offset == 0 ? base_reg : fmt::format("{} + $0x{:x}", base_reg, offset);
         const int mi = static_cast<int>(m);
         b[load_bundle + (m < 3 ? 0 : 1)].push_back(
             fmt::format("%v{} = vld (%p1) [vmem:[{}] sm:$0xff]", acc + mi, load_addr));
@@ -1571,6 +1603,10 @@ class MatmulGen {
       // The load base of this iteration's pops (s7 is final from the previous iteration's bundle 15),
       // and whether the next iteration's pops are k-block 0's (s8 advanced in bundle 12).
       b[0].push_back("%s37 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s7");
+      if (halves_ == 2) {  // the second half's load base (split_rows)
+        b[1].push_back(fmt::format("%s60 = sadd.s32 %s7, {}", iters_ * acc_stride));
+        b[2].push_back("%s61 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s60");
+      }
       b[14].push_back(fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", first_limit_));
     }
     b[14].push_back("%p7 = scmp.eq.s32.totalorder %s33, %s32");
@@ -1596,6 +1632,8 @@ class MatmulGen {
   bool resident_ = false;          // A kept in VMEM across column blocks (plan_depth)
   std::uint64_t row_blocks_ = 1;   // row blocks R (choose_row_blocks); g_ is one block's row tiles
   std::uint64_t core_g_ = 0;       // row tiles of A and C this core computes (all its row blocks)
+  std::uint64_t halves_ = 1;       // the column block being emitted: 2 when its rows are split (split_rows)
+  std::uint64_t iters_ = 0;        // its row loop's iterations per k-block: G2 / halves_
   bool compute_bound_ = false;     // a k-block computes for at least its transfer (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
   std::uint32_t token_ = 100;
@@ -1656,14 +1694,29 @@ CoreSplit matmul_core_split(const MatmulSpec& spec, const ChipConfig& chip) {
   // Both: the one whose share takes fewer MXU cycles. A column block costs
   // the same whatever its width (1 to mxu.count tiles): per k-block its row
   // pairs (16 cycles each) and 16 weight pushes, and the pipeline's fill and
-  // drain (about 2 x 136 cycles on the v5p preset) per column block.
+  // drain (about 2 x 136 cycles on the v5p preset) per column block; a block
+  // of half the MXUs splits its rows over all of them (MatmulGen::split_rows)
+  // and takes half the row pairs' cycles.
   const std::uint64_t w = std::max<std::uint64_t>(1, chip.mxu.count);
   const std::uint64_t kt = ceil_div(spec.k, 128);
   const auto cost = [&](std::uint64_t rows_per_core, std::uint64_t tiles_per_core) {
-    return ceil_div(tiles_per_core, w) * (kt * (16 * ceil_div(rows_per_core, 16) + 16) + 272);
+    const std::uint64_t pairs = ceil_div(rows_per_core, 16);
+    std::uint64_t total = 0;
+    for (std::uint64_t left = tiles_per_core; left > 0;) {
+      const std::uint64_t block = std::min(left, w);
+      const bool split = 2 * block == w && pairs % 2 == 0 && !spec.accumulate && chip.vpu.vregs >= 32;
+      total += kt * (16 * pairs / (split ? 2 : 1) + 16) + 272;
+      left -= block;
+    }
+    return total;
   };
   const std::uint64_t nt = spec.n / 128;
-  return cost(spec.m, nt / s) <= cost(spec.m / s, nt) ? CoreSplit::kColumns : CoreSplit::kRows;
+  const std::uint64_t by_columns = cost(spec.m, nt / s);
+  const std::uint64_t by_rows = cost(spec.m / s, nt);
+  // A tie: the split that reads the smaller operand twice (both cores read
+  // all of A when split by columns, all of B when split by rows).
+  if (by_columns == by_rows) return spec.m >= spec.n ? CoreSplit::kRows : CoreSplit::kColumns;
+  return by_columns < by_rows ? CoreSplit::kColumns : CoreSplit::kRows;
 }
 
 std::string generate_collective_matmul(const CollectiveMatmulSpec& spec, const ici::Topology& topology,
