@@ -409,7 +409,8 @@ class MatmulGen {
     if (!s_.double_buffer || chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return;
     const double block_bytes = static_cast<double>((16 * wfull_ + g_) * tile_bytes_);
     const double transfer = block_bytes / chip_.hbm.bandwidth;
-    const double compute = static_cast<double>(16 * g2_) / chip_.clock_hz;
+    // A block of half the MXUs runs half the row pairs' iterations (split_rows).
+    const double compute = static_cast<double>(16 * g2_ / split_rows(wfull_)) / chip_.clock_hz;
     const double period = std::max(transfer, compute);
     compute_bound_ = compute >= transfer;
     const auto ahead = static_cast<std::uint64_t>(std::ceil((chip_.hbm.latency_s + transfer) / period - 1e-9));
@@ -538,7 +539,9 @@ class MatmulGen {
     const double n = static_cast<double>(nt_ * 128);
     const double a = rows * k * in_bytes, b = k * n * in_bytes, c = rows * n * out_bytes;
     const double cycles_per_byte = chip_.clock_hz * static_cast<double>(split_.cores) / chip_.hbm.bandwidth;
-    const double compute = static_cast<double>(kt_ * 16 * ceil_div(core_g_, 2));
+    // A block of half the MXUs splits its rows over all of them (split_rows).
+    const bool halved = 2 * nt_ == chip_.mxu.count && !s_.accumulate && chip_.vpu.vregs >= 32;
+    const double compute = static_cast<double>(kt_ * 16 * ceil_div(core_g_, 2)) / (halved ? 2.0 : 1.0);
     const auto estimate = [&](double r) {
       const double blocks = compute + (r - 1) * static_cast<double>(32 * kt_ + 200);
       return std::max(blocks, (a + r * b + c) * cycles_per_byte) + c / r * cycles_per_byte;
