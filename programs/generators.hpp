@@ -31,6 +31,13 @@
 // in its weight pushes' free scalar slots, the DMAs going out first thing in
 // the next k-block (HBM-bound and accumulating programs issue at the start of
 // each k-block). P <= 2 keeps the double-buffered schedule above.
+// A column block of half the MXUs (2 w = mxu.count, G2 even, not
+// accumulating) splits its rows over all of them: MXU w + m holds tile m as
+// MXU m does and multiplies row pair t + G2/2 while MXU m multiplies t, so
+// its row loop runs G2/2 iterations (MatmulGen::split_rows).
+// One column block (N <= mxu.count x 128) runs in row blocks
+// (MatmulSpec::row_blocks): a block's C is stored while the next computes.
+// The ring fires a k-block's DMAs after its own operands' wait.
 // The program leaves every sync flag at 0 (so it can be a step of a chain
 // before a program that expects zeroed flags, such as a collective).
 // With accumulate, each accumulator block starts from C's block (its bits)
