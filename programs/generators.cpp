@@ -539,9 +539,12 @@ class MatmulGen {
     const double n = static_cast<double>(nt_ * 128);
     const double a = rows * k * in_bytes, b = k * n * in_bytes, c = rows * n * out_bytes;
     const double cycles_per_byte = chip_.clock_hz * static_cast<double>(split_.cores) / chip_.hbm.bandwidth;
-    // A block of half the MXUs splits its rows over all of them (split_rows).
-    const bool halved = 2 * nt_ == chip_.mxu.count && !s_.accumulate && chip_.vpu.vregs >= 32;
-    const double compute = static_cast<double>(kt_ * 16 * ceil_div(core_g_, 2)) / (halved ? 2.0 : 1.0);
+    // A block of a half or a quarter of the MXUs splits its rows over all of them (split_rows).
+    double parts = 1;
+    if (!s_.accumulate && chip_.vpu.vregs >= 32 && (2 * nt_ == chip_.mxu.count || 4 * nt_ == chip_.mxu.count)) {
+      parts = static_cast<double>(chip_.mxu.count / nt_);
+    }
+    const double compute = static_cast<double>(kt_ * 16 * ceil_div(core_g_, 2)) / parts;
     const auto estimate = [&](double r) {
       const double blocks = compute + (r - 1) * static_cast<double>(32 * kt_ + 200);
       return std::max(blocks, (a + r * b + c) * cycles_per_byte) + c / r * cycles_per_byte;
@@ -554,15 +557,19 @@ class MatmulGen {
     }
     return best;
   }
-  // Split rows: a column block of w tiles where 2 w == mxu.count uses all
-  // the MXUs: MXU m < w multiplies row pair t of tile m, MXU w + m row pair t
-  // + G2/2 of the same tile, so the block's row loop runs G2/2 iterations.
-  // Each element's K order is unchanged (the same bits). Not accumulating,
-  // not the collective matmul, G2 even, 32 vregs (the second pair's LHS in
-  // v26, v27). Returns the halves (1 or 2).
+  // Split rows: a column block of w tiles where 2 w or 4 w == mxu.count
+  // uses all the MXUs: MXU j w + m multiplies row pair t + j G2/parts of tile
+  // m while MXU m multiplies t, so the block's row loop runs G2/parts
+  // iterations. Each element's K order is unchanged (the same bits). Not
+  // accumulating, not the collective matmul, G2 a multiple of the parts, 32
+  // vregs (part j's LHS in v(24 + 2j), v(25 + 2j)). Returns the parts (1, 2
+  // or 4).
   std::uint64_t split_rows(std::uint64_t w) const {
-    const bool fits = !chunked() && !s_.accumulate && 2 * w == chip_.mxu.count && g2_ % 2 == 0 && chip_.vpu.vregs >= 32;
-    return fits ? 2 : 1;
+    if (chunked() || s_.accumulate || chip_.vpu.vregs < 32 || w == 0) return 1;
+    for (const std::uint64_t parts : {2, 4}) {
+      if (parts * w == chip_.mxu.count && g2_ % parts == 0) return parts;
+    }
+    return 1;
   }
 
   // C's rows (512-byte units, as s2 counts them) of one row block.
@@ -1485,27 +1492,39 @@ class MatmulGen {
         b[0].push_back("%v0 = vld [vmem:[%s6] sm:$0xff]");
         b[0].push_back("%v1 = vld [vmem:[%s6 + $0x8] sm:$0xff]");
       }
-      if (halves_ == 2) {  // the second half's row pair t + G2/2, in v26 / v27
-        const std::uint64_t second = iters_ * pair_rows;
+      // Split rows: part j's row pair t + j G2/parts in v(24 + 2j), v(25 + 2j). Loads, unpacks and
+      // multiplies within the slots (3 loads, 4 VALU, 4 MXU a bundle; parts 2 and 3 multiply two
+      // bundles later, at 4 and 12, 8 cycles apart; their results are still ready for the pops D
+      // iterations on where 16 D >= latency + 7: v5e, v5p and v4p's 264 cycles, D = 17).
+      for (std::uint64_t j = 1; j < halves_; ++j) {
+        const std::uint64_t at = j * iters_ * pair_rows;
+        const int lo = static_cast<int>(24 + 2 * j);
         if (bf16_) {
-          b[0].push_back(fmt::format("%v26 = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", second));
-          b[1].push_back("%v27 = vunpack.c.h.bf16 %v26");
-          b[1].push_back("%v26 = vunpack.c.l.bf16 %v26");
+          const std::size_t load = j < 3 ? 0 : 1;
+          const std::size_t unpack = j < 2 ? 1 : 2;
+          b[load].push_back(fmt::format("%v{} = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", lo, at));
+          b[unpack].push_back(fmt::format("%v{} = vunpack.c.h.bf16 %v{}", lo + 1, lo));
+          b[unpack].push_back(fmt::format("%v{0} = vunpack.c.l.bf16 %v{0}", lo));
         } else {
-          b[1].push_back(fmt::format("%v26 = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", second));
-          b[1].push_back(fmt::format("%v27 = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", second + 8));
+          const std::size_t first = j == 1 ? 0 : j == 2 ? 1 : 2;  // v26: b0; v27..v29: b1; v30, v31: b2
+          const std::size_t second = j == 3 ? 2 : 1;
+          b[first].push_back(fmt::format("%v{} = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", lo, at));
+          b[second].push_back(fmt::format("%v{} = vld [vmem:[%s6 + $0x{:x}] sm:$0xff]", lo + 1, at + 8));
         }
       }
-      b[0].push_back(fmt::format("%s6 = sadd.s32 %s6, {}", pair_rows));
+      // The LHS pointer moves on after the last load of the row pair (split rows load until bundle 2).
+      b[halves_ > 1 ? 3 : 0].push_back(fmt::format("%s6 = sadd.s32 %s6, {}", pair_rows));
       const std::string mnemonic =
           fmt::format("vmatmul{}.f32{}.gmra", masked ? ".msk" : "", latch ? ".vlgmr.msra" : "");
       const std::string mask_operand = masked ? "%vm0, " : "";
       for (std::uint64_t m = 0; m < w * halves_; ++m) {
-        const bool second = m >= w;
-        b[2].push_back(fmt::format("%{} = {}.mxu{} {}%v{}", next_token(), mnemonic, m, mask_operand, second ? 26 : 0));
-        b[10].push_back(fmt::format("%{} = {}.mxu{} {}%v{}", next_token(),
-                                    "vmatmul" + std::string(masked ? ".msk" : "") + ".f32.gmra", m, mask_operand,
-                                    second ? 27 : 1));
+        const std::uint64_t j = m / w;  // the part of the rows MXU m multiplies
+        const int lo = j == 0 ? 0 : static_cast<int>(24 + 2 * j);
+        const std::size_t late = j >= 2 ? 2 : 0;  // bundles 4 and 12: 3 and 5 hold the pops (MXU slots)
+        b[2 + late].push_back(fmt::format("%{} = {}.mxu{} {}%v{}", next_token(), mnemonic, m, mask_operand, lo));
+        b[10 + late].push_back(fmt::format("%{} = {}.mxu{} {}%v{}", next_token(),
+                                           "vmatmul" + std::string(masked ? ".msk" : "") + ".f32.gmra", m, mask_operand,
+                                           lo + 1));
       }
     }
     for (std::uint64_t m = 0; m < w * halves_; ++m) {
@@ -1524,12 +1543,13 @@ class MatmulGen {
       const int add_bundle = g == 0 ? 6 : 8;
       const int store_bundle = g == 0 ? 7 : 11;
       for (std::uint64_t m = 0; m < w * halves_; ++m) {
-        // MXU m >= w: tile m - w of the second half's row pair, G2/2 iterations further on.
-        const std::uint64_t half = m >= w ? iters_ * acc_stride : 0;
+        // MXU m >= w: tile m % w of part j's row pair, j G2/parts iterations further on.
+        const std::uint64_t j = m / w;
+        const std::uint64_t half = j * iters_ * acc_stride;
         const std::uint64_t row = base + (m % w) * 8;
         const std::string addr = row + half == 0 ? "%s7" : fmt::format("%s7 + $0x{:x}", row + half);
-        // The zero block in k-block 0 (fresh()): s37 for the first half, s61 for the second.
-        const std::string base_reg = fresh() ? (m >= w ? "%s61" : "%s37") : "%s7";
+        // The zero block in k-block 0 (fresh()): s37 for part 0, s(60 + j) for part j.
+        const std::string base_reg = fresh() ? (j == 0 ? "%s37" : fmt::format("%s{}", 60 + j)) : "%s7";
         const std::uint64_t offset = fresh() ? row : row + half;
         const std::string load_addr = offset == 0 ? base_reg : fmt::format("{} + $0x{:x}", base_reg, offset);
         const int mi = static_cast<int>(m);
@@ -1606,9 +1626,13 @@ class MatmulGen {
       // The load base of this iteration's pops (s7 is final from the previous iteration's bundle 15),
       // and whether the next iteration's pops are k-block 0's (s8 advanced in bundle 12).
       b[0].push_back("%s37 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s7");
-      if (halves_ == 2) {  // the second half's load base (split_rows)
-        b[1].push_back(fmt::format("%s60 = sadd.s32 %s7, {}", iters_ * acc_stride));
-        b[2].push_back("%s61 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s60");
+      // Split rows: part j's load base s(60 + j), used from bundle 4 (parts 1, 2) or 5 (part 3) on.
+      for (std::uint64_t j = 1; j < halves_; ++j) {
+        const std::string reg = fmt::format("s{}", 60 + j);
+        const std::size_t add = j < 3 ? 1 : 3;
+        b[add].push_back(fmt::format("%{} = sadd.s32 %s7, {}", reg, j * iters_ * acc_stride));
+        b[add + 1].push_back(
+            fmt::format("%{0} = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%{0}", reg));
       }
       b[14].push_back(fmt::format("%p10 = scmp.lt.s32.totalorder %s8, {}", first_limit_));
     }
@@ -1635,7 +1659,7 @@ class MatmulGen {
   bool resident_ = false;          // A kept in VMEM across column blocks (plan_depth)
   std::uint64_t row_blocks_ = 1;   // row blocks R (choose_row_blocks); g_ is one block's row tiles
   std::uint64_t core_g_ = 0;       // row tiles of A and C this core computes (all its row blocks)
-  std::uint64_t halves_ = 1;       // the column block being emitted: 2 when its rows are split (split_rows)
+  std::uint64_t halves_ = 1;       // the column block being emitted: its rows' parts (split_rows; 1: not split)
   std::uint64_t iters_ = 0;        // its row loop's iterations per k-block: G2 / halves_
   bool compute_bound_ = false;     // a k-block computes for at least its transfer (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
@@ -1698,8 +1722,8 @@ CoreSplit matmul_core_split(const MatmulSpec& spec, const ChipConfig& chip) {
   // the same whatever its width (1 to mxu.count tiles): per k-block its row
   // pairs (16 cycles each) and 16 weight pushes, and the pipeline's fill and
   // drain (about 2 x 136 cycles on the v5p preset) per column block; a block
-  // of half the MXUs splits its rows over all of them (MatmulGen::split_rows)
-  // and takes half the row pairs' cycles.
+  // of a half or a quarter of the MXUs splits its rows over all of them
+  // (MatmulGen::split_rows) and takes that share of the row pairs' cycles.
   const std::uint64_t w = std::max<std::uint64_t>(1, chip.mxu.count);
   const std::uint64_t kt = ceil_div(spec.k, 128);
   const auto cost = [&](std::uint64_t rows_per_core, std::uint64_t tiles_per_core) {
@@ -1707,8 +1731,13 @@ CoreSplit matmul_core_split(const MatmulSpec& spec, const ChipConfig& chip) {
     std::uint64_t total = 0;
     for (std::uint64_t left = tiles_per_core; left > 0;) {
       const std::uint64_t block = std::min(left, w);
-      const bool split = 2 * block == w && pairs % 2 == 0 && !spec.accumulate && chip.vpu.vregs >= 32;
-      total += kt * (16 * pairs / (split ? 2 : 1) + 16) + 272;
+      std::uint64_t parts = 1;
+      if (!spec.accumulate && chip.vpu.vregs >= 32) {
+        for (const std::uint64_t p : {2, 4}) {
+          if (p * block == w && pairs % p == 0) parts = p;
+        }
+      }
+      total += kt * (16 * pairs / parts + 16) + 272;
       left -= block;
     }
     return total;
@@ -1716,9 +1745,14 @@ CoreSplit matmul_core_split(const MatmulSpec& spec, const ChipConfig& chip) {
   const std::uint64_t nt = spec.n / 128;
   const std::uint64_t by_columns = cost(spec.m, nt / s);
   const std::uint64_t by_rows = cost(spec.m / s, nt);
-  // A tie: the split that reads the smaller operand twice (both cores read
-  // all of A when split by columns, all of B when split by rows).
-  if (by_columns == by_rows) return spec.m >= spec.n ? CoreSplit::kRows : CoreSplit::kColumns;
+  // Within 2 % (the MXU-cycle estimate's resolution): the split that reads
+  // the smaller operand twice (both cores read all of A when split by
+  // columns, all of B when split by rows): 2560x768x1280, 1.8 % apart,
+  // measured 16.70 us by rows, 17.40 us by columns.
+  const std::uint64_t most = std::max(by_columns, by_rows);
+  if (50 * (most - std::min(by_columns, by_rows)) <= most) {
+    return spec.m >= spec.n ? CoreSplit::kRows : CoreSplit::kColumns;
+  }
   return by_columns < by_rows ? CoreSplit::kColumns : CoreSplit::kRows;
 }
 

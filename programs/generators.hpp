@@ -31,10 +31,11 @@
 // in its weight pushes' free scalar slots, the DMAs going out first thing in
 // the next k-block (HBM-bound and accumulating programs issue at the start of
 // each k-block). P <= 2 keeps the double-buffered schedule above.
-// A column block of half the MXUs (2 w = mxu.count, G2 even, not
-// accumulating) splits its rows over all of them: MXU w + m holds tile m as
-// MXU m does and multiplies row pair t + G2/2 while MXU m multiplies t, so
-// its row loop runs G2/2 iterations (MatmulGen::split_rows).
+// A column block of a half or a quarter of the MXUs (P w = mxu.count, P = 2
+// or 4, G2 a multiple of P, not accumulating) splits its rows over all of
+// them: MXU j w + m holds tile m as MXU m does and multiplies row pair t + j
+// G2/P while MXU m multiplies t, so its row loop runs G2/P iterations
+// (MatmulGen::split_rows).
 // One column block (N <= mxu.count x 128) runs in row blocks
 // (MatmulSpec::row_blocks): a block's C is stored while the next computes.
 // The ring fires a k-block's DMAs after its own operands' wait.
