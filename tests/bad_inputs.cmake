@@ -13,6 +13,12 @@ tpuemu_cli_test(bad.gen_matmul_beyond_64_bits 2 "matmul: the operands need more 
 tpuemu_cli_test(bad.gen_matmul_m_negative 2 "option '--m' is invalid: expected a whole number >= 1" gen matmul --m -1 --k 128 --n 128)
 tpuemu_cli_test(bad.gen_matmul_k_negative 2 "option '--k' is invalid: expected a whole number >= 1" gen matmul --m 8 --k -128 --n 128)
 tpuemu_cli_test(bad.gen_matmul_m_trailing 2 "the argument \\('8x'\\) for option '--m' is invalid" gen matmul --m 8x --k 128 --n 128)
+# --row-blocks (programs::MatmulSpec::row_blocks): what a shape or option needs, named.
+tpuemu_cli_test(bad.gen_matmul_row_blocks_two_column_blocks 2 "matmul: 2 row blocks need one column block \\(N at most 512 columns\\)" gen matmul --m 256 --k 128 --n 640 --row-blocks 2)
+tpuemu_cli_test(bad.gen_matmul_row_blocks_uneven 2 "M's 3 row tiles of 8 in 2 equal blocks" gen matmul --m 24 --k 128 --n 128 --row-blocks 2)
+tpuemu_cli_test(bad.gen_matmul_row_blocks_odd_bf16 2 "M's 4 row tiles of 8 in 4 equal blocks of an even number \\(bf16 C\\)" gen matmul --m 32 --k 128 --n 128 --out-dtype bf16 --row-blocks 4)
+tpuemu_cli_test(bad.gen_matmul_row_blocks_no_ring 2 "2 row blocks need the prefetch ring \\(double buffering\\)" gen matmul --m 256 --k 128 --n 128 --row-blocks 2 --no-double-buffer)
+tpuemu_cli_test(bad.gen_matmul_row_blocks_zero 2 "option '--row-blocks' is invalid: expected a whole number >= 1" gen matmul --m 256 --k 128 --n 128 --row-blocks 0)
 tpuemu_cli_test(bad.systolic_n_negative 2 "option '--n' is invalid: expected a whole number from 1 to 1024" systolic --n -8)
 tpuemu_cli_test(bad.collective_sizes_negative 2 "size '-1' is not a whole number of bytes like 65536, 64K or 1G" collective --sizes -1)
 tpuemu_cli_test(bad.collective_piece_negative 2 "size '-32' is not a whole number of bytes" collective --piece -32)
