@@ -111,7 +111,7 @@ void exec_VmatmulMsk(Core& c, const ExecOp& op) {
 void exec_VpopMrf(Core& c, const ExecOp& op) {
   std::unique_ptr<vpu::Vreg>& out = c.stage_vreg_buffer(op);
   unit(c, op).pop_into(out);
-  if (!c.options.compute_numerics) return;  // a timing-only result is +0, written just now
+  if (!c.options.compute_numerics) return;  // a timing-only result is discarded (Core::stage_vreg_buffer)
   // The result was usually written by a host thread on another core: start
   // fetching all of it now, so the op that reads it (a bundle or two later)
   // finds it in this core's cache. A hint only.

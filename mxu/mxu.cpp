@@ -105,7 +105,8 @@ std::optional<MxuFault> Mxu::push_weights(const vpu::Vreg& rows, bool transposed
   }
   const std::uint64_t start = std::max({cycle, weight_path_free_, latch_wave_end_});
   weight_path_free_ = start + timing_.push_cycles;
-  staged_.push_back(StagedPush{rows, transposed});
+  if (staged_count_++ == 0) staged_transposed_ = transposed;
+  if (compute_numerics && backend_ == nullptr) staged_.push_back(StagedPush{rows, transposed});
   if (backend_ != nullptr) backend_->push_weights(rows, cycle, start);
   return std::nullopt;
 }
@@ -114,8 +115,8 @@ void Mxu::latch() {
   // The last push holds K rows 0..7 (or columns 0..7 when transposed).
   active_k_ = 0;
   active_columns_ = 0;
-  const std::size_t n = staged_.size();
-  const bool transposed = n > 0 && staged_.front().transposed;
+  const std::size_t n = staged_count_;
+  const bool transposed = n > 0 && staged_transposed_;
   // Weights exist only where this unit computes (not timing-only, no backend).
   if (compute_numerics && backend_ == nullptr) {
     // A tile still held by a queued multiply is left to it.
@@ -142,6 +143,7 @@ void Mxu::latch() {
   }
   has_active_ = n > 0;
   staged_.clear();
+  staged_count_ = 0;
 }
 
 bool Mxu::defers_multiplies() const {
@@ -233,7 +235,7 @@ void Mxu::pop_into(vpu::Vreg& out) {
   if (backend_ != nullptr) {
     out = backend_->take_oldest();
   } else if (!r.slot) {
-    out = vpu::Vreg{};
+    if (compute_numerics) out = vpu::Vreg{};  // timing-only: the core discards results, nothing to write
   } else if (!r.slot->queued) {
     out = *r.slot->out;
     spare_slots_.push_back(std::move(r.slot));

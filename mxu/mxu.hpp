@@ -143,7 +143,7 @@ class Mxu {
 
   [[nodiscard]] std::size_t queued() const { return results_.size(); }
   [[nodiscard]] bool fifo_full() const { return results_.size() >= fifo_depth_; }
-  [[nodiscard]] std::uint32_t staged_pushes() const { return static_cast<std::uint32_t>(staged_.size()); }
+  [[nodiscard]] std::uint32_t staged_pushes() const { return staged_count_; }
   [[nodiscard]] std::uint32_t size() const { return size_; }
   [[nodiscard]] const MxuTiming& timing() const { return timing_; }
 
@@ -160,8 +160,9 @@ class Mxu {
   std::uint64_t busy_cycles = 0;
   std::uint64_t matmuls = 0;
 
-  // Timing-only mode: skip the arithmetic (results are zeros), keep protocol
-  // checks and timing identical.
+  // Timing-only mode: skip the arithmetic and keep no weights (pop leaves its
+  // destination as it is: the core discards timing-only results), keep
+  // protocol checks and timing identical.
   bool compute_numerics = true;
 
  private:
@@ -183,7 +184,11 @@ class Mxu {
   std::uint32_t fifo_depth_;
   MxuTiming timing_;
   KernelKind kernel_;
+  // The staged pushes' rows, kept only where the unit computes (compute_numerics, no backend);
+  // their count and the first's orientation always.
   std::vector<StagedPush> staged_;
+  std::uint32_t staged_count_ = 0;
+  bool staged_transposed_ = false;
   // Active weights, created at the first latch that computes; a latch writes
   // a tile no queued multiply still holds.
   SingleThreadRc<WeightTile> weights_;
