@@ -58,6 +58,19 @@ struct CorePlan {
   std::uint64_t m = 0, n = 0;  // the whole C
 };
 
+// Split rows (MatmulGen::split_rows): the parts (1, 2 or 4) a column block
+// of `tiles` tiles with `row_pairs` row pairs splits its rows into so that
+// every one of the chip's mxu.count MXUs multiplies: 2 or 4 when that many
+// copies of the block fill the MXUs and divide its row pairs, not
+// accumulating, and 32 vregs (part j's LHS in v(24 + 2j), v(25 + 2j)).
+std::uint64_t split_row_parts(std::uint64_t tiles, std::uint64_t row_pairs, bool accumulate, const ChipConfig& chip) {
+  if (accumulate || chip.vpu.vregs < 32 || tiles == 0) return 1;
+  for (const std::uint64_t parts : {2, 4}) {
+    if (parts * tiles == chip.mxu.count && row_pairs % parts == 0) return parts;
+  }
+  return 1;
+}
+
 class MatmulGen {
  public:
   MatmulGen(const MatmulSpec& spec, const ChipConfig& chip, const ChunkRing& ring = {}, const CorePlan& split = {})
@@ -409,7 +422,7 @@ class MatmulGen {
     if (!s_.double_buffer || chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return;
     const double block_bytes = static_cast<double>((16 * wfull_ + g_) * tile_bytes_);
     const double transfer = block_bytes / chip_.hbm.bandwidth;
-    // A block of half the MXUs runs half the row pairs' iterations (split_rows).
+    // A block of a half or a quarter of the MXUs runs that share of the row pairs' iterations (split_rows).
     const double compute = static_cast<double>(16 * g2_ / split_rows(wfull_)) / chip_.clock_hz;
     const double period = std::max(transfer, compute);
     compute_bound_ = compute >= transfer;
@@ -528,8 +541,9 @@ class MatmulGen {
   // cost 32 KT + 200 (a block's own pipeline fill and drain, weight pushes
   // and first k-block wait) was fitted to 120 shapes (M 512..16384, K 768..8192,
   // N 256 and 512, bf16 and f32 C, v5e and v5p split over both cores) run
-  // with R = 1, 2 and 4: this choice's time is within 3.2 % of the fastest of
-  // the three on every one of them (docs/workloads.md, "Row blocks").
+  // with R = 1, 2 and 4: this choice's time was within 3.1 % of the fastest of
+  // the three on every one of them; after split rows, on 30 N = 256 shapes,
+  // within 5.9 % (geomean 0.3 %) (docs/workloads.md, "Row blocks").
   std::uint64_t auto_row_blocks() const {
     if (chip_.hbm.bandwidth <= 0 || chip_.clock_hz <= 0) return 1;
     const double in_bytes = static_cast<double>(tile_bytes_) / 1024.0;
@@ -540,11 +554,9 @@ class MatmulGen {
     const double a = rows * k * in_bytes, b = k * n * in_bytes, c = rows * n * out_bytes;
     const double cycles_per_byte = chip_.clock_hz * static_cast<double>(split_.cores) / chip_.hbm.bandwidth;
     // A block of a half or a quarter of the MXUs splits its rows over all of them (split_rows).
-    double parts = 1;
-    if (!s_.accumulate && chip_.vpu.vregs >= 32 && (2 * nt_ == chip_.mxu.count || 4 * nt_ == chip_.mxu.count)) {
-      parts = static_cast<double>(chip_.mxu.count / nt_);
-    }
-    const double compute = static_cast<double>(kt_ * 16 * ceil_div(core_g_, 2)) / parts;
+    const std::uint64_t pairs = ceil_div(core_g_, 2);
+    const auto parts = static_cast<double>(split_row_parts(nt_, pairs, s_.accumulate, chip_));
+    const double compute = static_cast<double>(kt_ * 16 * pairs) / parts;
     const auto estimate = [&](double r) {
       const double blocks = compute + (r - 1) * static_cast<double>(32 * kt_ + 200);
       return std::max(blocks, (a + r * b + c) * cycles_per_byte) + c / r * cycles_per_byte;
@@ -560,16 +572,11 @@ class MatmulGen {
   // Split rows: a column block of w tiles where 2 w or 4 w == mxu.count
   // uses all the MXUs: MXU j w + m multiplies row pair t + j G2/parts of tile
   // m while MXU m multiplies t, so the block's row loop runs G2/parts
-  // iterations. Each element's K order is unchanged (the same bits). Not
-  // accumulating, not the collective matmul, G2 a multiple of the parts, 32
-  // vregs (part j's LHS in v(24 + 2j), v(25 + 2j)). Returns the parts (1, 2
-  // or 4).
+  // iterations. Each element's K order is unchanged (the same bits). Not in
+  // the collective matmul; the rest as split_row_parts says. Returns the
+  // parts (1, 2 or 4).
   std::uint64_t split_rows(std::uint64_t w) const {
-    if (chunked() || s_.accumulate || chip_.vpu.vregs < 32 || w == 0) return 1;
-    for (const std::uint64_t parts : {2, 4}) {
-      if (parts * w == chip_.mxu.count && g2_ % parts == 0) return parts;
-    }
-    return 1;
+    return chunked() ? 1 : split_row_parts(w, g2_, s_.accumulate, chip_);
   }
 
   // C's rows (512-byte units, as s2 counts them) of one row block.
@@ -1732,13 +1739,7 @@ CoreSplit matmul_core_split(const MatmulSpec& spec, const ChipConfig& chip) {
     std::uint64_t total = 0;
     for (std::uint64_t left = tiles_per_core; left > 0;) {
       const std::uint64_t block = std::min(left, w);
-      std::uint64_t parts = 1;
-      if (!spec.accumulate && chip.vpu.vregs >= 32) {
-        for (const std::uint64_t p : {2, 4}) {
-          if (p * block == w && pairs % p == 0) parts = p;
-        }
-      }
-      total += kt * (16 * pairs / parts + 16) + 272;
+      total += kt * (16 * pairs / split_row_parts(block, pairs, spec.accumulate, chip) + 16) + 272;
       left -= block;
     }
     return total;

@@ -624,8 +624,10 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     // the hops of the longest root-to-leaf path (shortest routes) replace
     // depth hops (on a line of 16, 15 links where the depth is 4).
     double path = depth;
-    if (!topology.switched() && !plan.axes.empty()) {
-      const std::vector<ChipId> members = collective_detail::collective_groups(plan, topology).front();
+    const bool torus = !topology.switched() && !plan.axes.empty();
+    const std::vector<ChipId> members =
+        torus ? collective_detail::collective_groups(plan, topology).front() : std::vector<ChipId>{};
+    if (torus) {
       path = longest_root_path(n, [&](std::size_t child, std::size_t parent) {
         return static_cast<double>(topology.hop_distance(members[child], members[parent]));
       });
@@ -636,9 +638,8 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     p.latency_seconds = 2 * (path * hop + depth * (tile / bw + 2 * hbm)) + 2 * tiles * hbm;
     p.bandwidth_seconds = 2 * v / bw;
     std::string links;
-    if (!topology.switched() && !plan.axes.empty()) {
+    if (torus) {
       // Edges whose routes share a link take turns on it.
-      const std::vector<ChipId> members = collective_detail::collective_groups(plan, topology).front();
       const double busiest = busiest_tree_link_bytes(n, members, topology, v / 2);
       if (busiest / bw > p.bandwidth_seconds) {
         p.bandwidth_seconds = busiest / bw;
