@@ -513,27 +513,40 @@ double longest_root_path(std::uint64_t n, const EdgeCost& edge_cost) {
   return longest;
 }
 
-// On a torus: the bytes the busiest link direction carries when every tree
-// edge moves V/2 each way (up, then down), along the network's
-// dimension-order routes (ici/routing/dimension_order.cpp).
-double busiest_tree_link_bytes(std::uint64_t n, const std::vector<ChipId>& members, const ici::Topology& topology,
-                               double half) {
+// On a torus: the bytes the busiest link direction carries in each phase
+// when every tree edge moves V/2 up and then V/2 down, along the network's
+// dimension-order routes (ici/routing/dimension_order.cpp). The phases are
+// apart in time (a rank's down loop starts after its up loop), so a link's
+// up and down bytes never share it.
+struct TreeLinkLoad {
+  double up = 0;    // the busiest link direction's bytes while tiles go up
+  double down = 0;  // and while they come down
+};
+TreeLinkLoad busiest_tree_link_bytes(std::uint64_t n, const std::vector<ChipId>& members, const ici::Topology& topology,
+                                     double half) {
   const ici::RoutingPolicy& routes = ici::routing_policy("dimension-order");
-  std::map<std::tuple<std::uint64_t, std::uint8_t, std::int8_t>, double> load;  // (chip, axis, direction) -> bytes
+  using LinkKey = std::tuple<std::uint64_t, std::uint8_t, std::int8_t>;  // (chip, axis, direction)
+  std::map<LinkKey, double> load[2];                                     // up, down
   for (int t = 0; t < 2; ++t) {
     const std::vector<TreeNode> tree = build_tree(n, t);
     for (std::uint64_t r = 0; r < n; ++r) {
       if (tree[r].parent < 0) continue;
       const ChipId child = members[r];
       const ChipId parent = members[static_cast<std::size_t>(tree[r].parent)];
-      for (const auto& [from, to] : {std::pair{child, parent}, std::pair{parent, child}}) {
-        for (const ici::Link& l : routes.route(topology, from, to)) load[{l.from.value(), l.axis, l.direction}] += half;
+      for (const ici::Link& l : routes.route(topology, child, parent)) {
+        load[0][{l.from.value(), l.axis, l.direction}] += half;
+      }
+      for (const ici::Link& l : routes.route(topology, parent, child)) {
+        load[1][{l.from.value(), l.axis, l.direction}] += half;
       }
     }
   }
-  double busiest = 0;
-  for (const auto& [link, bytes] : load) busiest = std::max(busiest, bytes);
-  return busiest;
+  auto busiest = [](const std::map<LinkKey, double>& phase) {
+    double most = 0;
+    for (const auto& [link, bytes] : phase) most = std::max(most, bytes);
+    return most;
+  };
+  return {busiest(load[0]), busiest(load[1])};
 }
 
 class TreeAlgorithm final : public CollectiveAlgorithm {
@@ -640,13 +653,13 @@ class TreeAlgorithm final : public CollectiveAlgorithm {
     std::string links;
     if (torus) {
       // Edges whose routes share a link take turns on it.
-      const double busiest = busiest_tree_link_bytes(n, members, topology, v / 2);
-      if (busiest / bw > p.bandwidth_seconds) {
-        p.bandwidth_seconds = busiest / bw;
+      const TreeLinkLoad busiest = busiest_tree_link_bytes(n, members, topology, v / 2);
+      if ((busiest.up + busiest.down) / bw > p.bandwidth_seconds) {
+        p.bandwidth_seconds = (busiest.up + busiest.down) / bw;
         links = fmt::format(
-            "; the bandwidth term is the busiest link direction's {:g} B / B (V/2 each way per tree "
-            "edge, dimension-order routes)",
-            busiest);
+            "; the bandwidth term is the busiest link direction's {:g} B up plus {:g} B down / B (V/2 each way per "
+            "tree edge, dimension-order routes)",
+            busiest.up, busiest.down);
       }
     }
     if (spans_nodes) {

@@ -30,7 +30,11 @@
 #  5. the ring family over both axes of fat-tree:2x8 (H100) within 15 % of its
 #     prediction at 1, 16 and 256 MiB (before its phases in a node were
 #     predicted at the NIC's rate: 0.20-0.38x); one-shot, two-shot and
-#     halving-doubling there too, and the tree from 16 MiB.
+#     halving-doubling there too, and the tree from 16 MiB;
+#  6. the tree on tori (v5e 16, 4x4, 8x16, v5p 4x4x4) within 15 % of its
+#     prediction at 64 MiB (its bandwidth term the busiest link direction's
+#     bytes going up plus those coming down: the phases are apart in time;
+#     with the two summed per link before 2026-12-06, 8x16 was 1.30x).
 # Usage: collective_auto.sh TPUEMU WORKDIR [AUTO_SIZES [auto-only]]
 #   AUTO_SIZES: the sizes of part 2 (default: every calibration size). CTest
 #   runs 1G, which costs more than all the rest, as the slow test
@@ -154,4 +158,18 @@ for set in "two-shot,one-shot,halving-doubling 1M,16M,256M 9" "tree 16M,256M 2";
   done
 done
 echo "fat-tree:2x8 direct, halving-doubling, tree: predictions within 15 %"
+fi
+
+# 6. The tree on tori: up, then down, each phase at its busiest link's rate.
+if [ -z "$only_auto" ]; then
+for pod in "v5e 16" "v5e 4x4" "v5e 8x16" "v5p 4x4x4"; do
+  read -r chip topology <<< "$pod"
+  "$tpuemu" collective --op all-reduce --chip "$chip" --topology "$topology" --algo tree --sizes 64M --no-data \
+    --json torus_tree.json > /dev/null
+  r=$(jq '.rows[0].measured_over_predicted' torus_tree.json)
+  echo "tree on $chip $topology at 64 MiB: measured/predicted $r"
+  awk -v r="$r" 'BEGIN { exit !(r >= 0.85 && r <= 1.15) }' ||
+    fail "tree on $chip $topology at 64 MiB: measured/predicted = $r"
+done
+echo "tree on tori: predictions within 15 %"
 fi
