@@ -1,11 +1,16 @@
 // MXU arithmetic speed (Google Benchmark): MACs per host second of the tile
 // kernels (mxu/matmul_kernel.hpp), portable and AVX2, on normal and denormal
 // inputs; and of four Mxu units fed like a generated matmul (results popped
-// 16 multiplies behind), with 1 and N host threads (common/host_pool.hpp).
+// 16 multiplies behind), with 1 and N host threads (common/host_pool.hpp);
+// and the host's price for handing a 4 KiB result from one core to another
+// (BM_handoff), what every deferred multiply pays on top of its arithmetic.
 //   build/bin/bench_mxu_kernel [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
+#include <array>
+#include <atomic>
 #include <bit>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <thread>
@@ -108,6 +113,64 @@ void units(benchmark::State& state, bool denormal) {
   set_host_threads(0);
 }
 
+// A 4 KiB vector result handed from the thread that writes it to the one
+// that reads it, as an MXU tile computed on a host worker reaches the core
+// that pops it: a ring of 32 buffers with a sequence word each; the writer
+// fills buffer i once the reader has released buffer i - 32, the reader waits
+// for it and copies it out. Arg 1: writer and reader are one thread (the
+// anchor: the same bytes written and copied, no other core involved); 2: the
+// writer is another thread, on another core where the host has one.
+void BM_handoff(benchmark::State& state) {
+  constexpr std::size_t kRing = 32;
+  constexpr std::size_t kFloats = sizeof(vpu::Vreg::words) / 4;
+  struct alignas(64) Buffer {
+    std::atomic<std::int64_t> sequence{-1};
+    alignas(64) std::array<float, kFloats> values{};
+  };
+  std::vector<Buffer> ring(kRing);
+  std::array<float, kFloats> out{};
+  const bool two_threads = state.range(0) == 2;
+  const auto fill = [](Buffer& b, std::int64_t i) { b.values.fill(static_cast<float>(i)); };
+  constexpr std::int64_t kPerIteration = 4096;
+  std::int64_t next = 0;
+  for (auto _ : state) {
+    const std::int64_t first = next;
+    next += kPerIteration;
+    if (!two_threads) {
+      for (std::int64_t i = first; i < next; ++i) {
+        Buffer& b = ring[static_cast<std::size_t>(i) % kRing];
+        fill(b, i);
+        std::memcpy(out.data(), b.values.data(), sizeof out);
+        benchmark::DoNotOptimize(out);
+      }
+      continue;
+    }
+    std::atomic<std::int64_t> released{first};
+    std::thread writer([&] {
+      for (std::int64_t i = first; i < next; ++i) {
+        Buffer& b = ring[static_cast<std::size_t>(i) % kRing];
+        while (i - released.load(std::memory_order_acquire) >= static_cast<std::int64_t>(kRing)) {
+        }
+        fill(b, i);
+        b.sequence.store(i, std::memory_order_release);
+      }
+    });
+    for (std::int64_t i = first; i < next; ++i) {
+      Buffer& b = ring[static_cast<std::size_t>(i) % kRing];
+      while (b.sequence.load(std::memory_order_acquire) != i) {
+      }
+      std::memcpy(out.data(), b.values.data(), sizeof out);
+      benchmark::DoNotOptimize(out);
+      released.store(i + 1, std::memory_order_release);
+    }
+    writer.join();
+  }
+  state.SetBytesProcessed(state.iterations() * kPerIteration * static_cast<std::int64_t>(sizeof out));
+  state.counters["ns_per_buffer"] =
+      benchmark::Counter(static_cast<double>(kPerIteration) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
 void BM_kernel_portable(benchmark::State& s) {
   kernel(s, KernelKind::kPortable, false);
 }
@@ -144,6 +207,8 @@ BENCHMARK(BM_kernel_avx512_denormal)->UseRealTime();
 // Arg: host threads (1 = the calling thread only).
 BENCHMARK(BM_units)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_units_denormal)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Arg: 1 = one thread writes and reads; 2 = a writer thread hands buffers to this one.
+BENCHMARK(BM_handoff)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
