@@ -697,12 +697,6 @@ CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::T
 
 namespace {
 
-// An axis without wraparound of 3 chips or more, where the book's ring terms
-// (a wrapped axis) do not hold.
-bool unwrapped_ring_axis(const ici::Topology& topology, std::size_t axis) {
-  return !topology.wraps(axis) && topology.length(axis) >= 3;
-}
-
 // The ring family over axes of which some lack wraparound (collectives.hpp,
 // the comment on CollectivePrediction): what the links carry, round by round as the generator
 // runs its streams (stream_shapes; a reduce phase of h hops takes h + 1
@@ -771,21 +765,30 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
   }
   std::string lengths;
   std::string unwrapped;
+  std::string folded;
+  const auto add = [](std::string& list, std::size_t a) {
+    list += std::string(list.empty() ? "" : ",") + ici::axis_name(a);
+  };
   for (std::size_t a : plan.axes) {
     const std::uint32_t l = topology.length(a);
     lengths += fmt::format("{}{} = {}{}", lengths.empty() ? "" : ", ", ici::axis_name(a), l,
                            topology.wraps(a) ? " wrapped" : "");
-    if (unwrapped_ring_axis(topology, a)) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
+    if (!topology.wraps(a) && l >= 2) add(unwrapped, a);
+    if (folded_ring_axis(topology, a)) add(folded, a);
   }
   const double waits = ring_family_load_waits(spec, plan, topology, chip);
   p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links) + waits * chip.hbm.latency_s;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format(
       "{} {}: link loads, sum over rounds of the busiest link direction's bytes / W_oneway + T_min x sum over "
-      "rounds of the longest hop's links; {} without wraparound: rings folded (hops of up to 2 links, a ring going "
-      "one way crosses each link direction once, rings going both ways twice); V = {} B, N = {}, W_oneway = {:g} "
-      "B/s (payload), T_min = {:g} s, {}",
-      spec.op, spec.algorithm, unwrapped, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s, lengths);
+      "rounds of the longest hop's links; {} without wraparound{}; V = {} B, N = {}, W_oneway = {:g} B/s (payload), "
+      "T_min = {:g} s, {}",
+      spec.op, spec.algorithm, unwrapped,
+      folded.empty() ? ": one link between neighbours, no wrap link"
+                     : fmt::format(": {} rings folded (hops of up to 2 links, a ring going one way crosses each link "
+                                   "direction once, rings going both ways twice)",
+                                   folded),
+      plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s, lengths);
   if (waits > 0) p.formula += fmt::format("; + {:g}*L_hbm (the reductions' loads, steps of one DMA)", waits);
   return p;
 }
@@ -796,8 +799,12 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
                                          const ici::Topology& topology, const ChipConfig& chip) {
   if (topology.switched()) return predict_switched(spec, plan, topology, chip);
   if (plan.op != Op::kAllToAll) {
+    // Any axis without wraparound, every axis of 2 chips included (it cannot
+    // wrap: ici/topology.cpp): its rings have no wrap link, and the two chips
+    // of a 2-axis one link each way, where the book's W = 2 x W_oneway per
+    // axis counts two (v5e 2x2's multi-axis all-gather took 1.48x that).
     for (std::size_t a : plan.axes) {
-      if (unwrapped_ring_axis(topology, a)) return predict_unwrapped_rings(spec, plan, topology, chip);
+      if (!topology.wraps(a) && topology.length(a) >= 2) return predict_unwrapped_rings(spec, plan, topology, chip);
     }
   }
   CollectivePrediction p;

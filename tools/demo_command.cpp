@@ -283,7 +283,7 @@ int pod_demo(const std::vector<std::string>& args) {
   }
   const programs::CollectivePrediction predicted = programs::predict_collective(gather, topology, chip);
   const double gather_seconds = static_cast<double>(gather_end) / chip.clock_hz;
-  fmt::print("\nall-gather  W ({} B): {} measured, {} predicted by the book ({}): measured/predicted = {:.3f}\n",
+  fmt::print("\nall-gather  W ({} B): {} measured, {} predicted ({}): measured/predicted = {:.3f}\n",
              gather.bytes, format_quantity(gather_seconds, Quantity::kTime),
              format_quantity(predicted.seconds, Quantity::kTime), predicted.formula,
              gather_seconds / predicted.seconds);
