@@ -283,10 +283,9 @@ int pod_demo(const std::vector<std::string>& args) {
   }
   const programs::CollectivePrediction predicted = programs::predict_collective(gather, topology, chip);
   const double gather_seconds = static_cast<double>(gather_end) / chip.clock_hz;
-  fmt::print("\nall-gather  W ({} B): {} measured, {} predicted ({}): measured/predicted = {:.3f}\n",
-             gather.bytes, format_quantity(gather_seconds, Quantity::kTime),
-             format_quantity(predicted.seconds, Quantity::kTime), predicted.formula,
-             gather_seconds / predicted.seconds);
+  fmt::print("\nall-gather  W ({} B): {} measured, {} predicted ({}): measured/predicted = {:.3f}\n", gather.bytes,
+             format_quantity(gather_seconds, Quantity::kTime), format_quantity(predicted.seconds, Quantity::kTime),
+             predicted.formula, gather_seconds / predicted.seconds);
   const Roofline roof =
       compute_roofline(chip, static_cast<double>(matmul_stats.mxu_flops), static_cast<double>(matmul_stats.vpu_flops),
                        static_cast<double>(matmul_stats.hbm_bytes), static_cast<double>(matmul_cycles) / chip.clock_hz);
