@@ -798,11 +798,12 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
                                    "direction once, rings going both ways twice)",
                                    folded),
       plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s, lengths);
-  if (waits > 0)
+  if (waits > 0) {
     p.formula += fmt::format(
         "; + {:g}*L_hbm (the reductions' HBM waits: per step where a step is one DMA, per phase where partial sums "
         "land in VMEM)",
         waits);
+  }
   return p;
 }
 
@@ -880,11 +881,12 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
   p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s (payload), T_min = {:g} s, {}", spec.op,
                           spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
                           lengths.empty() ? "no axis longer than 1" : lengths);
-  if (waits > 0)
+  if (waits > 0) {
     p.formula += fmt::format(
         "; + {:g}*L_hbm (the reductions' HBM waits: per step where a step is one DMA, per phase where partial sums "
         "land in VMEM)",
         waits);
+  }
   if (!unwrapped.empty()) {
     p.formula +=
         fmt::format("; {} without wraparound: predicted as if wrapped (the book: about twice as long)", unwrapped);
