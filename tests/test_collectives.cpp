@@ -831,6 +831,20 @@ TEST_CASE("collectives: direct algorithms on a torus are predicted no faster tha
   CHECK(node.bandwidth_seconds == Approx(7 * (v / 8) / h100.switched_egress()));
 }
 
+TEST_CASE("collectives: direct reductions on a torus wait 2 L_hbm per tile", "[collectives]") {
+  // v5p 4x4x4 over z (a wrapped ring of 4): one-shot reduce-scatter of 64
+  // KiB, one tile of 16 KiB; its farthest peer 2 links away. Measured 3.67
+  // us; predicted 2.60 without the tile's two HBM round trips.
+  const ChipConfig v5p = preset("v5p");
+  const ici::Topology t = topo("v5p", "4x4x4");
+  const CollectivePrediction p = predict_collective(spec("reduce-scatter", "one-shot", "f32", 1 << 16, {2}), t, v5p);
+  CHECK(p.latency_seconds == Approx(2e-6 + 2 * v5p.hbm.latency_s));
+  CHECK_THAT(p.formula, Contains("the reduction's 1 tiles x 2 L_hbm"));
+  // An all-gather reduces nothing.
+  const CollectivePrediction ag = predict_collective(spec("all-gather", "one-shot", "f32", 1 << 16, {2}), t, v5p);
+  CHECK(ag.latency_seconds == Approx(2e-6));
+}
+
 TEST_CASE("collectives: on a torus the tree's latency counts the links of its longest root-to-leaf path",
           "[collectives]") {
   // A line of 16 (v5p 1x16x1): the trees' edges join ranks 1, 2, 4 and 8
