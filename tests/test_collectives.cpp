@@ -775,11 +775,28 @@ TEST_CASE("collectives: reductions landing in VMEM in steps of several pieces wa
   const CollectiveSpec s = spec("reduce-scatter", "ring", "f32", 1 << 16, {0, 1, 2});
   const CollectivePrediction p = predict_collective(s, t, v5p);
   CHECK_THAT(p.formula, Contains("+ 4*L_hbm"));
-  // Three hops of 1 us (one link each), the waits, and 3 x 8 KiB per link direction.
-  CHECK(p.latency_seconds == Approx(3e-6 + 4 * v5p.hbm.latency_s));
+  // Three hops of 1 us (one link each), the waits, and each one-hop phase's
+  // reductions after all of its pieces arrived (3 x its chunk: 32, 16, 8 KiB).
+  CHECK(p.latency_seconds == Approx(3e-6 + 4 * v5p.hbm.latency_s + 3.0 * (56 << 10) / v5p.hbm.bandwidth).epsilon(1e-9));
   // The same where every step is one piece keeps two per phase: all-reduce of 8 KiB.
   const CollectivePrediction small = predict_collective(spec("all-reduce", "ring", "f32", 8 << 10, {0, 1, 2}), t, v5p);
   CHECK_THAT(small.formula, Contains("+ 6*L_hbm"));
+}
+
+TEST_CASE("collectives: a one-hop reduction whose pieces arrive together pays their loads and stores after",
+          "[collectives]") {
+  // v2 4x2 over y (2 chips): a reduce-scatter of 4 MiB sends its 2 MiB chunk
+  // as four 512 KiB pieces at once (too few to lead: choose_leads), so they
+  // arrive together after 37 us and are then each loaded twice and stored:
+  // 3 x 2 MiB at 300 GB/s after the transfer (measured 61.28 us, predicted
+  // 37.79 without this term).
+  const ChipConfig v2 = preset("v2");
+  const ici::Topology t = topo("v2", "4x2");
+  const CollectivePrediction p = predict_collective(spec("reduce-scatter", "ring", "f32", 4 << 20, {1}), t, v2);
+  CHECK(p.latency_seconds == Approx(1e-6 + 3.0 * (2 << 20) / v2.hbm.bandwidth).epsilon(1e-9));
+  // 128 MiB: enough pieces to lead, each reduced while the next ones are on the link.
+  const CollectivePrediction led = predict_collective(spec("reduce-scatter", "ring", "f32", 128 << 20, {1}), t, v2);
+  CHECK(led.latency_seconds == Approx(1e-6));
 }
 
 TEST_CASE("collectives: axes of 2 chips are predicted from their one link each way", "[collectives]") {
