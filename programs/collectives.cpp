@@ -2410,30 +2410,32 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip) {
 
 namespace {
 
-bool ring_family_lands_in_vmem(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {
+// What the generator decides for `spec` (`query` of it), for the
+// predictions; `refused` where it cannot generate the collective.
+template <class T, class Query>
+T ask_generator(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip, T refused,
+                const Query& query) {
   try {
-    return CollectiveGen(spec, topology, chip).lands_in_vmem();
+    return query(CollectiveGen(spec, topology, chip));
   } catch (const std::invalid_argument&) {
-    return false;
+    return refused;
   }
+}
+
+bool ring_family_lands_in_vmem(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip) {
+  return ask_generator(spec, topology, chip, false, [](const CollectiveGen& g) { return g.lands_in_vmem(); });
 }
 
 std::uint64_t ring_family_largest_piece(const CollectiveSpec& spec, const ici::Topology& topology,
                                         const ChipConfig& chip) {
-  try {
-    return CollectiveGen(spec, topology, chip).largest_piece_bytes();
-  } catch (const std::invalid_argument&) {
-    return 0;
-  }
+  return ask_generator(spec, topology, chip, std::uint64_t{0},
+                       [](const CollectiveGen& g) { return g.largest_piece_bytes(); });
 }
 
 std::uint64_t ring_family_unled_tail_bytes(const CollectiveSpec& spec, const ici::Topology& topology,
                                            const ChipConfig& chip) {
-  try {
-    return CollectiveGen(spec, topology, chip).unled_tail_bytes();
-  } catch (const std::invalid_argument&) {
-    return 0;
-  }
+  return ask_generator(spec, topology, chip, std::uint64_t{0},
+                       [](const CollectiveGen& g) { return g.unled_tail_bytes(); });
 }
 
 }  // namespace
