@@ -736,6 +736,18 @@ CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::T
 
 namespace {
 
+// An axis whose rings have no wrap link, every axis of 2 chips included (it
+// cannot wrap: ici/topology.cpp): the book's W = 2 x W_oneway per axis does
+// not hold there (a pair of chips has one link each way).
+bool unwrapped_ring_axis(const ici::Topology& topology, std::size_t axis) {
+  return !topology.wraps(axis) && topology.length(axis) >= 2;
+}
+
+// Appends an axis's name to a comma-separated list.
+void append_axis(std::string& list, std::size_t axis) {
+  list += std::string(list.empty() ? "" : ",") + ici::axis_name(axis);
+}
+
 // The ring family over axes of which some lack wraparound (collectives.hpp,
 // the comment on CollectivePrediction): what the links carry, round by round as the generator
 // runs its streams (stream_shapes; a reduce phase of h hops takes h + 1
@@ -805,15 +817,12 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
   std::string lengths;
   std::string unwrapped;
   std::string folded;
-  const auto add = [](std::string& list, std::size_t a) {
-    list += std::string(list.empty() ? "" : ",") + ici::axis_name(a);
-  };
   for (std::size_t a : plan.axes) {
     const std::uint32_t l = topology.length(a);
     lengths += fmt::format("{}{} = {}{}", lengths.empty() ? "" : ", ", ici::axis_name(a), l,
                            topology.wraps(a) ? " wrapped" : "");
-    if (!topology.wraps(a) && l >= 2) add(unwrapped, a);
-    if (folded_ring_axis(topology, a)) add(folded, a);
+    if (unwrapped_ring_axis(topology, a)) append_axis(unwrapped, a);
+    if (folded_ring_axis(topology, a)) append_axis(folded, a);
   }
   const double waits = ring_family_load_waits(spec, plan, topology, chip);
   const double tail = ring_family_tail_seconds(spec, plan, topology, chip);
@@ -839,12 +848,10 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
                                          const ici::Topology& topology, const ChipConfig& chip) {
   if (topology.switched()) return predict_switched(spec, plan, topology, chip);
   if (plan.op != Op::kAllToAll) {
-    // Any axis without wraparound, every axis of 2 chips included (it cannot
-    // wrap: ici/topology.cpp): its rings have no wrap link, and the two chips
-    // of a 2-axis one link each way, where the book's W = 2 x W_oneway per
-    // axis counts two (v5e 2x2's multi-axis all-gather took 1.48x that).
+    // From the link loads wherever an axis lacks wraparound (v5e 2x2's
+    // multi-axis all-gather took 1.48x the book's terms).
     for (std::size_t a : plan.axes) {
-      if (!topology.wraps(a) && topology.length(a) >= 2) return predict_unwrapped_rings(spec, plan, topology, chip);
+      if (unwrapped_ring_axis(topology, a)) return predict_unwrapped_rings(spec, plan, topology, chip);
     }
   }
   CollectivePrediction p;
@@ -871,7 +878,7 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
     }
     max_len = std::max(max_len, l);
     lengths += fmt::format("{}{} = {}", lengths.empty() ? "" : ", ", ici::axis_name(a), l);
-    if (!topology.wraps(a) && l > 2) unwrapped += std::string(unwrapped.empty() ? "" : ",") + ici::axis_name(a);
+    if (!topology.wraps(a) && l > 2) append_axis(unwrapped, a);
   }
   std::string bw;
   std::string lat = plan.op == Op::kAllToAll || plan.half_rings ? "T_min*sum(floor(L/2))" : "T_min*sum(L-1)";
