@@ -1071,8 +1071,8 @@ class MatmulGen {
   void nblock(std::uint64_t w, bool runtime_nb, std::uint64_t static_nb) {
     (void)runtime_nb;
     (void)static_nb;
-    halves_ = split_rows(w);
-    iters_ = g2_ / halves_;
+    row_parts_ = split_rows(w);
+    iters_ = g2_ / row_parts_;
     // The accumulator buffer in s17 is free once its previous output DMA (always
     // one of a full column block) landed; p8 says whether there is one.
     const std::uint64_t prior = g_ * wfull_ * c_gr_;
@@ -1416,7 +1416,7 @@ class MatmulGen {
                 {fmt::format("v{}", 28 + m)});
         }
       }
-      for (std::uint64_t m = 0; m < w * halves_; ++m) {  // split rows: MXU w + m holds tile m too
+      for (std::uint64_t m = 0; m < w * row_parts_; ++m) {  // split rows: MXU w + m holds tile m too
         w_.op(S::kMxu, fmt::format("%{} = vmatpush.msra.mxu{} %v{}", next_token(), m, 28 + m % w),
               {fmt::format("v{}", 28 + m % w)}, {fmt::format("mxu{}", m)});
       }
@@ -1504,7 +1504,7 @@ class MatmulGen {
       // multiplies within the slots (3 loads, 4 VALU, 4 MXU a bundle; parts 2 and 3 multiply two
       // bundles later, at 4 and 12, 8 cycles apart; their results are still ready for the pops D
       // iterations on where 16 D >= latency + 7: v5e, v5p and v4p's 264 cycles, D = 17).
-      for (std::uint64_t j = 1; j < halves_; ++j) {
+      for (std::uint64_t j = 1; j < row_parts_; ++j) {
         const std::uint64_t at = j * iters_ * pair_rows;
         const int lo = static_cast<int>(24 + 2 * j);
         if (bf16_) {
@@ -1521,11 +1521,11 @@ class MatmulGen {
         }
       }
       // The LHS pointer moves on after the last load of the row pair (split rows load until bundle 2).
-      b[halves_ > 1 ? 3 : 0].push_back(fmt::format("%s6 = sadd.s32 %s6, {}", pair_rows));
+      b[row_parts_ > 1 ? 3 : 0].push_back(fmt::format("%s6 = sadd.s32 %s6, {}", pair_rows));
       const std::string mnemonic =
           fmt::format("vmatmul{}.f32{}.gmra", masked ? ".msk" : "", latch ? ".vlgmr.msra" : "");
       const std::string mask_operand = masked ? "%vm0, " : "";
-      for (std::uint64_t m = 0; m < w * halves_; ++m) {
+      for (std::uint64_t m = 0; m < w * row_parts_; ++m) {
         const std::uint64_t j = m / w;  // the part of the rows MXU m multiplies
         const int lo = j == 0 ? 0 : static_cast<int>(24 + 2 * j);
         const std::size_t late = j >= 2 ? 2 : 0;  // bundles 4 and 12: 3 and 5 hold the pops (MXU slots)
@@ -1535,7 +1535,7 @@ class MatmulGen {
                                            lo + 1));
       }
     }
-    for (std::uint64_t m = 0; m < w * halves_; ++m) {
+    for (std::uint64_t m = 0; m < w * row_parts_; ++m) {
       b[3].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 2 + m, m));
       b[5].push_back(fmt::format("%v{} = vpop.f32.mrf.mxu{} (%p1)", 6 + m, m));
     }
@@ -1550,7 +1550,7 @@ class MatmulGen {
       const int load_bundle = g == 0 ? 4 : 6;
       const int add_bundle = g == 0 ? 6 : 8;
       const int store_bundle = g == 0 ? 7 : 11;
-      for (std::uint64_t m = 0; m < w * halves_; ++m) {
+      for (std::uint64_t m = 0; m < w * row_parts_; ++m) {
         // MXU m >= w: tile m % w of part j's row pair, j G2/parts iterations further on.
         const std::uint64_t j = m / w;
         const std::uint64_t half = j * iters_ * acc_stride;
@@ -1635,7 +1635,7 @@ class MatmulGen {
       // and whether the next iteration's pops are k-block 0's (s8 advanced in bundle 12).
       b[0].push_back("%s37 = scalar_select /*predicate=*/%p10, /*on_true=*/%s48, /*on_false=*/%s7");
       // Split rows: part j's load base s(60 + j), used from bundle 4 (parts 1, 2) or 5 (part 3) on.
-      for (std::uint64_t j = 1; j < halves_; ++j) {
+      for (std::uint64_t j = 1; j < row_parts_; ++j) {
         const std::string reg = fmt::format("s{}", 60 + j);
         const std::size_t add = j < 3 ? 1 : 3;
         b[add].push_back(fmt::format("%{} = sadd.s32 %s7, {}", reg, j * iters_ * acc_stride));
@@ -1667,8 +1667,8 @@ class MatmulGen {
   bool resident_ = false;          // A kept in VMEM across column blocks (plan_depth)
   std::uint64_t row_blocks_ = 1;   // row blocks R (choose_row_blocks); g_ is one block's row tiles
   std::uint64_t core_g_ = 0;       // row tiles of A and C this core computes (all its row blocks)
-  std::uint64_t halves_ = 1;       // the column block being emitted: its rows' parts (split_rows; 1: not split)
-  std::uint64_t iters_ = 0;        // its row loop's iterations per k-block: G2 / halves_
+  std::uint64_t row_parts_ = 1;    // the column block being emitted: its rows' parts (split_rows; 1: not split)
+  std::uint64_t iters_ = 0;        // its row loop's iterations per k-block: G2 / row_parts_
   bool compute_bound_ = false;     // a k-block computes for at least its transfer (plan_depth)
   std::uint64_t a_buf_bytes_ = 0, b_buf_bytes_ = 0, acc_bytes_ = 0;
   std::uint32_t token_ = 100;
