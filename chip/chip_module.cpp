@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <limits>
 #include <set>
 
 #include "chip/stop_request.hpp"
@@ -29,6 +30,24 @@ ChipModule::ChipModule(sc_core::sc_module_name name, const ChipConfig& chip, std
     sc_core::sc_spawn_options opts;
     sc_core::sc_spawn([this, i] { core_thread(i); }, sc_core::sc_gen_unique_name("core"), &opts);
   }
+  cores_running_ = cores.size();
+  // Cores sharing the HBM port start transfers out of time order (each up
+  // to a quantum ahead of SystemC time): the port serves what is known.
+  if (cores.size() > 1) install_horizon();
+}
+
+void ChipModule::expect_hbm_arrivals() {
+  hbm_arrivals_ = true;
+  install_horizon();
+}
+
+void ChipModule::install_horizon() {
+  const double clock_hz = chip_.clock_hz;
+  shared.hbm_port.set_horizon(0);  // bounded before the first start
+  shared.horizon = [this, clock_hz] {
+    if (!hbm_arrivals_ && cores_running_ <= 1) return std::numeric_limits<double>::infinity();
+    return sc_core::sc_time_stamp().to_seconds() * clock_hz;
+  };
 }
 
 void ChipModule::attach_tracer(Tracer& tracer, const std::string& process_name) {
@@ -91,6 +110,18 @@ void ChipModule::attach_mxu_backends(const MxuBackendFactory& factory) {
   }
 }
 
+void ChipModule::let_lower_cores_due_now_run(std::size_t index) {
+  // Cores of this chip due at the same time run in index order: the kernel's
+  // timed events do not say which of them comes first (the order would
+  // depend on the other chips' events, e.g. on how a pod is split over MPI
+  // ranks). A lower core due now runs in this delta.
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  while (std::any_of(due_ps_.begin(), due_ps_.begin() + static_cast<std::ptrdiff_t>(index),
+                     [now](std::uint64_t t) { return t == now; })) {
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+  }
+}
+
 void ChipModule::core_thread(std::size_t index) {
   Core& core = *cores[index];
   try {
@@ -138,15 +169,21 @@ void ChipModule::core_thread(std::size_t index) {
           due_ps_[index] = local.value();
           sc_core::wait(local - sc_core::sc_time_stamp());
           due_ps_[index] = kNotDue;
-          // Cores of this chip due at the same time run in index order: the
-          // kernel's timed events do not say which of them comes first (the
-          // order would depend on the other chips' events, e.g. on how a pod
-          // is split over MPI ranks). A lower core due now runs in this delta.
-          const std::uint64_t now = sc_core::sc_time_stamp().value();
-          while (std::any_of(due_ps_.begin(), due_ps_.begin() + static_cast<std::ptrdiff_t>(index),
-                             [now](std::uint64_t t) { return t == now; })) {
-            sc_core::wait(sc_core::SC_ZERO_TIME);
+          let_lower_cores_due_now_run(index);
+        } else if (status == Core::Status::kWaiting) {
+          // Every delivery before this core's time is known and the op still
+          // waits: until its deadline or a delivery to this core.
+          const sc_core::sc_time deadline = time_of_cycle(static_cast<double>(core.wait_deadline()), chip_.clock_hz);
+          if (deadline > sc_core::sc_time_stamp()) {
+            due_ps_[index] = deadline.value();
+            blocked[index] = true;
+            sc_core::wait(deadline - sc_core::sc_time_stamp(), wake_events_[index]);
+            blocked[index] = false;
+            due_ps_[index] = kNotDue;
           }
+          ++resumes;
+          core.resume_wait(sc_core::sc_time_stamp() >= deadline);
+          let_lower_cores_due_now_run(index);
         } else {
           sc_core::wait(sc_core::SC_ZERO_TIME);
         }
@@ -173,6 +210,7 @@ void ChipModule::core_thread(std::size_t index) {
     }
     if (shared.fabric != nullptr) sc_core::sc_stop();  // a pod stops at its first fault
   }
+  --cores_running_;
   // A finished core's thread never returns: SystemC removes a terminated
   // process by a scan of its process table, which would make a pod's ends
   // quadratic in its cores, and ASan loses track of the stacks after a

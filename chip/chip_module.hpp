@@ -1,8 +1,10 @@
 // The SystemC shell of one chip: a module per chip with one thread per
 // TensorCore. Each thread lets its plain-C++ core run ahead of SystemC time by
 // at most one quantum (temporal decoupling, TLM-2.0 quantum keeper style) and
-// then waits, so cores sharing the chip's HBM interleave their requests in
-// time order to within a quantum. No process wakes every cycle.
+// then waits. Cores sharing the chip's HBM port start transfers out of time
+// order: the port serves only up to SystemC time (ChipShared::horizon) and
+// orders what waits by (ready cycle, core), so cycles do not depend on the
+// quantum. No process wakes every cycle.
 #pragma once
 
 #define SC_INCLUDE_DYNAMIC_PROCESSES
@@ -52,6 +54,9 @@ class ChipModule : public sc_core::sc_module {
   void wake_core(std::size_t index) {
     if (blocked[index] && cores[index]->may_proceed()) wake_events_[index].notify();
   }
+  // Remote DMAs may write this chip's HBM (a pod whose programs send there):
+  // its HBM port serves only up to SystemC time (ChipShared::horizon).
+  void expect_hbm_arrivals();
   // Host-cost statistics: resumes of blocked cores, quantum synchronisations.
   std::uint64_t resumes = 0;
   std::uint64_t syncs = 0;
@@ -84,6 +89,13 @@ class ChipModule : public sc_core::sc_module {
   std::deque<sc_core::sc_event> wake_events_;
   // Per core: the SystemC time (ps) it waits for, kNotDue when it does not.
   static constexpr std::uint64_t kNotDue = UINT64_MAX;
+  // What ChipShared::horizon follows: arrivals expected, cores still running.
+  bool hbm_arrivals_ = false;
+  std::size_t cores_running_ = 0;
+  void install_horizon();
+  // After core `index` reached SystemC time by a timed wait: yields while a
+  // lower core of this chip is due at the same time.
+  void let_lower_cores_due_now_run(std::size_t index);
   std::vector<std::uint64_t> due_ps_;
   sc_core::sc_event finished_;  // never notified (core_thread)
 };

@@ -214,8 +214,13 @@ std::uint64_t Core::block(BlockReason reason) {
   return kBlockedCycle;
 }
 
+std::uint64_t Core::ready_unless_delivered_earlier(std::uint64_t cycle) {
+  delivery_may_precede_ = true;
+  return cycle;
+}
+
 bool Core::may_proceed() const {
-  if (blocked_op_ == nullptr) return true;
+  if (blocked_op_ == nullptr || waiting_timed_) return true;
   const BlockReason& r = block_reason_;
   if (r.kind == BlockReason::Kind::kDmaQueue) return dmas_in_flight() < chip.dma.max_in_flight;
   // An upper bound of what flag_satisfied_at can find: the flag plus every
@@ -243,6 +248,15 @@ void Core::wake() {
     now_ = last_delivery_cycle_;
   }
   blocked_op_ = nullptr;
+}
+
+void Core::resume_wait(bool deadline_reached) {
+  waiting_timed_ = false;
+  if (deadline_reached && wait_deadline_ > now_) {
+    stats_.stall_cycles[static_cast<std::size_t>(blocked_cause_)] += wait_deadline_ - now_;
+    now_ = wait_deadline_;
+  }
+  wake();
 }
 
 void Core::branch_to(std::uint32_t bundle_index) {
@@ -306,7 +320,7 @@ std::uint64_t Core::issue_dma(PendingDma dma) {
                        dma.kind == PendingDma::Kind::kHbmToHbm;
   const std::uint64_t total = dma.block_bytes * dma.blocks;
   const std::uint64_t hbm_passes = (src_hbm ? 1 : 0) + (dst_hbm ? 1 : 0);
-  if (hbm_passes > 0) dma.hbm_transfer = shared.hbm_port.start(start, total * hbm_passes);
+  if (hbm_passes > 0) dma.hbm_transfer = shared.hbm_port.start(start, total * hbm_passes, core_index);
   if (hbm_passes < 2) dma.vmem_transfer = vmem_port.start(start, total);
   dma.sequence = dma_sequence_++;
   dma.issue_cycle = now_;
@@ -403,16 +417,28 @@ void Core::apply_dmas_until(std::uint64_t cycle) {
   shared.hbm_port.advance_to(static_cast<double>(cycle));
   vmem_port.advance_to(static_cast<double>(cycle));
   // No pending DMA completes before dma_check_cycle_ (a lower bound of each
-  // one's complete_cycle, taken at the last scan): nothing lands yet.
-  if (cycle < dma_check_cycle_) return;
+  // one's complete_cycle, taken at the last scan) unless the HBM port's
+  // horizon moved since and a DMA waited for it: nothing lands yet.
+  const double horizon = shared.hbm_port.horizon();
+  if (cycle < dma_check_cycle_ && !(dma_check_gated_ && horizon != dma_check_horizon_)) return;
   std::vector<PendingDma>& landed = landed_scratch_;  // kept: no allocation per bundle
   landed.clear();
   std::uint64_t bound = UINT64_MAX;
+  // The port has served every chunk that starts before min(cycle, horizon),
+  // and cycle >= SystemC time >= a finite horizon: an HBM transfer not
+  // completed now completes only once the horizon moves.
+  const bool horizon_bound = std::isfinite(horizon) && horizon <= static_cast<double>(cycle);
+  bool gated = false;
   for (auto it = pending_dmas_.begin(); it != pending_dmas_.end();) {
     if (!it->resolved) {
       const bool hbm = !it->hbm_transfer || shared.hbm_port.completed_at(*it->hbm_transfer);
       const bool vmem = !it->vmem_transfer || vmem_port.completed_at(*it->vmem_transfer);
       if (hbm && vmem) resolve(*it);  // both known: reading them serves nothing more
+      if (!hbm && horizon_bound) {
+        gated = true;
+        ++it;
+        continue;
+      }
     }
     if (it->resolved && it->complete_cycle <= cycle) {
       landed.push_back(*it);
@@ -431,6 +457,8 @@ void Core::apply_dmas_until(std::uint64_t cycle) {
     ++it;
   }
   dma_check_cycle_ = bound;
+  dma_check_gated_ = gated;
+  dma_check_horizon_ = horizon;
   std::sort(landed.begin(), landed.end(), completes_before);
   for (const auto& d : landed) apply_dma(d);
 }
@@ -511,6 +539,7 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
     }
     const ExecBundle& bundle = program_->bundles[pc_];
     ready_estimated_ = false;
+    delivery_may_precede_ = false;
     // 1. When can this bundle issue?
     std::uint64_t issue = now_;
     StallCause cause = StallCause::kRegister;
@@ -547,6 +576,13 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
       }
     } catch (const ProgramFault& f) {
       throw LocatedFault(fmt::format("{}: {}", where(*current), f.what()));
+    }
+    if (delivery_may_precede_ && issue > now_) {
+      wait_deadline_ = issue;
+      waiting_timed_ = true;
+      blocked_cause_ = cause;
+      blocked_op_ = waiting;
+      return Status::kWaiting;
     }
     if (ready_estimated_) {
       // The issue cycle rests on an estimated DMA completion (arrivals not

@@ -56,12 +56,18 @@ struct ChipShared {
   // Set when the chip is part of a pod: its place in it and the network.
   PodIdentity identity;
   Fabric* fabric = nullptr;
-  // Set when remote DMAs may write this chip's HBM: SystemC time in cycles,
-  // before which every arrival is known (delivered). The HBM port serves
-  // only up to it, and a DMA completion beyond it is an estimate the cores
-  // act on only once SystemC time has reached it (README "ICI traffic and
-  // the HBM port"). Unset: nothing arrives, the port serves ahead freely.
+  // Set when HBM transfers may start behind a core's back (ChipModule): the
+  // cycle before which every transfer start is known, SystemC time while
+  // remote DMAs may write this chip's HBM or another core may still start
+  // one (each core runs up to a quantum ahead of SystemC time), +inf once
+  // neither can happen. The HBM port serves only up to it, and a DMA
+  // completion beyond it is an estimate the cores act on only once SystemC
+  // time has reached it (README "ICI traffic and the HBM port"). Unset:
+  // the port serves ahead freely.
   std::function<double()> horizon;
+  // The source key of transfers that arrive over the network (DmaPort::start):
+  // at the same ready time, after every core's.
+  static constexpr std::uint32_t kArrivalSource = UINT32_MAX;
 };
 
 // A DMA the core issued: when it completes, its bytes land and its flag is
@@ -122,13 +128,26 @@ class Core {
   // kBlocked: the next bundle waits for something only another chip can do
   // (a remote credit, a remote DMA leaving); run_until returns without
   // advancing time and the caller waits until a delivery, then calls wake().
-  enum class Status { kRunning, kHalted, kBlocked };
+  // kWaiting: the next bundle is ready at wait_deadline() by what this core
+  // knows (a local DMA's completion), but a delivery may make it ready
+  // earlier (a remote DMA leaving frees a queue slot, a remote credit
+  // reaches the flag first). run_until returns without advancing time; the
+  // caller lets SystemC time reach cycle(), calls run_until again (the
+  // deliveries up to then are known), and if it is still kWaiting waits
+  // until the deadline or a delivery, then calls resume_wait(). Stalling
+  // towards the deadline instead would see a delivery only at the next
+  // synchronisation: cycles would depend on the quantum.
+  enum class Status { kRunning, kHalted, kBlocked, kWaiting };
   // Issues bundles until the program ends or the next bundle would issue at
   // or after `cycle_limit`. Throws LocatedFault on a program fault.
   Status run_until(std::uint64_t cycle_limit);
   // After a delivery to a blocked core: local time moves up to the latest
   // delivery (charged as a stall to what the core waited for).
   void wake();
+  [[nodiscard]] std::uint64_t wait_deadline() const { return wait_deadline_; }
+  // After kWaiting: local time moves to the deadline if SystemC time reached
+  // it (`deadline_reached`), else as wake() does.
+  void resume_wait(bool deadline_reached);
   // Tracing (chip/trace.hpp): events of this core go to `tracer` as process
   // shared.chip_id; null = off (one pointer check per bundle).
   void attach_tracer(Tracer* tracer);
@@ -272,6 +291,12 @@ class Core {
     std::int32_t want = 0;
   };
   std::uint64_t block(BlockReason reason);
+  // Readiness functions return this when the op is ready at `cycle` (> now)
+  // by what this core knows, and a delivery may make it ready earlier
+  // (run_until then returns kWaiting).
+  std::uint64_t ready_unless_delivered_earlier(std::uint64_t cycle);
+  [[nodiscard]] bool in_pod() const { return shared.fabric != nullptr; }
+  [[nodiscard]] bool remote_dmas_in_flight() const { return remote_in_flight_ > 0; }
   [[nodiscard]] std::uint64_t earliest_dma_completion();
   // Starts a DMA issued now on the ports; its completion is known once the
   // ports have served it (resolve). Returns its issue sequence number.
@@ -321,6 +346,10 @@ class Core {
   // Set by a readiness check whose answer rests on an estimated DMA
   // completion (ChipShared::horizon): the bundle waits for SystemC time.
   bool ready_estimated_ = false;
+  // Set by ready_unless_delivered_earlier: the issue cycle is a deadline.
+  bool delivery_may_precede_ = false;
+  std::uint64_t wait_deadline_ = 0;
+  bool waiting_timed_ = false;  // between kWaiting and resume_wait
 
   // Scoreboard: cycle at which each register becomes readable, and which op wrote it.
   std::array<std::vector<std::uint64_t>, 4> reg_ready_;
@@ -349,8 +378,12 @@ class Core {
   StagedStore& next_staged_store(std::uint64_t address, std::uint64_t bytes);
   std::vector<const ExecOp*> issued_;
 
-  std::vector<PendingDma> pending_dmas_;     // issue order
-  std::uint64_t dma_check_cycle_ = 0;        // apply_dmas_until: nothing lands before it
+  std::vector<PendingDma> pending_dmas_;  // issue order
+  std::uint64_t dma_check_cycle_ = 0;     // apply_dmas_until: nothing lands before it
+  // apply_dmas_until: some DMA waits for the HBM port's horizon to move past
+  // the value it had at the last scan (nothing about it changes before).
+  bool dma_check_gated_ = false;
+  double dma_check_horizon_ = 0;
   std::vector<PendingDma> landed_scratch_;   // apply_dmas_until's work list
   std::vector<PendingDma*> credit_scratch_;  // flag_satisfied_at's work list
   std::uint64_t dma_sequence_ = 0;

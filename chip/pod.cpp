@@ -114,10 +114,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
       }
       shared.identity.chip_count = t.chip_count();
       shared.fabric = this;
-      if (share && writes_remote_hbm) {
-        const double clock_hz = request.chip.clock_hz;
-        shared.horizon = [clock_hz] { return sc_core::sc_time_stamp().to_seconds() * clock_hz; };
-      }
+      if (share && writes_remote_hbm) chips.back()->expect_hbm_arrivals();
     }
     attach_in_network();
     if (request.tracer != nullptr) attach_tracer(*request.tracer);
@@ -384,7 +381,8 @@ class PodModule : public sc_core::sc_module, public Fabric {
       if (!data.empty()) dst_chip.shared.hbm.write(address, data);
       if (request_.chip.dma.remote_traffic != 0) {
         dst_chip.shared.hbm_port.set_horizon(time);
-        dst_chip.shared.hbm_port.start_untracked(time, bytes);  // written into HBM: see deliver
+        dst_chip.shared.hbm_port.start_untracked(time, bytes,
+                                                 ChipShared::kArrivalSource);  // written into HBM: see deliver
       }
       Core& dst = *dst_chip.cores[0];
       if (dst.profile != nullptr) {
@@ -420,7 +418,7 @@ class PodModule : public sc_core::sc_module, public Fabric {
     // what lands in VMEM does not touch the port.
     if (m.dst_space == RemoteSend::Space::kHbm && request_.chip.dma.remote_traffic != 0) {
       dst_chip.shared.hbm_port.set_horizon(c.time);  // every arrival before it is known
-      dst_chip.shared.hbm_port.start_untracked(c.time, m.bytes);
+      dst_chip.shared.hbm_port.start_untracked(c.time, m.bytes, ChipShared::kArrivalSource);
     }
     if (!m.payload.empty()) {
       if (m.dst_space == RemoteSend::Space::kHbm) {

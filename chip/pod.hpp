@@ -4,12 +4,18 @@
 //
 // Time: each core runs ahead of SystemC time by at most a quantum (capped at
 // one hop latency) and blocks (Core::kBlocked) only on what another chip must
-// do. Sends enter the network at the sender's local time, which is never
-// behind SystemC time, so the network sees them in time order; deliveries
-// (flag credits, data) happen at their SystemC time, never ahead of the
-// receiver's local time, and wake a blocked receiver. Only a racy program
-// (reading data before the sync flag that guards it says it has arrived) can
-// see a result that depends on the quantum.
+// do. A core whose next bundle waits for a local DMA while a delivery could
+// make it ready sooner (Core::kWaiting: a remote DMA leaving frees a queue
+// slot, a remote credit reaches the flag first) lets SystemC time reach its
+// own, then waits until the local DMA's cycle or a delivery, whichever comes
+// first: it never stalls past a delivery, so cycles do not depend on the
+// quantum (nor do the turns of a chip's cores on its HBM port:
+// chip/chip_module.hpp). Sends enter the network at the sender's local
+// time, which is never behind SystemC time, so the network sees them in time
+// order; deliveries (flag credits, data) happen at their SystemC time, never
+// ahead of the receiver's local time, and wake a blocked receiver. Only a
+// racy program (reading data before the sync flag that guards it says it has
+// arrived) can see a result that depends on the quantum.
 #pragma once
 
 #include <cstdint>

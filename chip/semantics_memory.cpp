@@ -308,7 +308,7 @@ void remote_dma(Core& core, const ExecOp& op, bool src_vmem, bool dst_vmem) {
   // send's start, as a local DMA's would (the send itself is not held back:
   // the port outruns a link; README "HBM port").
   if (!src_vmem && core.chip.dma.remote_traffic != 0) {
-    core.shared.hbm_port.start_untracked(static_cast<double>(m.start_cycle), m.bytes);
+    core.shared.hbm_port.start_untracked(static_cast<double>(m.start_cycle), m.bytes, core.core_index);
   }
   core.note_remote_issued(m.bytes);
   fabric.send(std::move(m));
@@ -378,7 +378,8 @@ void nvls_dma(Core& core, const ExecOp& op, bool reduce) {
   m.source_bundle = op.bundle;
   core.profile_access(MemoryProfile::Space::kHbm, src, m.bytes, core.now(), false);
   if (core.chip.dma.remote_traffic != 0) {
-    core.shared.hbm_port.start_untracked(static_cast<double>(m.start_cycle), m.bytes);  // read from HBM, as above
+    core.shared.hbm_port.start_untracked(static_cast<double>(m.start_cycle), m.bytes,
+                                         core.core_index);  // read from HBM, as above
   }
   core.note_remote_issued(m.bytes);
   fabric.send(std::move(m));
@@ -415,9 +416,11 @@ std::uint64_t ready_dma_done_wait(Core& c, const ExecOp& op) {
   const auto want = static_cast<std::int32_t>(c.scalar_operand(op, 1));
   c.set_stall_cause(StallCause::kSyncFlag);
   const auto at = c.flag_satisfied_at(f, want);
-  if (!at && c.shared.fabric != nullptr) {
+  if (!at && c.in_pod()) {
     return c.block({Core::BlockReason::Kind::kSyncFlag, f, want});
   }
+  // A remote credit not delivered yet may reach the flag before the local DMA does.
+  if (at && *at > c.now() && c.in_pod()) return c.ready_unless_delivered_earlier(*at);
   if (!at) {
     throw ProgramFault(
         fmt::format("deadlock: waits for sync flag {} to reach {}; it holds {} and no DMA in flight adds to it", f,
@@ -430,7 +433,11 @@ std::uint64_t ready_dma_issue(Core& c, const ExecOp&) {
   c.set_stall_cause(StallCause::kDmaQueue);
   if (c.dmas_in_flight() < c.chip.dma.max_in_flight) return c.now();
   // Full: a local DMA's completion is known; a remote one's only when the network sends it.
-  if (c.local_dmas_in_flight() > 0) return c.earliest_dma_completion();
+  if (c.local_dmas_in_flight() > 0) {
+    const std::uint64_t local = c.earliest_dma_completion();
+    if (local > c.now() && c.remote_dmas_in_flight()) return c.ready_unless_delivered_earlier(local);
+    return local;
+  }
   return c.block({Core::BlockReason::Kind::kDmaQueue, 0, 0});
 }
 

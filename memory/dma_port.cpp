@@ -9,7 +9,7 @@ namespace tpuemu::memory {
 DmaPort::DmaPort(double bytes_per_cycle, double latency_cycles, std::uint64_t chunk_bytes)
     : bytes_per_cycle_(bytes_per_cycle), latency_(latency_cycles), chunk_(chunk_bytes) {}
 
-DmaPort::TransferId DmaPort::start(double ready, std::uint64_t bytes) {
+DmaPort::TransferId DmaPort::start(double ready, std::uint64_t bytes, std::uint32_t source) {
   advance_to(ready);
   const TransferId id = next_id_++;
   done_.push_back(std::numeric_limits<double>::quiet_NaN());
@@ -18,15 +18,17 @@ DmaPort::TransferId DmaPort::start(double ready, std::uint64_t bytes) {
     return id;
   }
   bytes_ += bytes;
-  if (ready <= horizon_ && (deferred_.empty() || deferred_.front().ready > ready)) {
-    active_.push_back({id, ready, bytes});  // served up to `ready`: its place now
+  const Active transfer{id, ready, bytes, source};
+  const auto joins_before = [](const Active& a, const Active& b) {
+    return a.ready < b.ready || (a.ready == b.ready && a.source < b.source);
+  };
+  if (ready <= horizon_ && (deferred_.empty() || joins_before(transfer, deferred_.front()))) {
+    active_.push_back(transfer);  // served up to `ready`: its place now
     return id;
   }
   // Served only up to the horizon, or behind transfers waiting to join: it
-  // joins in ready order (after those with the same ready time).
-  auto at = std::upper_bound(deferred_.begin(), deferred_.end(), ready,
-                             [](double r, const Active& a) { return r < a.ready; });
-  deferred_.insert(at, {id, ready, bytes});
+  // joins in (ready, source) order, after those with the same key.
+  deferred_.insert(std::upper_bound(deferred_.begin(), deferred_.end(), transfer, joins_before), transfer);
   return id;
 }
 

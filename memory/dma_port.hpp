@@ -23,12 +23,16 @@ class DmaPort {
   DmaPort(double bytes_per_cycle, double latency_cycles, std::uint64_t chunk_bytes);
 
   // A transfer of `bytes` that may start at `ready`. Chunks of earlier
-  // transfers that start before `ready` are served first.
-  TransferId start(double ready, std::uint64_t bytes);
+  // transfers that start before `ready` are served first. `source` (e.g. the
+  // issuing core) orders transfers with the same ready time that wait for
+  // the horizon (set_horizon): lower first, whichever was started first.
+  TransferId start(double ready, std::uint64_t bytes, std::uint32_t source = 0);
   // A transfer whose completion nobody asks for (remote DMA traffic through
   // the port: what a send reads, what an arrival writes): it takes its turns
   // like any other, and the port keeps no record of it.
-  void start_untracked(double ready, std::uint64_t bytes) { forget(start(ready, bytes)); }
+  void start_untracked(double ready, std::uint64_t bytes, std::uint32_t source = 0) {
+    forget(start(ready, bytes, source));
+  }
   // Serves every chunk that starts before `cycle`.
   void advance_to(double cycle);
   // When the transfer's last byte is delivered, serving as far as needed.
@@ -42,7 +46,8 @@ class DmaPort {
   // than what was served wait too and join the rotation in ready order (ties:
   // the one started first) once service reaches them, as they would have if
   // they had been started then; so the order of service is that of the
-  // ready times, whenever start() was called. completion() ignores it.
+  // ready times (ties: by source), whenever start() was called. completion()
+  // ignores it.
   void set_horizon(double cycle) {
     horizon_ = bounded_ ? std::max(horizon_, cycle) : cycle;
     bounded_ = true;
@@ -74,6 +79,7 @@ class DmaPort {
     TransferId id;
     double ready;
     std::uint64_t remaining;
+    std::uint32_t source;
   };
   // Serves one chunk; false if nothing is active.
   bool serve_one();
@@ -90,7 +96,7 @@ class DmaPort {
   std::uint64_t chunk_;
   double time_ = 0;              // the port is busy until here
   std::deque<Active> active_;    // round-robin order
-  std::deque<Active> deferred_;  // started beyond what was served: by ready time, then start order
+  std::deque<Active> deferred_;  // started beyond what was served: by ready time, source, start order
   double horizon_ = std::numeric_limits<double>::infinity();
   bool bounded_ = false;  // set_horizon was called
   // Completion time by id - first_id_: NaN while in service, -inf once forgotten

@@ -322,3 +322,81 @@ TEST_CASE("pod: with dma.remote_traffic 0 remote DMA bytes pass beside the HBM p
   REQUIRE(r.chips.size() == 7);
   for (std::size_t c = 1; c < 7; ++c) CHECK(r.chips[c].cycles == r.chips[0].cycles);
 }
+
+namespace {
+// Two v5e chips on a line; `program` runs on both with the default quantum
+// (1000 cycles, under the 1500-cycle hop).
+chip::PodResult run_pair(const std::string& text, std::uint32_t dma_queue = 0) {
+  const isa::Program program = isa::assemble(text, "pair.llo");
+  chip::PodRequest request;
+  request.chip = test::preset("v5e");
+  if (dma_queue != 0) request.chip.dma.max_in_flight = dma_queue;
+  request.topology = ici::make_topology({"2", std::vector<bool>{false}, false}, request.chip);
+  request.program = &program;
+  request.options.compute_numerics = false;
+  REQUIRE(request.quantum_cycles == 1000);
+  return chip::run_pod(request);
+}
+const char* const kPairPrologue =
+    R"(#allocation0 [shape = 'u8[1048576]', space=vmem, size = 0x100000, tag = 'buffer']
+#allocation1 [shape = 's32[3]{0}', space=sflag, size = 0xc, tag = 'flags']
+{ %s0 = inlined_call_operand.hbm [shape: f32[262144], index: 0, kind: input, shape index: {}] ;; %s1 = inlined_call_operand.hbm [shape: f32[1024], index: 1, kind: output, shape index: {}] }
+{ %s2 = sid.chip ;; %s3 = sshll.u32 %s0, 4 }
+{ %s5 = smov [#allocation0] ;; %p0 = scmp.eq.s32.totalorder %s2, 0 }
+{ %s5 = sshll.u32 %s5, 4 ;; %p1 = scmp.eq.s32.totalorder %s2, 1 }
+)";
+// A one-granule (32 B) flag message over one v5e hop, in cycles.
+const double kV5eGranuleHopCycles = 32.0 / kV5eBytesPerCycle + kV5eHopCycles;
+}  // namespace
+
+TEST_CASE("pod: a remote credit that comes before the local DMA a wait also counts on ends the wait at its arrival",
+          "[pod][quantum]") {
+  // Chip 1 signals chip 0 from cycle 4 (message starts at 5). Chip 0 loads 1
+  // MiB into the same flag (done after ~2680 cycles) and waits for the flag
+  // to reach 1: the signal arriving at 5 + 1501.1 ends the wait at cycle
+  // 1507, and chip 0 signals back at once (bundle 7, message from 1509):
+  // chip 1's wait issues at ceil(1509 + 1501.1) = 3011, its end 3012. A core
+  // that stalled towards the DMA's completion would see the signal only at
+  // its next synchronisation, a quantum later, and answer ~1000 cycles late.
+  const chip::PodResult r = run_pair(std::string(kPairPrologue) + R"(
+{ %2 = vsyncadd.remote (%p1), /*chip=*/0, /*core=*/0, /*flag=*/[#allocation1], /*value=*/1 }
+{ %3 = dma.hbm_to_vmem [thread:$0] (%p0), /*hbm=*/%s3, /*size_in_granules=*/32768, /*vmem=*/%s5, /*dst_syncflagno=*/[#allocation1] }
+{ %4 = dma.done.wait (%p0) [#allocation1], 1 }
+{ %5 = vsyncadd.remote (%p0), /*chip=*/1, /*core=*/0, /*flag=*/[#allocation1], /*value=*/1 }
+{ %6 = dma.done.wait (%p0) [#allocation1], 32769 }
+{ %7 = dma.done.wait (%p1) [#allocation1], 1 }
+)");
+  REQUIRE_FALSE(r.fault.has_value());
+  const auto first_arrival = static_cast<std::uint64_t>(std::ceil(5 + kV5eGranuleHopCycles));
+  REQUIRE(first_arrival == 1507);
+  const auto answer_arrival = static_cast<std::uint64_t>(std::ceil(first_arrival + 2 + kV5eGranuleHopCycles));
+  CHECK(r.chips[1].cycles == answer_arrival + 1);
+  CHECK(r.chips[0].cycles > 2600);  // the 1 MiB load did take longer than the signal
+}
+
+TEST_CASE("pod: a DMA waiting for a queue slot issues when a remote DMA leaves, before a local one completes",
+          "[pod][quantum]") {
+  // dma.max_in_flight 2: chip 0 sends 4 KiB to chip 1 (bundle 4, on the
+  // link after the DMA issue latency), starts a 1 MiB load (bundle 5, ~2680
+  // cycles), and its next load (bundle 6) waits for a slot: the remote DMA
+  // leaves first, after its 4096 B at the link's rate, and the load issues at
+  // the first cycle after, ~2500 cycles before the local load would free
+  // one. A core that stalled towards the local load's completion would see
+  // the slot only at its next synchronisation, up to a quantum later (a
+  // stall of ~800 cycles).
+  const chip::PodResult r = run_pair(std::string(kPairPrologue) + R"(
+{ %2 = dma.remote.vmem_to_vmem [thread:$0] (%p0), /*src=*/%s5, /*size_in_granules=*/128, /*chip=*/1, /*core=*/0, /*dst=*/%s5, /*src_syncflagno=*/[#allocation1 + $0x1], /*dst_syncflagno=*/[#allocation1 + $0x2] }
+{ %3 = dma.hbm_to_vmem [thread:$0] (%p0), /*hbm=*/%s3, /*size_in_granules=*/32768, /*vmem=*/%s5, /*dst_syncflagno=*/[#allocation1] }
+{ %4 = dma.hbm_to_vmem [thread:$0] (%p0), /*hbm=*/%s3, /*size_in_granules=*/1, /*vmem=*/%s5, /*dst_syncflagno=*/[#allocation1] }
+{ %5 = dma.done.wait (%p0) [#allocation1], 32769 }
+{ %6 = dma.done.wait (%p0) [#allocation1 + $0x1], 128 }
+{ %8 = dma.done.wait (%p1) [#allocation1 + $0x2], 128 }
+)",
+                                     2);
+  REQUIRE_FALSE(r.fault.has_value());
+  const std::uint64_t queue_stall =
+      r.chips[0].cores[0].stall_cycles[static_cast<std::size_t>(chip::StallCause::kDmaQueue)];
+  const auto dma_issue = static_cast<double>(test::preset("v5e").latency(LatencyClass::kDmaIssue).value());
+  const double sent = 4 + dma_issue + 4096 / kV5eBytesPerCycle;
+  CHECK(queue_stall == static_cast<std::uint64_t>(std::ceil(sent)) - 6);
+}
