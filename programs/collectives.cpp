@@ -546,6 +546,12 @@ bool ring_family_steps_are_one_piece(const CollectiveSpec& spec, const Collectiv
 bool ring_family_lands_in_vmem(const CollectiveSpec& spec, const ici::Topology& topology, const ChipConfig& chip);
 std::uint64_t ring_family_unled_tail_bytes(const CollectiveSpec& spec, const ici::Topology& topology,
                                            const ChipConfig& chip);
+// CollectiveGen::round_piece_bytes for `spec`'s program; empty if it does not generate.
+std::vector<std::uint64_t> ring_family_round_piece_bytes(const CollectiveSpec& spec, const ici::Topology& topology,
+                                                         const ChipConfig& chip);
+// CollectiveGen::pipelined_hop_seconds for `spec`'s program; -1 if it does not generate.
+double ring_family_pipelined_hop_seconds(const CollectiveSpec& spec, const ici::Topology& topology,
+                                         const ChipConfig& chip);
 
 // The reductions' tail where a one-hop reduce phase's pieces all arrive at
 // the end of its step 0 (ring_family_unled_tail_bytes at the HBM bandwidth):
@@ -789,6 +795,14 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
   std::size_t rounds = 0;
   for (const auto& s : sends) rounds = std::max(rounds, s.size());
   std::uint64_t links = 0;
+  // Pipelining (as CollectiveGen::pipelined_hop_seconds): in a round whose
+  // busiest link carries more than its first piece, that link is busy with
+  // the later pieces while the first crosses the round's longest hop; each
+  // round that forwards its pieces in the next (the same phase) pays T_min
+  // per link less that time, each stream's first piece sharing the busiest
+  // link with the others'.
+  const std::vector<std::uint64_t> round_pieces = ring_family_round_piece_bytes(spec, topology, chip);
+  double hidden = 0;
   for (std::size_t u = 0; u < rounds; ++u) {
     // Bytes per link direction: [axis][link][0 +, 1 -].
     std::vector<std::vector<std::array<double, 2>>> bytes(ici::kMaxAxes);
@@ -813,6 +827,20 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
     }
     p.bandwidth_seconds += busiest / w_one;
     links += longest;
+    // Only where every stream sending now sends the next step of the same
+    // phase in the next round (a phase's last step pays its whole latency).
+    bool forwards = longest > 0 && u < round_pieces.size();
+    std::size_t sharing = 0;  // streams sending in this round
+    for (std::size_t k = 0; k < streams.size() && forwards; ++k) {
+      if (u >= sends[k].size() || sends[k][u] < 0) continue;
+      ++sharing;
+      forwards = u + 1 < sends[k].size() && sends[k][u + 1] == sends[k][u];
+    }
+    if (forwards) {
+      // Each stream's first piece shares the busiest link with the others'.
+      const double first = std::min(busiest, static_cast<double>(sharing * round_pieces[u]));
+      hidden += std::min(chip.ici.hop_latency_s * longest, (busiest - first) / w_one);
+    }
   }
   std::string lengths;
   std::string unwrapped;
@@ -826,13 +854,18 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
   }
   const double waits = ring_family_load_waits(spec, plan, topology, chip);
   const double tail = ring_family_tail_seconds(spec, plan, topology, chip);
-  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links) + waits * chip.hbm.latency_s + tail;
+  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(links) - hidden + waits * chip.hbm.latency_s + tail;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format(
       "{} {}: link loads, sum over rounds of the busiest link direction's bytes / W_oneway + T_min x sum over "
-      "rounds of the longest hop's links; {} without wraparound{}; V = {} B, N = {}, W_oneway = {:g} B/s (payload), "
-      "T_min = {:g} s, {}",
-      spec.op, spec.algorithm, unwrapped,
+      "rounds of the longest hop's links{}; {} without wraparound{}; V = {} B, N = {}, W_oneway = {:g} B/s "
+      "(payload), T_min = {:g} s, {}",
+      spec.op, spec.algorithm,
+      hidden > 0 ? fmt::format(" less what a round's later pieces keep its busiest link busy while its first crosses "
+                               "(each round but a phase's last; {:g} s hidden)",
+                               hidden)
+                 : "",
+      unwrapped,
       folded.empty() ? ": one link between neighbours, no wrap link"
                      : fmt::format(": {} rings folded (hops of up to 2 links, a ring going one way crosses each link "
                                    "direction once, rings going both ways twice)",
@@ -910,7 +943,18 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
   if (plan.axes.empty()) p.bandwidth_seconds = 0;
   const double waits = plan.op == Op::kAllToAll ? 0 : ring_family_load_waits(spec, plan, topology, chip);
   const double tail = ring_family_tail_seconds(spec, plan, topology, chip);
-  p.latency_seconds = chip.ici.hop_latency_s * static_cast<double>(hops) + waits * chip.hbm.latency_s + tail;
+  const double book_hops = chip.ici.hop_latency_s * static_cast<double>(hops);
+  // Steps of several pieces hide part of their hops' latency (CollectiveGen::pipelined_hop_seconds).
+  const double pipelined =
+      plan.op == Op::kAllToAll || plan.axes.empty() ? -1 : ring_family_pipelined_hop_seconds(spec, topology, chip);
+  const double hop_seconds = pipelined >= 0 && pipelined < book_hops ? pipelined : book_hops;
+  if (hop_seconds < book_hops) {
+    lat += fmt::format(
+        " less what a step's later pieces keep the link busy while its first crosses (each step but a phase's "
+        "last; {:g} s of {:g} s)",
+        hop_seconds, book_hops);
+  }
+  p.latency_seconds = hop_seconds + waits * chip.hbm.latency_s + tail;
   p.seconds = p.bandwidth_seconds + p.latency_seconds;
   p.formula = fmt::format("{} {}: {} + {}; V = {} B, N = {}, W = 2 x {:g} B/s (payload), T_min = {:g} s, {}", spec.op,
                           spec.algorithm, bw, lat, plan.bytes, plan.group_size, w_one, chip.ici.hop_latency_s,
@@ -1009,6 +1053,42 @@ class CollectiveGen : CollectiveEmitter {
       }
       if (all_end) bytes += round;
     }
+    return bytes;
+  }
+
+  // The hop latencies on the critical path (for the predictions), the most
+  // of any stream: a step's pieces are forwarded one by one (a piece leaves
+  // as soon as its predecessor arrived), so while a step's first piece
+  // crosses its hop the link carries the step's later pieces; each sending
+  // step but the stream's last pays the hop latency less that time (link
+  // rate `link_bytes_per_second`); a phase's last step pays the whole
+  // latency (the next phase's pieces are not this one's). Steps of one piece
+  // pay it whole: hops x `hop_seconds`.
+  [[nodiscard]] double pipelined_hop_seconds(double hop_seconds, double link_bytes_per_second) const {
+    double most = 0;
+    for (const Stream& st : streams_) {
+      double total = 0;
+      for (std::size_t r = 0; r < st.jobs.size(); ++r) {
+        const Job& j = st.jobs[r];
+        if (j.idle || j.step >= st.hops[j.phase]) continue;  // sends in steps 0 .. hops-1
+        total += hop_seconds;
+        // Hidden only where the stream's next step forwards this step's
+        // pieces (the same phase); a phase's last step pays it whole.
+        if (j.step + 1 >= st.hops[j.phase]) continue;
+        const auto chunk = static_cast<double>(st.phases[j.phase].units * plan_.unit_bytes);
+        const double piece = std::min(chunk, static_cast<double>(round_pieces_[r].pg * kGranule));
+        total -= std::min(hop_seconds, (chunk - piece) / link_bytes_per_second);
+      }
+      most = std::max(most, total);
+    }
+    return most;
+  }
+
+  // Per round: the bytes of one DMA of a ring step (a piece), before any
+  // cap at a stream's chunk.
+  [[nodiscard]] std::vector<std::uint64_t> round_piece_bytes() const {
+    std::vector<std::uint64_t> bytes;
+    for (const RoundPiece& rp : round_pieces_) bytes.push_back(rp.pg * kGranule);
     return bytes;
   }
 
@@ -2437,6 +2517,19 @@ std::uint64_t ring_family_largest_piece(const CollectiveSpec& spec, const ici::T
                                         const ChipConfig& chip) {
   return ask_generator(spec, topology, chip, std::uint64_t{0},
                        [](const CollectiveGen& g) { return g.largest_piece_bytes(); });
+}
+
+std::vector<std::uint64_t> ring_family_round_piece_bytes(const CollectiveSpec& spec, const ici::Topology& topology,
+                                                         const ChipConfig& chip) {
+  return ask_generator(spec, topology, chip, std::vector<std::uint64_t>{},
+                       [](const CollectiveGen& g) { return g.round_piece_bytes(); });
+}
+
+double ring_family_pipelined_hop_seconds(const CollectiveSpec& spec, const ici::Topology& topology,
+                                         const ChipConfig& chip) {
+  return ask_generator(spec, topology, chip, -1.0, [&chip](const CollectiveGen& g) {
+    return g.pipelined_hop_seconds(chip.ici.hop_latency_s, chip.link_payload_rate());
+  });
 }
 
 std::uint64_t ring_family_unled_tail_bytes(const CollectiveSpec& spec, const ici::Topology& topology,

@@ -2,6 +2,8 @@
 // reference (programs/collective_reference.hpp), plain C++: sizes and errors,
 // every generated program assembles and fits its chip, the reference against
 // independent expectations, the book's predictions.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -679,36 +681,51 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
   // W is the payload rate: the link's 45 GB/s x ici.payload_efficiency 0.95.
   const double w_one = 4.5e10 * 0.95;
   const double w = 2 * w_one;
-  const double v = 64.0 * (1 << 20);
   const ici::Topology t = topo("v5e", "8x16");
+  // Bandwidth seconds per byte of V; hops of T_min; at 64 MiB the hops whose
+  // latency the links' later pieces do not hide (a phase's last step:
+  // CollectiveGen::pipelined_hop_seconds; at 64 KiB every step is one piece).
+  // At 64 KiB reductions also wait 2 HBM round trips (their steps are one
+  // DMA each: ring_family_load_waits).
   struct Row {
     std::string op, algorithm;
-    double bandwidth, hops;
+    double per_byte, hops, hops_64mib, hbm_waits_64kib;
     const char* formula;
   };
   const std::vector<Row> rows = {
-      {"all-gather", "bidir-ring", v / w, 8, "all-gather bidir-ring: V/W + T_min*sum(floor(L/2))"},
-      {"reduce-scatter", "bidir-ring", v / w, 8, "V/W + T_min*sum(floor(L/2) + (L odd))"},
-      {"all-reduce", "bidir-ring", 2 * v / w, 16, "2V/W + T_min*sum(2*floor(L/2) + (L odd))"},
-      {"all-gather", "ring", v / w_one * 15 / 16, 15, "V/W_oneway*(N-1)/N + T_min*sum(L-1)"},
-      {"all-reduce", "ring", 2 * v / w_one * 15 / 16, 30, "2V/W_oneway*(N-1)/N"},
-      {"all-to-all", "bidir-ring", v / (4 * w), 8, "V*max(L)/(4*N*W)"},
+      {"all-gather", "bidir-ring", 1 / w, 8, 1, 0, "all-gather bidir-ring: V/W + T_min*sum(floor(L/2))"},
+      {"reduce-scatter", "bidir-ring", 1 / w, 8, 1, 2, "V/W + T_min*sum(floor(L/2) + (L odd))"},
+      {"all-reduce", "bidir-ring", 2 / w, 16, 2, 2, "2V/W + T_min*sum(2*floor(L/2) + (L odd))"},
+      {"all-gather", "ring", 1 / w_one * 15 / 16, 15, 1, 0, "V/W_oneway*(N-1)/N + T_min*sum(L-1)"},
+      {"all-reduce", "ring", 2 / w_one * 15 / 16, 30, 2, 2, "2V/W_oneway*(N-1)/N"},
+      {"all-to-all", "bidir-ring", 1 / (4 * w), 8, 8, 0, "V*max(L)/(4*N*W)"},
   };
   for (const Row& r : rows) {
-    INFO(r.op << " " << r.algorithm);
-    const CollectivePrediction p = predict_collective(spec(r.op, r.algorithm, "f32", 1 << 26, {1}), t, v5e);
-    CHECK(p.bandwidth_seconds == Approx(r.bandwidth));
-    CHECK(p.latency_seconds == Approx(r.hops * 1e-6));
-    CHECK(p.seconds == Approx(r.bandwidth + r.hops * 1e-6));
-    CHECK_THAT(p.formula, Contains(r.formula));
+    for (const std::uint64_t bytes : {std::uint64_t{1} << 16, std::uint64_t{1} << 26}) {
+      INFO(r.op << " " << r.algorithm << " " << bytes << " B");
+      const CollectivePrediction p = predict_collective(spec(r.op, r.algorithm, "f32", bytes, {1}), t, v5e);
+      const bool small = bytes == 1 << 16;
+      const double hops = small ? r.hops : r.hops_64mib;
+      const double latency = hops * 1e-6 + (small ? r.hbm_waits_64kib * v5e.hbm.latency_s : 0);
+      CHECK(p.bandwidth_seconds == Approx(r.per_byte * static_cast<double>(bytes)));
+      CHECK(p.latency_seconds == Approx(latency));
+      CHECK(p.seconds == Approx(r.per_byte * static_cast<double>(bytes) + latency));
+      CHECK_THAT(p.formula, Contains(r.formula));
+      CHECK((r.hops != hops) == (p.formula.find("less what a step's later pieces") != std::string::npos));
+    }
   }
-  // Multi-axis on 16x16: the bidir terms over 2 axes; latency over both axes,
-  // L-1 steps each (its rings are full rings), twice: 2 x (15 + 15) hops.
+  // Multi-axis on 16x16: the bidir terms over 2 axes; the book's latency
+  // over both axes, L-1 steps each (its rings are full rings), twice: 2 x (15
+  // + 15) hops. At 64 MiB a stream's phases over its first axis move 16 units
+  // of 64 KiB a step in pieces of one unit, so only their last steps pay (2
+  // hops); over its second axis a step is one unit, one piece: 2 x 15 hops.
+  const double v = 64.0 * (1 << 20);
   const CollectivePrediction m =
       predict_collective(spec("all-reduce", "multi-axis", "f32", 1 << 26, {0, 1}), topo("v5e", "16x16"), v5e);
   CHECK(m.bandwidth_seconds == Approx(2 * v / (2 * w)));
-  CHECK(m.latency_seconds == Approx(60e-6));
-  CHECK_THAT(m.formula, Contains("2V/(W*N_axes) + 2*T_min*sum(L-1)"));
+  CHECK(m.latency_seconds == Approx(32e-6));
+  CHECK_THAT(m.formula, Contains("2V/(W*N_axes) + 2*T_min*sum(L-1) less what a step's later pieces"));
+  CHECK_THAT(m.formula, Contains("3.2e-05 s of 6e-05 s"));
   // The x axis of 8x16 has no wraparound: all-to-all is predicted as if it
   // wrapped and says so; the rings are folded (predicted from their link
   // loads, below).
@@ -726,29 +743,37 @@ TEST_CASE("collectives: rings over an axis without wraparound are predicted from
   const double v = 64.0 * (1 << 20);
   const double q = v / 8;
   const ici::Topology t = topo("v5e", "8x16");
+  // Latency: T_min per link (2 a hop) of the rounds that pay it whole: at 64
+  // MiB a round's later pieces keep its busiest link busy far longer than
+  // 2 T_min, so only the rounds whose pieces are not forwarded in the next
+  // round pay (a phase's last; with half rings also the round after which
+  // the short streams stop).
   struct Row {
     std::string op, algorithm;
     double bytes;   // on the busiest link direction, summed over rounds
-    double rounds;  // that send, 2 links each
+    double rounds;  // that send
+    double paid;    // of those, the rounds that pay their latency
   };
   const std::vector<Row> rows = {
       // One stream, 7 steps of Q per phase: the wrapped ring's own bandwidth.
-      {"all-gather", "ring", 7 * q, 7},
-      {"all-reduce", "ring", 14 * q, 14},
+      {"all-gather", "ring", 7 * q, 7, 1},
+      {"all-reduce", "ring", 14 * q, 14, 2},
       // Half rings: 4 streams of Q/2 each cross every link direction: 3
       // rounds of 2Q, then the long streams' last hop (Q); all-gather 4
       // rounds, reduce-scatter 4 (its fifth round only adds).
-      {"all-gather", "bidir-ring", 7 * q, 4},
-      {"reduce-scatter", "bidir-ring", 7 * q, 4},
-      {"all-reduce", "bidir-ring", 14 * q, 8},
+      {"all-gather", "bidir-ring", 7 * q, 4, 2},
+      {"reduce-scatter", "bidir-ring", 7 * q, 4, 2},
+      {"all-reduce", "bidir-ring", 14 * q, 8, 4},
       // Full rings both ways: 2 streams of Q/2 on every link direction, 7 rounds per phase.
-      {"all-reduce", "multi-axis", 14 * q, 14},
+      {"all-reduce", "multi-axis", 14 * q, 14, 2},
   };
   for (const Row& r : rows) {
     INFO(r.op << " " << r.algorithm);
     const CollectivePrediction p = predict_collective(spec(r.op, r.algorithm, "f32", 1 << 26, {0}), t, v5e);
     CHECK(p.bandwidth_seconds == Approx(r.bytes / w_one));
-    CHECK(p.latency_seconds == Approx(r.rounds * 2 * 1e-6));
+    CHECK(p.latency_seconds == Approx(r.paid * 2 * 1e-6));
+    CHECK_THAT(p.formula,
+               Contains(fmt::format("each round but a phase's last; {:g} s hidden", (r.rounds - r.paid) * 2e-6)));
     CHECK_THAT(p.formula, Contains("x without wraparound: x rings folded"));
   }
   // Over both axes of 8x16, multi-axis's two parts meet on y: part 0's

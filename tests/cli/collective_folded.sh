@@ -31,10 +31,11 @@ exact ar_v5e_4x4 --op all-reduce --chip v5e --topology 4x4 --axes x,y --sizes 64
 exact rs_v5e_2x5 --op reduce-scatter --chip v5e --topology 2x5 --axes x,y --sizes 40K --dtype bf16
 
 # timing NAME ARGS...: ring and bidir-ring timing only; each measured/predicted
-# within [0.70, 1.15] (measured 0.72-1.13 on these; the prediction adds a
-# latency per round that pipelining partly hides at 2 MiB, the more so since
-# partial sums land in VMEM: bidir-ring on 1x16x1 at 2 MiB went from 59.92 to
-# 56.37 us, 0.77 -> 0.72 of the same prediction) and bidir-ring no slower
+# within [0.85, 1.20] (measured 0.93-1.15 on these since the prediction counts
+# what a round's later pieces hide of its latency, session 25; the band was
+# [0.70, 1.15] before, measured 0.72-1.13, when the prediction added every
+# round's latency, which pipelining partly hides at 2 MiB: bidir-ring on
+# 1x16x1 at 2 MiB 0.72 then, 0.93 now) and bidir-ring no slower
 # than ring: on a folded axis both cross each link direction with the same
 # bytes, bidir-ring in half the rounds, so it leads at small sizes and the
 # two converge at large ones (v5e 4x4 at 2 MiB: ring 101.93 us, bidir-ring
@@ -43,8 +44,8 @@ timing() {
   local name=$1
   shift
   "$tpuemu" collective "$@" --algo ring,bidir-ring --no-data --json "$name.json" > "$name.txt" || fail "$name: exit $?"
-  jq -e '[.rows[] | .measured_over_predicted | (. >= 0.70 and . <= 1.15)] | all' "$name.json" > /dev/null ||
-    fail "$name: measured/predicted outside [0.70, 1.15]: $(jq -c '[.rows[] | [.algorithm, .bytes, .measured_over_predicted]]' "$name.json")"
+  jq -e '[.rows[] | .measured_over_predicted | (. >= 0.85 and . <= 1.20)] | all' "$name.json" > /dev/null ||
+    fail "$name: measured/predicted outside [0.85, 1.20]: $(jq -c '[.rows[] | [.algorithm, .bytes, .measured_over_predicted]]' "$name.json")"
   jq -e '[.rows[] | select(.algorithm == "ring")] | length > 0' "$name.json" > /dev/null || fail "$name: no ring rows"
   jq -e '(.rows | map(select(.algorithm == "ring")) | map({key: (.bytes | tostring), value: .seconds}) | from_entries) as $ring
          | [.rows[] | select(.algorithm == "bidir-ring") | .seconds < 1.03 * $ring[.bytes | tostring]] | all' "$name.json" > /dev/null ||
@@ -63,11 +64,21 @@ wrapped=$(jq '.rows[0].seconds' wrapped.json)
 line=$(jq '[.rows[] | select(.algorithm == "bidir-ring" and .bytes == 2097152)][0].seconds' v5p_1x16x1.json)
 jq -n --argjson w "$wrapped" --argjson l "$line" -e '$l < 2 * $w' > /dev/null ||
   fail "bidir-ring on 1x16x1 2 MiB: $line s, wrapped $wrapped s"
-# --algo auto on the line follows the measurement at 2 and 64 MiB: bidir-ring,
-# the fastest there (two-shot, which auto picked while its torus prediction
-# ignored shared links, measures 210.03 us at 2 MiB).
+# --algo auto on the line follows the measurement at 2 and 64 MiB: its pick
+# measures within 1 % of the fastest of the ring family (at 2 MiB
+# bidir-ring; at 64 MiB ring, bidir-ring and multi-axis measure within 0.3 %
+# of each other). Two-shot, which auto picked while its torus prediction
+# ignored shared links, measures 210.03 us at 2 MiB.
 "$tpuemu" collective --op all-reduce --chip v5p --force --topology 1x16x1 --axes y --sizes 2M,64M --algo auto \
   --no-data --json auto.json > auto.txt || fail "auto: exit $?"
-[ "$(jq -r '[.rows[].algorithm] | join(",")' auto.json)" = bidir-ring,bidir-ring ] ||
-  fail "auto on 1x16x1: $(jq -c '[.rows[].algorithm]' auto.json)"
+"$tpuemu" collective --op all-reduce --chip v5p --force --topology 1x16x1 --axes y --sizes 2M,64M \
+  --algo ring,bidir-ring,multi-axis --no-data --json family.json > family.txt || fail "family: exit $?"
+for bytes in 2097152 67108864; do
+  pick=$(jq -r --argjson b "$bytes" '.rows[] | select(.bytes == $b) | .algorithm' auto.json)
+  jq -e --argjson b "$bytes" --arg pick "$pick" '[.rows[] | select(.bytes == $b)] as $r
+      | ($r | map(.seconds) | min) as $best | [$r[] | select(.algorithm == $pick)][0].seconds <= 1.01 * $best' \
+    family.json > /dev/null ||
+    fail "auto on 1x16x1 at $bytes B picked $pick: $(jq -c --argjson b "$bytes" '[.rows[] | select(.bytes == $b) | [.algorithm, .time_us]]' family.json)"
+done
+[ "$(jq -r '.rows[0].algorithm' auto.json)" = bidir-ring ] || fail "auto on 1x16x1 at 2 MiB: $(jq -c '[.rows[].algorithm]' auto.json)"
 echo "PASS"
