@@ -830,16 +830,23 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
     // Only where every stream sending now sends the next step of the same
     // phase in the next round (a phase's last step pays its whole latency).
     bool forwards = longest > 0 && u < round_pieces.size();
+    bool reduces = false;
     std::size_t sharing = 0;  // streams sending in this round
     for (std::size_t k = 0; k < streams.size() && forwards; ++k) {
       if (u >= sends[k].size() || sends[k][u] < 0) continue;
       ++sharing;
       forwards = u + 1 < sends[k].size() && sends[k][u + 1] == sends[k][u];
+      const bool reduce = streams[k].phases[static_cast<std::size_t>(sends[k][u])].reduce;
+      reduces = reduces || reduce;
+      // A reduce phase's step 0 sends all its pieces at once: none hides.
+      if (reduce && (u == 0 || sends[k][u - 1] != sends[k][u])) forwards = false;
     }
     if (forwards) {
-      // Each stream's first piece shares the busiest link with the others'.
+      // Each stream's first piece shares the busiest link with the others';
+      // in a reduce phase the later pieces also cover the next step's HBM load.
       const double first = std::min(busiest, static_cast<double>(sharing * round_pieces[u]));
-      hidden += std::min(chip.ici.hop_latency_s * longest, (busiest - first) / w_one);
+      const double wait = reduces ? chip.hbm.latency_s : 0;
+      hidden += std::clamp((busiest - first) / w_one - wait, 0.0, chip.ici.hop_latency_s * longest);
     }
   }
   std::string lengths;
@@ -1064,9 +1071,14 @@ class CollectiveGen : CollectiveEmitter {
   // crosses its hop the link carries the step's later pieces; each sending
   // step but the stream's last pays the hop latency less that time (link
   // rate `link_bytes_per_second`); a phase's last step pays the whole
-  // latency (the next phase's pieces are not this one's). Steps of one piece
-  // pay it whole: hops x `hop_seconds`.
-  [[nodiscard]] double pipelined_hop_seconds(double hop_seconds, double link_bytes_per_second) const {
+  // latency (the next phase's pieces are not this one's). In a reduce phase
+  // the next step loads its local operand from HBM once the first piece has
+  // arrived (traced: v5p 4x4x4 multi-axis all-reduce of 1 MiB over z, 0.56 us
+  // after each arrival), so the later pieces must also cover
+  // `hbm_latency_seconds`. Steps of one piece pay it whole: hops x
+  // `hop_seconds`.
+  [[nodiscard]] double pipelined_hop_seconds(double hop_seconds, double link_bytes_per_second,
+                                             double hbm_latency_seconds) const {
     double most = 0;
     for (const Stream& st : streams_) {
       double total = 0;
@@ -1077,9 +1089,14 @@ class CollectiveGen : CollectiveEmitter {
         // Hidden only where the stream's next step forwards this step's
         // pieces (the same phase); a phase's last step pays it whole.
         if (j.step + 1 >= st.hops[j.phase]) continue;
+        // A reduce phase's step 0 sends all its pieces at once (choose_leads
+        // leads only one-hop phases): they share the link, the first arrives
+        // with the last.
+        if (st.phases[j.phase].reduce && j.step == 0) continue;
         const auto chunk = static_cast<double>(st.phases[j.phase].units * plan_.unit_bytes);
         const double piece = std::min(chunk, static_cast<double>(round_pieces_[r].pg * kGranule));
-        total -= std::min(hop_seconds, (chunk - piece) / link_bytes_per_second);
+        const double wait = st.phases[j.phase].reduce ? hbm_latency_seconds : 0;
+        total -= std::clamp((chunk - piece) / link_bytes_per_second - wait, 0.0, hop_seconds);
       }
       most = std::max(most, total);
     }
@@ -2530,7 +2547,7 @@ std::vector<std::uint64_t> ring_family_round_piece_bytes(const CollectiveSpec& s
 double ring_family_pipelined_hop_seconds(const CollectiveSpec& spec, const ici::Topology& topology,
                                          const ChipConfig& chip) {
   return ask_generator(spec, topology, chip, -1.0, [&chip](const CollectiveGen& g) {
-    return g.pipelined_hop_seconds(chip.ici.hop_latency_s, chip.link_payload_rate());
+    return g.pipelined_hop_seconds(chip.ici.hop_latency_s, chip.link_payload_rate(), chip.hbm.latency_s);
   });
 }
 
