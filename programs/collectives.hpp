@@ -298,19 +298,25 @@ std::string with_launch_latency(std::string text, const ChipConfig& chip);
 // The book's prediction ("How to Scale Your Model", facts.md): bandwidth term
 // + latency term, with W = 2 x chip.ici.link_bandwidth (both directions of an
 // axis) and N the group size:
-//   bidir-ring  all-gather, reduce-scatter V/W; all-reduce 2V/W
+//   bidir-ring  all-gather, reduce-scatter V/W * (N-1)/N; all-reduce twice that
 //   ring        all-gather, reduce-scatter V/(W/2) * (N-1)/N; all-reduce twice that
 //   multi-axis  the bidir-ring terms divided by K
 //   all-to-all  V * max(L_i) / (4 * N * W) (1-D: V / (4W))
+// ((N-1)/N: what a ring moves of V; the book drops it.)
 // Latency: T_min = chip.ici.hop_latency per hop, the steps its program takes
 // per axis: bidir-ring's half rings floor(L_i/2) (reductions over an odd axis
 // one more), the full rings of ring and multi-axis L_i - 1, all-to-all
-// floor(L_i/2); summed over the axes, twice for all-reduce. With an axis
+// floor(L_i/2); summed over the axes, twice for all-reduce. Less what
+// pipelining hides: a step whose pieces the next step forwards pays T_min
+// less the link time of its later pieces (in a reduce phase less also the
+// HBM latency); a phase's last step, a reduce phase's step 0 and steps of one
+// piece pay T_min whole (CollectiveGen::pipelined_hop_seconds). With an axis
 // without wraparound of 3 chips or more, the ring family is predicted from
 // what its links carry instead: round by round as the generator runs its
 // streams, the busiest link direction's bytes at the one-way payload rate,
 // plus T_min per link of the round's longest hop (2 on a folded ring; the
-// one-way ring keeps the wrapped ring's bandwidth term, bidir-ring's halves);
+// one-way ring keeps the wrapped ring's bandwidth term, bidir-ring's halves),
+// less what pipelining hides as above, round by round;
 // `formula` says so. All-to-all on such an axis is predicted as if it
 // wrapped (the book: about twice as long), and `formula` says that.
 struct CollectivePrediction {
