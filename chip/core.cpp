@@ -540,6 +540,7 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
     const ExecBundle& bundle = program_->bundles[pc_];
     ready_estimated_ = false;
     delivery_may_precede_ = false;
+    std::uint64_t delivery_deadline = 0;  // the latest cycle an op ready_unless_delivered_earlier gave
     // 1. When can this bundle issue?
     std::uint64_t issue = now_;
     StallCause cause = StallCause::kRegister;
@@ -561,12 +562,14 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
           }
         }
         if (op.ready != nullptr) {
+          const bool may_precede_before = delivery_may_precede_;
           const std::uint64_t t = op.ready(*this, op);
           if (t == kBlockedCycle) {
             blocked_cause_ = ready_cause_;
             blocked_op_ = &op;
             return Status::kBlocked;
           }
+          if (delivery_may_precede_ && !may_precede_before) delivery_deadline = std::max(delivery_deadline, t);
           if (t > issue) {
             issue = t;
             cause = ready_cause_;
@@ -577,7 +580,11 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
     } catch (const ProgramFault& f) {
       throw LocatedFault(fmt::format("{}: {}", where(*current), f.what()));
     }
-    if (delivery_may_precede_ && issue > now_) {
+    // Only where such an op decides the issue cycle: a later local cause (a
+    // register, a unit) holds the bundle to its own cycle whatever arrives.
+    // (--strict reports a register hazard that decides it, as below.)
+    if (delivery_may_precede_ && issue > now_ && issue == delivery_deadline &&
+        !(cause == StallCause::kRegister && options.strict)) {
       wait_deadline_ = issue;
       waiting_timed_ = true;
       blocked_cause_ = cause;
