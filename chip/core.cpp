@@ -414,13 +414,15 @@ void Core::apply_dma(const PendingDma& d) {
 
 void Core::apply_dmas_until(std::uint64_t cycle) {
   if (pending_dmas_.empty()) return;
-  shared.hbm_port.advance_to(static_cast<double>(cycle));
-  vmem_port.advance_to(static_cast<double>(cycle));
   // No pending DMA completes before dma_check_cycle_ (a lower bound of each
   // one's complete_cycle, taken at the last scan) unless the HBM port's
-  // horizon moved since and a DMA waited for it: nothing lands yet.
+  // horizon moved since and a DMA waited for it: nothing lands yet. (The
+  // ports serve lazily, in ready order whatever the calls: they catch up
+  // when a scan needs them.)
   const double horizon = shared.hbm_port.horizon();
   if (cycle < dma_check_cycle_ && !(dma_check_gated_ && horizon != dma_check_horizon_)) return;
+  shared.hbm_port.advance_to(static_cast<double>(cycle));
+  vmem_port.advance_to(static_cast<double>(cycle));
   std::vector<PendingDma>& landed = landed_scratch_;  // kept: no allocation per bundle
   landed.clear();
   std::uint64_t bound = UINT64_MAX;
