@@ -296,7 +296,7 @@ class Core {
   // (run_until then returns kWaiting).
   std::uint64_t ready_unless_delivered_earlier(std::uint64_t cycle);
   [[nodiscard]] bool in_pod() const { return shared.fabric != nullptr; }
-  [[nodiscard]] bool remote_dmas_in_flight() const { return remote_in_flight_ > 0; }
+  [[nodiscard]] bool has_remote_dmas_in_flight() const { return remote_in_flight_ > 0; }
   [[nodiscard]] std::uint64_t earliest_dma_completion();
   // Starts a DMA issued now on the ports; its completion is known once the
   // ports have served it (resolve). Returns its issue sequence number.

@@ -435,7 +435,7 @@ std::uint64_t ready_dma_issue(Core& c, const ExecOp&) {
   // Full: a local DMA's completion is known; a remote one's only when the network sends it.
   if (c.local_dmas_in_flight() > 0) {
     const std::uint64_t local = c.earliest_dma_completion();
-    if (local > c.now() && c.remote_dmas_in_flight()) return c.ready_unless_delivered_earlier(local);
+    if (local > c.now() && c.has_remote_dmas_in_flight()) return c.ready_unless_delivered_earlier(local);
     return local;
   }
   return c.block({Core::BlockReason::Kind::kDmaQueue, 0, 0});

@@ -869,7 +869,7 @@ CollectivePrediction predict_unwrapped_rings(const CollectiveSpec& spec, const C
       "(payload), T_min = {:g} s, {}",
       spec.op, spec.algorithm,
       hidden > 0 ? fmt::format(" less what a round's later pieces keep its busiest link busy while its first crosses "
-                               "(each round but a phase's last; {:g} s hidden)",
+                               "(each round but a phase's last and a reduce phase's first; {:g} s hidden)",
                                hidden)
                  : "",
       unwrapped,
@@ -960,7 +960,7 @@ CollectivePrediction ring_family_predict(const CollectiveSpec& spec, const Colle
   if (hop_seconds < book_hops) {
     lat += fmt::format(
         " less what a step's later pieces keep the link busy while its first crosses (each step but a phase's "
-        "last; {:g} s of {:g} s)",
+        "last and a reduce phase's first; {:g} s of {:g} s)",
         hop_seconds, book_hops);
   }
   p.latency_seconds = hop_seconds + waits * chip.hbm.latency_s + tail;
@@ -1068,10 +1068,10 @@ class CollectiveGen : CollectiveEmitter {
   // The hop latencies on the critical path (for the predictions), the most
   // of any stream: a step's pieces are forwarded one by one (a piece leaves
   // as soon as its predecessor arrived), so while a step's first piece
-  // crosses its hop the link carries the step's later pieces; each sending
-  // step but the stream's last pays the hop latency less that time (link
-  // rate `link_bytes_per_second`); a phase's last step pays the whole
-  // latency (the next phase's pieces are not this one's). In a reduce phase
+  // crosses its hop the link carries the step's later pieces; a sending
+  // step pays the hop latency less that time (link rate
+  // `link_bytes_per_second`), but a phase's last step pays the whole latency
+  // (the next phase's pieces are not this one's). In a reduce phase
   // the next step loads its local operand from HBM once the first piece has
   // arrived (traced: v5p 4x4x4 multi-axis all-reduce of 1 MiB over z, 0.56 us
   // after each arrival), so the later pieces must also cover

@@ -779,7 +779,8 @@ TEST_CASE("collectives: rings over an axis without wraparound are predicted from
     CHECK(p.bandwidth_seconds == Approx(r.bytes / w_one));
     CHECK(p.latency_seconds == Approx(r.paid * 2 * 1e-6));
     CHECK_THAT(p.formula,
-               Contains(fmt::format("each round but a phase's last; {:g} s hidden", (r.rounds - r.paid) * 2e-6)));
+               Contains(fmt::format("each round but a phase's last and a reduce phase's first; {:g} s hidden",
+                                    (r.rounds - r.paid) * 2e-6)));
     CHECK_THAT(p.formula, Contains("x without wraparound: x rings folded"));
   }
   // Over both axes of 8x16, multi-axis's two parts meet on y: part 0's
