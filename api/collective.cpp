@@ -6,6 +6,7 @@
 #include <array>
 #include <cctype>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -61,6 +62,14 @@ std::string protocol_override(const std::string& algorithm, const std::string& p
 std::uint64_t nccl_active_channels(const programs::CollectiveSpec& spec, const ici::Topology& topology,
                                    const ChipConfig& chip) {
   return programs::nccl_channels_in_use(spec, programs::plan_collective(spec, topology).group_size, chip);
+}
+
+// The cycle limit of a collective whose job names none (CollectiveJob::max_cycles).
+std::uint64_t collective_cycle_limit(double predicted_seconds, double clock_hz) {
+  const double headroom = std::ceil(kPredictedCyclesHeadroom * predicted_seconds * clock_hz);
+  const std::uint64_t fallback = chip::RunOptions{}.max_cycles;
+  if (!(headroom > static_cast<double>(fallback))) return fallback;  // also a NaN prediction
+  return headroom >= 9e18 ? std::uint64_t{9'000'000'000'000'000'000U} : static_cast<std::uint64_t>(headroom);
 }
 
 }  // namespace
@@ -234,7 +243,8 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   job.topology = cjob.topology;
   job.routing = cjob.routing;
   job.options.no_data = cjob.no_data;
-  job.options.max_cycles = cjob.max_cycles;
+  const programs::CollectivePrediction prediction = programs::predict_collective(spec, topology, setup.chip);
+  job.options.max_cycles = cjob.max_cycles.value_or(collective_cycle_limit(prediction.seconds, setup.chip.clock_hz));
   job.options.partition = cjob.partition;
   // A child per size keeps every size's run fresh. Under mpirun the first
   // size runs in the rank itself and later ones in a child that reaches the
@@ -290,7 +300,7 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
     out.run.report.erase("collective_wrong");
     ok = check == "bit-exact";
   }
-  out.prediction = programs::predict_collective(spec, topology, setup.chip);
+  out.prediction = prediction;
   out.group_size = plan.group_size;
   const double n = static_cast<double>(plan.group_size);
   const double bus_factor = spec.op == "all-reduce" ? 2.0 * (n - 1) / n : (n - 1) / n;

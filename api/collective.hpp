@@ -21,7 +21,11 @@ struct CollectiveJob {
   std::string routing = "dimension-order";
   programs::CollectiveSpec spec;  // spec.bytes = V, the size
   bool no_data = false;           // timing only: no data, no check (identical times)
-  std::uint64_t max_cycles = chip::RunOptions{}.max_cycles;
+  // The cycle limit of the run (chip::RunOptions::max_cycles). None: the
+  // larger of chip::RunOptions's default and kPredictedCyclesHeadroom x the
+  // prediction, so that a long collective (one-shot's 16 MiB all-reduce on
+  // 128 chips needs 1.9e8 cycles) runs while a hung one still stops.
+  std::optional<std::uint64_t> max_cycles;
   bool keep_outputs = false;  // also return every chip's output buffer ("1") in Result::outputs
   std::string partition;      // under mpirun: Options::partition
   // The NCCL protocol it runs under ("LL", "LL128", "Simple"; switched
@@ -31,6 +35,10 @@ struct CollectiveJob {
   // fabric.protocol as it is (none in the presets).
   std::string protocol;
 };
+
+// How many times the predicted cycles a collective may run when its job names
+// no cycle limit (predictions are within 2x of every run measured so far).
+inline constexpr double kPredictedCyclesHeadroom = 10.0;
 
 struct CollectiveResult {
   Result run;  // the pod report, with "collective" (the fields below) added

@@ -47,7 +47,7 @@ void print_algorithm_list(const api::CollectiveSetup& setup) {
 int collective_command(const std::vector<std::string>& args) {
   po::options_description options("options");
   add_chip_options(options);
-  add_max_cycles_option(options);
+  add_predicted_max_cycles_option(options, api::kPredictedCyclesHeadroom);
   add_topology_options(options);
   add_partition_option(options);
   options.add_options()("op", po::value<std::string>()->default_value("all-gather"),
@@ -99,7 +99,7 @@ int collective_command(const std::vector<std::string>& args) {
     job.routing = (*vm)["routing"].as<std::string>();
     job.partition = partition_option(*vm);
     job.no_data = !data;
-    job.max_cycles = max_cycles(*vm);
+    if (vm->count("max-cycles") != 0U) job.max_cycles = max_cycles(*vm);
     setup = api::check_collective_setup(job);
     spec.op = (*vm)["op"].as<std::string>();
     if (algo_text == "list") {

@@ -145,6 +145,14 @@ void add_max_cycles_option(po::options_description& options) {
                         "seconds on one chip; 1e8 cycles are 67 ms on a v5e)");
 }
 
+void add_predicted_max_cycles_option(po::options_description& options, double headroom) {
+  options.add_options()("max-cycles", whole_value(1),
+                        fmt::format("stop a run with a fault when a core reaches this cycle (default: {:g} x the "
+                                    "predicted cycles, at least {})",
+                                    headroom, chip::RunOptions::kDefaultMaxCycles)
+                            .c_str());
+}
+
 std::uint64_t max_cycles(const po::variables_map& vm) {
   return vm["max-cycles"].as<std::uint64_t>();
 }

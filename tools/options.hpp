@@ -34,6 +34,9 @@ po::typed_value<double>* real_value(double min, double max);
 
 // Adds --max-cycles (the cycle limit of a run, chip::RunOptions::max_cycles).
 void add_max_cycles_option(po::options_description& options);
+// --max-cycles without a value of its own: the run's limit follows its
+// prediction, `headroom` x the predicted cycles (api::CollectiveJob::max_cycles).
+void add_predicted_max_cycles_option(po::options_description& options, double headroom);
 std::uint64_t max_cycles(const po::variables_map& vm);
 
 // Adds --chip, --chip-file and --set to `options`.
