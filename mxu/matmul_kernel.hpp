@@ -21,11 +21,18 @@
 // every product exact, computes other finite tiles with separate multiplies
 // and adds (where at most one NaN, the default one, can arise), and leaves
 // tiles holding Inf or NaN, and masked multiplies, to the portable kernel.
+// Where f32 arithmetic on denormals takes microcode assists (Intel,
+// denormal_assists), tiles whose products all fall below 2^-127
+// (tiny_products) run with the LHS scaled by 2^23, where nothing is denormal
+// (blocks_avx512_tiny, and its ymm copy in the AVX2 kernel), and the AVX-512
+// kernel runs other tiles whose products may fall below 2^-126 in f64
+// (exact_f64_applies).
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -40,16 +47,29 @@ struct ValueRange {
   bool non_finite = false;           // an Inf or a NaN
   std::uint32_t min_exponent = 255;  // smallest max(exponent field, 1) of a nonzero value
   std::uint32_t max_exponent = 0;    // largest max(exponent field, 1) of a nonzero value (0: none)
+  bool denormal = false;             // a nonzero value with exponent field 0
+  std::uint32_t max_magnitude = 0;   // the bits of the largest |value| (0: none nonzero)
 
   void add(std::uint32_t bits) {
     const std::uint32_t e = (bits >> 23) & 0xFFU;
     if (e == 0xFFU) non_finite = true;
-    if ((bits & 0x7FFF'FFFFU) == 0) return;
+    const std::uint32_t magnitude = bits & 0x7FFF'FFFFU;
+    if (magnitude == 0) return;
     min_exponent = std::min(min_exponent, std::max<std::uint32_t>(e, 1));
     max_exponent = std::max(max_exponent, std::max<std::uint32_t>(e, 1));
+    denormal = denormal || e == 0;
+    max_magnitude = std::max(max_magnitude, magnitude);
   }
 };
 
+// |x| of finite f32 bits as a double, with no f32 arithmetic (so no denormal
+// operand reaches the FPU's f32 paths).
+constexpr double magnitude_of_bits(std::uint32_t bits) {
+  const std::uint64_t e = (bits >> 23) & 0xFFU;
+  const std::uint64_t fraction = bits & 0x007F'FFFFU;
+  if (e == 0) return static_cast<double>(fraction) * 0x1p-149;
+  return std::bit_cast<double>((e - 127 + 1023) << 52 | fraction << 29);
+}
 // True when every product of a finite value of `a` and one of `w` is exact in
 // f32: the 16-bit significand product neither overflows (exponent fields sum
 // at most 127 + 126 + 127) nor loses bits below 2^-149 (the lowest bit of a
@@ -127,22 +147,27 @@ void multiply_tile(KernelKind kind, const TileJob& job, vpu::Vreg& out);
 
 namespace detail {
 void multiply_portable(const TileJob& job, vpu::Vreg& out);
-// Only where kernel_available(kAvx2Fma).
+// Only where kernel_available(kAvx2Fma). Tiles that tiny_products holds for
+// take the scaled path where denormal_assists().
 void multiply_avx2(const TileJob& job, vpu::Vreg& out);
+// multiply_avx2 with the scaled path on or off (tests: both give the same bits).
+void multiply_avx2_path(const TileJob& job, vpu::Vreg& out, bool avoid_denormals);
 void build_weights_portable(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
 // Only where kernel_available(kAvx2Fma); pushes that are not transposed.
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
 bool avx2_compiled();
-// Only where kernel_available(kAvx512). Tiles that exact_f64_applies to take
-// the f64 path where denormal_assists().
+// Only where kernel_available(kAvx512). Where denormal_assists(), tiles that
+// tiny_products holds for take the scaled path, other tiles exact_f64_applies
+// to the f64 path.
 void multiply_avx512(const TileJob& job, vpu::Vreg& out);
-// multiply_avx512 with the f64 path on or off (tests: both give the same bits).
-void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool exact_f64);
+// multiply_avx512 with the scaled and f64 paths on or off (tests: both give the same bits).
+void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool avoid_denormals);
 // Whether f32 arithmetic on denormals is slow on this CPU: Intel's cores take
-// a microcode assist (~100 cycles) per such operation (so the f64 path, ~6 G
-// MAC/s a core, beats the f32 one, ~0.5); AMD's Zen cores do not (the f32
-// one keeps about half its normal rate there). TPUEMU_MXU_DENORMALS=f64 or
-// f32 chooses; read once.
+// a microcode assist (~100 cycles) per such operation (so the scaled path,
+// 37 G MAC/s a core with AVX-512 and 28 with AVX2, and the f64 path, ~6,
+// beat the f32 one, ~0.5 and 0.27); AMD's Zen cores do not (the f32 one
+// keeps about half its normal rate there). TPUEMU_MXU_DENORMALS=f64 (the
+// scaled and f64 paths) or f32 chooses; read once.
 bool denormal_assists();
 // The AVX-512 multiply-accumulate loop of multiply_avx512: rows 0..7 of `a`
 // (bf16 values, row stride kLanes) times K rows 0..k_count-1 of the first
@@ -157,8 +182,25 @@ void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, s
 // tile's ranges stays below 2^120 (exact_f64_applies).
 void blocks_avx512_exact(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count,
                          float* out);
+// The scaled paths multiply the LHS by 2^kTinyScale (blocks_avx512_tiny).
+inline constexpr int kTinyScale = 23;
+// The scaled path of the AVX-512 kernel: the same bits as the separate
+// multiply-add loop, in f32 without denormal arithmetic, only where
+// tiny_products holds. Whole 16-column panels: writes out's columns up to the
+// panel that holds vector panel_count - 1.
+void blocks_avx512_tiny(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count,
+                        float* out);
 bool avx512_compiled();
 }  // namespace detail
+
+// Whether the scaled path takes a tile of these ranges (Intel only, as the
+// f64 path): every product below 2^-127 in magnitude, so each rounds in f32's
+// denormal range; nothing infinite, NaN or denormal among the weights (the
+// FMA's operand). blocks_avx512_tiny says why it is exact.
+constexpr bool tiny_products(const ValueRange& a, const ValueRange& w) {
+  if (a.non_finite || w.non_finite || w.denormal || a.max_magnitude == 0 || w.max_magnitude == 0) return false;
+  return magnitude_of_bits(a.max_magnitude) * magnitude_of_bits(w.max_magnitude) < 0x1p-127;
+}
 
 // Whether the f64 path takes a tile of these ranges: products may fall below
 // f32's normal range (not products_exact), and neither they nor sums of 128

@@ -8,6 +8,7 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
+#include <array>
 #include <cstring>
 
 #define TPUEMU_AVX2 __attribute__((target("avx2,fma")))
@@ -51,6 +52,8 @@ struct Scan {
     if (max_magnitude != 0) {
       r.min_exponent = std::max<std::uint32_t>((min_nonzero + 1) >> 23, 1);
       r.max_exponent = std::max<std::uint32_t>(max_magnitude >> 23, 1);
+      r.denormal = (min_nonzero + 1) < 0x0080'0000U;
+      r.max_magnitude = max_magnitude;
     }
     return r;
   }
@@ -169,6 +172,68 @@ TPUEMU_AVX2 void all_blocks(const float* a, const float* panels, std::uint32_t k
   }
 }
 
+// The scaled path on ymm registers (the AVX-512 kernel's blocks_avx512_tiny
+// says why it is exact): tiles where tiny_products holds, on CPUs whose f32
+// denormal arithmetic takes assists. The LHS x 2^23 by integer operations,
+// p' = fl(a' w + M) - M with M = 1.5 x 2^-103, acc' += p', and the sums
+// x 2^-23 by integer operations again.
+
+// 8 bf16 values (finite, below 2^100) times 2^23 exactly.
+TPUEMU_AVX2 inline __m256 scale_up_ymm(const float* from) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
+  const __m256i sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x8000'0000U)));
+  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFF'FFFF));
+  const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x0080'0000), magnitude);  // zero or denormal
+  const __m256i normal = _mm256_add_epi32(bits, _mm256_set1_epi32(kTinyScale << 23));
+  const __m256 denormal = _mm256_mul_ps(_mm256_cvtepi32_ps(magnitude), _mm256_set1_ps(0x1p-126F));
+  const __m256i denormal_bits = _mm256_or_si256(_mm256_castps_si256(denormal), sign);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, denormal_bits, small));
+}
+
+// acc' x 2^-23 for 8 sums (multiples of 2^-126 below 2^-97, never -0) into `to`.
+TPUEMU_AVX2 inline void scale_down_ymm(__m256 scaled, float* to) {
+  const __m256i bits = _mm256_castps_si256(scaled);
+  const __m256i sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x8000'0000U)));
+  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFF'FFFF));
+  const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32((127 - 126 + kTinyScale) << 23), magnitude);
+  const __m256i normal = _mm256_sub_epi32(bits, _mm256_set1_epi32(kTinyScale << 23));
+  const __m256 abs = _mm256_castsi256_ps(magnitude);
+  const __m256i multiple = _mm256_cvttps_epi32(_mm256_mul_ps(abs, _mm256_set1_ps(0x1p126F)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(to),
+                      _mm256_blendv_epi8(normal, _mm256_or_si256(multiple, sign), small));
+}
+
+// 8 rows x 1 ymm column (vector v of the panels) of the scaled sums; `a` holds the scaled LHS.
+TPUEMU_AVX2 inline void block_tiny_ymm(const float* a, const float* panels, std::uint32_t v, std::uint32_t k_count,
+                                       float* out) {
+  const float* w = panels + vector_offset(v);
+  __m256 acc[kSublanes];
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < kSublanes; ++r) acc[r] = _mm256_setzero_ps();
+  const __m256 m = _mm256_set1_ps(0x1.8p-103F);
+  for (std::uint32_t k = 0; k < k_count; ++k) {
+    const __m256 wv = _mm256_loadu_ps(w + k * kPanelRow);
+#pragma GCC unroll 8
+    for (std::size_t r = 0; r < kSublanes; ++r) {
+      const __m256 b = _mm256_broadcast_ss(a + r * kLanes + k);
+      acc[r] = _mm256_add_ps(acc[r], _mm256_sub_ps(_mm256_fmadd_ps(b, wv, m), m));
+    }
+  }
+#pragma GCC unroll 8
+  for (std::size_t r = 0; r < kSublanes; ++r) scale_down_ymm(acc[r], out + r * kLanes);
+}
+
+TPUEMU_AVX2 void blocks_avx2_tiny(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t vectors,
+                                  float* out) {
+  alignas(32) std::array<float, kSublanes * kLanes> scaled;
+  for (std::size_t r = 0; r < kSublanes; ++r) {
+    for (std::uint32_t k = 0; k < k_count; k += kVector) {
+      _mm256_store_ps(&scaled[r * kLanes + k], scale_up_ymm(a + r * kLanes + k));
+    }
+  }
+  for (std::uint32_t v = 0; v < vectors; ++v) block_tiny_ymm(scaled.data(), panels, v, k_count, out + v * kVector);
+}
+
 }  // namespace
 
 bool avx2_compiled() {
@@ -209,9 +274,10 @@ TPUEMU_AVX2 void build_weights_avx2(std::span<const StagedPush> pushes, std::uin
 namespace {
 
 // The AVX2 kernel, or with `wide` the same with the AVX-512 blocks of
-// matmul_kernel_avx512.cpp for the multiply-accumulate loop; with `exact_f64`
-// (wide only) their f64 path for the tiles it applies to.
-TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide, bool exact_f64) {
+// matmul_kernel_avx512.cpp for the multiply-accumulate loop; with
+// `avoid_denormals` the paths without f32 denormal arithmetic for the tiles
+// they apply to: the scaled one (tiny_products), and with `wide` the f64 one.
+TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide, bool avoid_denormals) {
   if (job.k_mask != nullptr || job.weights->range.non_finite) {
     multiply_portable(job, out);
     return;
@@ -264,7 +330,13 @@ TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide, 
   auto* o = reinterpret_cast<float*>(out.words.data());
   const std::uint32_t vectors = (job.size + kVector - 1) / kVector;
   const bool fused = products_exact(range, job.weights->range);
-  if (wide && exact_f64 && exact_f64_applies(range, job.weights->range)) {
+  if (avoid_denormals && tiny_products(range, job.weights->range)) {
+    if (wide) {
+      blocks_avx512_tiny(a, job.weights->panels.data(), job.used_k, vectors, o);
+    } else {
+      blocks_avx2_tiny(a, job.weights->panels.data(), job.used_k, vectors, o);
+    }
+  } else if (wide && avoid_denormals && exact_f64_applies(range, job.weights->range)) {
     blocks_avx512_exact(a, job.weights->panels.data(), job.used_k, vectors, o);
   } else if (wide) {
     blocks_avx512(a, job.weights->panels.data(), job.used_k, vectors, fused, o);
@@ -281,15 +353,19 @@ TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide, 
 }  // namespace
 
 void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
-  multiply_vector(job, out, false, false);
+  multiply_vector(job, out, false, denormal_assists());
+}
+
+void multiply_avx2_path(const TileJob& job, vpu::Vreg& out, bool avoid_denormals) {
+  multiply_vector(job, out, false, avoid_denormals);
 }
 
 void multiply_avx512(const TileJob& job, vpu::Vreg& out) {
   multiply_vector(job, out, true, denormal_assists());
 }
 
-void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool exact_f64) {
-  multiply_vector(job, out, true, exact_f64);
+void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool avoid_denormals) {
+  multiply_vector(job, out, true, avoid_denormals);
 }
 
 }  // namespace tpuemu::mxu::detail
@@ -306,7 +382,10 @@ void multiply_avx2(const TileJob& job, vpu::Vreg& out) {
 void multiply_avx512(const TileJob& job, vpu::Vreg& out) {
   multiply_portable(job, out);
 }
-void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool /*exact_f64*/) {
+void multiply_avx2_path(const TileJob& job, vpu::Vreg& out, bool /*avoid_denormals*/) {
+  multiply_portable(job, out);
+}
+void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool /*avoid_denormals*/) {
   multiply_portable(job, out);
 }
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {

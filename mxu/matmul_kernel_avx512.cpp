@@ -203,6 +203,90 @@ TPUEMU_AVX512 inline void narrow(const double* from, float* to) {
   }
 }
 
+// ---- The scaled path (blocks_avx512_tiny): tiles whose every product P has
+// |P| < 2^-127 (tiny_products), e.g. a denormal LHS against weights below 1.
+// In f32 each product then rounds to a multiple of 2^-149 and most sums stay
+// in the denormal range, where Intel's cores take an assist per operation.
+// Scaling the LHS by 2^23 (exactly, by integer operations) moves all of it
+// into the normal range, with no bits lost:
+//  * p' = fl32(P) x 2^23 = P x 2^23 rounded to a multiple of G = 2^-126,
+//    nearest even: fl(a' w + M) - M with M = 1.5 x 2^-103, whose binade's step
+//    is G (|P x 2^23| < 2^-104 = M / 3 keeps a' w + M in that binade; M / G is
+//    even, so ties go the same way; the subtraction is exact). One fused
+//    multiply-add rounds once: the exact product never has to fit an f32.
+//  * s' = fl32(acc + p) x 2^23 = fl(acc' + p'): where |acc + p| >= 2^-126 both
+//    round to 24 bits (scaling by a power of two commutes with that); below,
+//    acc + p is exact in f32 (two multiples of 2^-149), and acc' + p' is a
+//    multiple of G below 2^-103: 23 bits, a normal f32 (G is the least normal).
+//  * Sums of at most 128 products stay below 2^-120 (x 2^23: no overflow).
+//    Every operand (a' >= 2^-110, w normal, M) and result (0 or >= G) is a
+//    normal f32 or zero. Zeros: acc' starts at +0 and a sum is -0 only when
+//    both addends are, so acc' never holds -0 (as acc never does), and a
+//    product rounding to -0 adds nothing either way.
+//  * The result: acc = acc' x 2^-23, by integer operations (a denormal one from
+//    its integer multiple of G).
+
+// 16 bf16 values (f32 bit patterns, finite, below 2^100) times 2^23 exactly:
+// a normal one by its exponent field, a denormal one (or a zero) from its
+// integer significand, so no f32 denormal reaches an arithmetic operation.
+TPUEMU_AVX512 inline __m512 scale_up_zmm(const float* from) {
+  const __m512i bits = _mm512_loadu_si512(from);
+  const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x8000'0000U)));
+  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF'FFFF));
+  const __mmask16 small = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(0x0080'0000));
+  const __m512i normal = _mm512_add_epi32(bits, _mm512_set1_epi32(kTinyScale << 23));
+  // m x 2^-149 x 2^23 = m x 2^-126: m < 2^23 converts exactly, and a nonzero
+  // bf16 denormal's m >= 2^16 keeps the product normal.
+  const __m512 denormal = _mm512_mul_ps(_mm512_cvtepi32_ps(magnitude), _mm512_set1_ps(0x1p-126F));
+  const __m512i denormal_bits = _mm512_or_si512(_mm512_castps_si512(denormal), sign);
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, denormal_bits));
+}
+
+// acc' x 2^-23 for 16 sums (multiples of 2^-126 below 2^-97, never -0), as f32
+// bits into `to`.
+TPUEMU_AVX512 inline void scale_down_zmm(__m512 scaled, float* to) {
+  const __m512i bits = _mm512_castps_si512(scaled);
+  const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x8000'0000U)));
+  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF'FFFF));
+  // Below 2^-103 the result is denormal: its significand is acc' / 2^-126, an integer below 2^23.
+  const __mmask16 small = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32((127 - 126 + kTinyScale) << 23));
+  const __m512i normal = _mm512_sub_epi32(bits, _mm512_set1_epi32(kTinyScale << 23));
+  const __m512i multiple = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_abs_ps(scaled), _mm512_set1_ps(0x1p126F)));
+  _mm512_storeu_si512(to, _mm512_mask_blend_epi32(small, normal, _mm512_or_si512(multiple, sign)));
+}
+
+// 8 rows x C panels (16 columns each) of the scaled sums, K ascending from +0:
+// `a` holds the scaled LHS (row stride kLanes), `w` the first panel.
+template <int C>
+TPUEMU_AVX512 inline void block_tiny_zmm(const float* a, const float* w, std::uint32_t k_count, float* out) {
+  constexpr int kRows = static_cast<int>(vpu::kSublanes);
+  __m512 acc[kRows][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
+  }
+  const __m512 m = _mm512_set1_ps(0x1.8p-103F);
+  for (std::uint32_t k = 0; k < k_count; ++k) {
+    __m512 wv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) wv[c] = _mm512_loadu_ps(w + c * kPanelFloats + k * kPanelColumns);
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 b = _mm512_set1_ps(a[r * kLanes + k]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) {
+        acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_sub_ps(_mm512_fmadd_ps(b, wv[c], m), m));
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) scale_down_zmm(acc[r][c], out + r * kLanes + c * kZmmFloats);
+  }
+}
+
 }  // namespace
 
 bool avx512_compiled() {
@@ -244,6 +328,23 @@ TPUEMU_AVX512 void blocks_avx512_exact(const float* a, const float* panels, std:
   }
 }
 
+TPUEMU_AVX512 void blocks_avx512_tiny(const float* a, const float* panels, std::uint32_t k_count,
+                                      std::uint32_t panel_count, float* out) {
+  // The LHS x 2^23, lanes 0..k_count-1 of each row (whole zmm: lanes beyond
+  // hold whatever the row holds, scaled by integer operations, never read).
+  alignas(64) std::array<float, vpu::kSublanes * vpu::kLanes> scaled;
+  for (std::size_t r = 0; r < vpu::kSublanes; ++r) {
+    for (std::uint32_t k = 0; k < k_count; k += kZmmFloats) {
+      _mm512_store_ps(&scaled[r * vpu::kLanes + k], scale_up_zmm(a + r * vpu::kLanes + k));
+    }
+  }
+  const std::uint32_t panel_total = (panel_count + 1) / 2;  // whole 16-column panels
+  std::uint32_t p = 0;
+  for (; p + 2 <= panel_total; p += 2)
+    block_tiny_zmm<2>(scaled.data(), panels + p * kPanelFloats, k_count, out + p * kZmmFloats);
+  if (p < panel_total) block_tiny_zmm<1>(scaled.data(), panels + p * kPanelFloats, k_count, out + p * kZmmFloats);
+}
+
 void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count, bool fused,
                    float* out) {
   if (fused) {
@@ -267,6 +368,7 @@ bool avx512_compiled() {
 }
 void blocks_avx512(const float*, const float*, std::uint32_t, std::uint32_t, bool, float*) {}
 void blocks_avx512_exact(const float*, const float*, std::uint32_t, std::uint32_t, float*) {}
+void blocks_avx512_tiny(const float*, const float*, std::uint32_t, std::uint32_t, float*) {}
 }  // namespace tpuemu::mxu::detail
 
 #endif

@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/host_pool.hpp"
@@ -207,7 +209,7 @@ vpu::Vreg reference_tile(const TileJob& job) {
 }
 
 // Value classes for tiles: each draws bf16 bit patterns (as f32 bits).
-enum class Values { kUnit, kAllExponents, kDenormal, kTiny, kSmall, kHuge, kEdge, kF32 };
+enum class Values { kUnit, kAllExponents, kDenormal, kDenormalLow, kTiny, kSmall, kSmallLow, kHuge, kEdge, kF32 };
 
 constexpr std::array<std::uint32_t, 16> kEdgeBits = {
     0x0000'0000, 0x8000'0000, 0x0001'0000, 0x807F'0000, 0x0080'0000, 0x3F80'0000, 0xBF80'0000, 0x7F7F'0000,
@@ -224,10 +226,14 @@ std::uint32_t draw(Values kind, std::mt19937& rng) {
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(0, 254)(rng) << 7)) << 16;
     case Values::kDenormal:
       return mantissa_sign << 16;  // exponent field 0: +-0 or a bf16 denormal
+    case Values::kDenormalLow:     // bf16 denormals below 2^-127: times weights below 1, tiny_products
+      return (mantissa_sign & 0x803FU) << 16;
     case Values::kTiny:
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(0, 40)(rng) << 7)) << 16;
     case Values::kSmall:  // products about 2^-150 .. 2^-104: their sums cross f32's least normal 2^-126
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(52, 75)(rng) << 7)) << 16;
+    case Values::kSmallLow:  // 2^-75 .. 2^-64: products of two below 2^-127 (tiny_products), down to 2^-150
+      return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(52, 62)(rng) << 7)) << 16;
     case Values::kHuge:
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(200, 254)(rng) << 7)) << 16;
     case Values::kEdge:
@@ -263,8 +269,9 @@ std::vector<KernelKind> kernels() {
   return k;
 }
 
-// Every kernel, and the AVX-512 kernel both with and without its f64 path
-// (mxu::detail::denormal_assists picks one per CPU), against the reference.
+// Every kernel, and the AVX2 and AVX-512 kernels both with and without their
+// paths that avoid f32 denormal arithmetic (mxu::detail::denormal_assists
+// picks per CPU), against the reference.
 void check_tile(const TileJob& job, const std::string& what) {
   const vpu::Vreg want = reference_tile(job);
   const auto compare = [&](const vpu::Vreg& got, const std::string& kernel) {
@@ -286,11 +293,15 @@ void check_tile(const TileJob& job, const std::string& what) {
     got.words.fill(0xDEAD'BEEF);
     mxu::multiply_tile(kind, job, got);
     compare(got, std::string(mxu::to_string(kind)));
-    if (kind != KernelKind::kAvx512) continue;
-    for (const bool exact_f64 : {false, true}) {
+    for (const bool avoid_denormals : {false, true}) {
       got.words.fill(0xDEAD'BEEF);
-      mxu::detail::multiply_avx512_path(job, got, exact_f64);
-      compare(got, exact_f64 ? "avx512, f64 path" : "avx512, f32 path");
+      if (kind == KernelKind::kAvx512) {
+        mxu::detail::multiply_avx512_path(job, got, avoid_denormals);
+        compare(got, avoid_denormals ? "avx512, scaled and f64 paths" : "avx512, f32 path");
+      } else if (kind == KernelKind::kAvx2Fma) {
+        mxu::detail::multiply_avx2_path(job, got, avoid_denormals);
+        compare(got, avoid_denormals ? "avx2, scaled path" : "avx2, f32 path");
+      }
     }
   }
 }
@@ -360,7 +371,8 @@ TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit f
       {Values::kUnit, Values::kEdge},         {Values::kEdge, Values::kEdge},
       {Values::kF32, Values::kUnit},          {Values::kF32, Values::kAllExponents},
       {Values::kSmall, Values::kSmall},       {Values::kDenormal, Values::kSmall},
-      {Values::kSmall, Values::kTiny},
+      {Values::kSmall, Values::kTiny},        {Values::kDenormalLow, Values::kUnit},
+      {Values::kSmallLow, Values::kSmallLow}, {Values::kDenormalLow, Values::kSmall},
   };
   const char* names[] = {"unit x unit",
                          "all exponents",
@@ -376,14 +388,46 @@ TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit f
                          "f32 LHS x all exponents",
                          "small x small (sums across 2^-126)",
                          "denormal LHS x small",
-                         "small x tiny"};
+                         "small x tiny",
+                         "denormal LHS below 2^-127 (scaled path)",
+                         "small x small below 2^-127 (scaled path)",
+                         "denormal LHS x small (scaled path)"};
   for (std::size_t c = 0; c < classes.size(); ++c) {
     for (std::uint32_t size = 1; size <= kLanes; ++size) {
       const auto weights = random_weights(classes[c].second, size, rng);
       const vpu::Vreg lhs = random_lhs(classes[c].first, rng);
       check_tile(TileJob{&lhs, nullptr, weights.get(), size, size}, names[c]);
+      // The scaled path's classes do take it.
+      if (std::string_view(names[c]).ends_with("(scaled path)")) {
+        mxu::ValueRange a;
+        for (std::size_t row = 0; row < kSublanes; ++row) {
+          for (std::size_t k = 0; k < size; ++k) a.add(lhs.words[row * kLanes + k]);
+        }
+        INFO(names[c] << ", size " << size);
+        CHECK(mxu::tiny_products(a, weights->range));
+      }
     }
   }
+}
+
+TEST_CASE("mxu kernels: tiny_products holds exactly where every product is below 2^-127", "[mxu][kernel]") {
+  const auto range = [](std::initializer_list<float> values) {
+    mxu::ValueRange r;
+    for (const float v : values) r.add(std::bit_cast<std::uint32_t>(v));
+    return r;
+  };
+  const float below = std::nextafter(0x1p-63F, 0.0F);  // not a bf16 value: the bound is exact anyway
+  CHECK(mxu::tiny_products(range({0x1p-64F, -0x1p-70F}), range({below, 0.5F * below})));
+  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({0x1p-63F})));  // 2^-127 itself
+  CHECK_FALSE(mxu::tiny_products(range({-0x1p-64F}), range({-0x1p-63F, 0x1p-80F})));
+  // A bf16 denormal LHS (2^-133 .. 2^-126) against weights below 1: tiny when below 2^-127.
+  CHECK(mxu::tiny_products(range({std::bit_cast<float>(0x003F'0000U)}), range({0.99F})));
+  CHECK_FALSE(mxu::tiny_products(range({std::bit_cast<float>(0x0040'0000U)}), range({1.0F})));
+  // Denormal weights (the FMA's operand), Inf and NaN, all-zero sides: never.
+  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({std::bit_cast<float>(0x0001'0000U)})));
+  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F, INFINITY}), range({0x1p-80F})));
+  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({0x1p-80F, NAN})));
+  CHECK_FALSE(mxu::tiny_products(range({0.0F, -0.0F}), range({0x1p-80F})));
 }
 
 TEST_CASE("mxu kernels: masked K lanes add nothing, not even +0, on every kernel", "[mxu][kernel]") {
