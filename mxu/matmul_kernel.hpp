@@ -22,7 +22,7 @@
 // and adds (where at most one NaN, the default one, can arise), and leaves
 // tiles holding Inf or NaN, and masked multiplies, to the portable kernel.
 // Where f32 arithmetic on denormals takes microcode assists (Intel,
-// denormal_assists), tiles whose products all fall below 2^-127
+// denormal_assists), tiles whose products all fall below 2^-104
 // (tiny_products) run with the LHS scaled by 2^23, where nothing is denormal
 // (blocks_avx512_tiny, and its ymm copy in the AVX2 kernel), and the AVX-512
 // kernel runs other tiles whose products may fall below 2^-126 in f64
@@ -152,6 +152,9 @@ void multiply_portable(const TileJob& job, vpu::Vreg& out);
 void multiply_avx2(const TileJob& job, vpu::Vreg& out);
 // multiply_avx2 with the scaled path on or off (tests: both give the same bits).
 void multiply_avx2_path(const TileJob& job, vpu::Vreg& out, bool avoid_denormals);
+// The scaled path of the AVX2 kernel (blocks_avx512_tiny on ymm registers),
+// `vectors` 8-column vectors. Only where kernel_available(kAvx2Fma).
+void blocks_avx2_tiny(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t vectors, float* out);
 void build_weights_portable(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
 // Only where kernel_available(kAvx2Fma); pushes that are not transposed.
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
@@ -193,13 +196,14 @@ void blocks_avx512_tiny(const float* a, const float* panels, std::uint32_t k_cou
 bool avx512_compiled();
 }  // namespace detail
 
-// Whether the scaled path takes a tile of these ranges (Intel only, as the
-// f64 path): every product below 2^-127 in magnitude, so each rounds in f32's
-// denormal range; nothing infinite, NaN or denormal among the weights (the
-// FMA's operand). blocks_avx512_tiny says why it is exact.
+// Whether the scaled path takes a tile of these ranges (where the f64 path
+// would: denormal_assists): every product below 2^-104 in magnitude, so none
+// needs more than f32's denormal grid scaled by 2^23 (blocks_avx512_tiny says
+// why that is exact); nothing infinite, NaN or denormal among the weights (the
+// FMA's operand); some nonzero value on each side.
 constexpr bool tiny_products(const ValueRange& a, const ValueRange& w) {
   if (a.non_finite || w.non_finite || w.denormal || a.max_magnitude == 0 || w.max_magnitude == 0) return false;
-  return magnitude_of_bits(a.max_magnitude) * magnitude_of_bits(w.max_magnitude) < 0x1p-127;
+  return magnitude_of_bits(a.max_magnitude) * magnitude_of_bits(w.max_magnitude) < 0x1p-104;
 }
 
 // Whether the f64 path takes a tile of these ranges: products may fall below

@@ -178,7 +178,7 @@ TPUEMU_AVX2 void all_blocks(const float* a, const float* panels, std::uint32_t k
 // p' = fl(a' w + M) - M with M = 1.5 x 2^-103, acc' += p', and the sums
 // x 2^-23 by integer operations again.
 
-// 8 bf16 values (finite, below 2^100) times 2^23 exactly.
+// 8 bf16 values (finite, below 2^22) times 2^23 exactly.
 TPUEMU_AVX2 inline __m256 scale_up_ymm(const float* from) {
   const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
   const __m256i sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x8000'0000U)));
@@ -190,7 +190,7 @@ TPUEMU_AVX2 inline __m256 scale_up_ymm(const float* from) {
   return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, denormal_bits, small));
 }
 
-// acc' x 2^-23 for 8 sums (multiples of 2^-126 below 2^-97, never -0) into `to`.
+// acc' x 2^-23 for 8 sums (multiples of 2^-126 below 2^-74, never -0) into `to`.
 TPUEMU_AVX2 inline void scale_down_ymm(__m256 scaled, float* to) {
   const __m256i bits = _mm256_castps_si256(scaled);
   const __m256i sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x8000'0000U)));
@@ -223,6 +223,12 @@ TPUEMU_AVX2 inline void block_tiny_ymm(const float* a, const float* panels, std:
   for (std::size_t r = 0; r < kSublanes; ++r) scale_down_ymm(acc[r], out + r * kLanes);
 }
 
+}  // namespace
+
+bool avx2_compiled() {
+  return true;
+}
+
 TPUEMU_AVX2 void blocks_avx2_tiny(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t vectors,
                                   float* out) {
   alignas(32) std::array<float, kSublanes * kLanes> scaled;
@@ -232,12 +238,6 @@ TPUEMU_AVX2 void blocks_avx2_tiny(const float* a, const float* panels, std::uint
     }
   }
   for (std::uint32_t v = 0; v < vectors; ++v) block_tiny_ymm(scaled.data(), panels, v, k_count, out + v * kVector);
-}
-
-}  // namespace
-
-bool avx2_compiled() {
-  return true;
 }
 
 TPUEMU_AVX2 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {
@@ -391,6 +391,7 @@ void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool /*avoid_denor
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {
   build_weights_portable(pushes, size, tile);
 }
+void blocks_avx2_tiny(const float*, const float*, std::uint32_t, std::uint32_t, float*) {}
 }  // namespace tpuemu::mxu::detail
 
 #endif

@@ -204,29 +204,35 @@ TPUEMU_AVX512 inline void narrow(const double* from, float* to) {
 }
 
 // ---- The scaled path (blocks_avx512_tiny): tiles whose every product P has
-// |P| < 2^-127 (tiny_products), e.g. a denormal LHS against weights below 1.
-// In f32 each product then rounds to a multiple of 2^-149 and most sums stay
-// in the denormal range, where Intel's cores take an assist per operation.
-// Scaling the LHS by 2^23 (exactly, by integer operations) moves all of it
-// into the normal range, with no bits lost:
-//  * p' = fl32(P) x 2^23 = P x 2^23 rounded to a multiple of G = 2^-126,
-//    nearest even: fl(a' w + M) - M with M = 1.5 x 2^-103, whose binade's step
-//    is G (|P x 2^23| < 2^-104 = M / 3 keeps a' w + M in that binade; M / G is
-//    even, so ties go the same way; the subtraction is exact). One fused
-//    multiply-add rounds once: the exact product never has to fit an f32.
+// |P| < 2^-104 (tiny_products), e.g. a denormal LHS against weights below 1.
+// In f32 such products round to multiples of 2^-149 where they fall below
+// 2^-126, and sums cross the denormal range, where Intel's cores take an
+// assist per operation. Scaling the LHS by 2^23 (exactly, by integer
+// operations) moves all of it into the normal range, with no bits lost
+// (primes: scaled values; G = 2^-126 = 2^-149 x 2^23; M = 1.5 x 2^-103, whose
+// binade's step is G and M / G even):
+//  * p' = fl32(P) x 2^23 = fl(a' w + M) - M, one fused multiply-add (rounding
+//    once: the exact product never has to fit an f32) and an exact
+//    subtraction. Where |P| < 2^-127, |P'| < M / 3 keeps a' w + M in M's
+//    binade, so the sum rounds P' to a multiple of G, nearest even (M / G
+//    even: ties go the same way), which is fl32(P) scaled. Where 2^-127 <=
+//    |P| < 2^-104, fl32(P) = P (16 significant bits, the lowest at or above
+//    2^-142), and P' + M is exact: with |P'| in [2^e, 2^(e+1)) both are
+//    multiples of 2^min(e - 15, -104) and the sum stays below 2^24 of those
+//    (e <= -82).
 //  * s' = fl32(acc + p) x 2^23 = fl(acc' + p'): where |acc + p| >= 2^-126 both
 //    round to 24 bits (scaling by a power of two commutes with that); below,
 //    acc + p is exact in f32 (two multiples of 2^-149), and acc' + p' is a
 //    multiple of G below 2^-103: 23 bits, a normal f32 (G is the least normal).
-//  * Sums of at most 128 products stay below 2^-120 (x 2^23: no overflow).
-//    Every operand (a' >= 2^-110, w normal, M) and result (0 or >= G) is a
-//    normal f32 or zero. Zeros: acc' starts at +0 and a sum is -0 only when
-//    both addends are, so acc' never holds -0 (as acc never does), and a
-//    product rounding to -0 adds nothing either way.
+//  * Sums of at most 128 products stay below 2^-97 (x 2^23: far from
+//    overflow). Every operand (a' >= 2^-110, w normal, M) and result (0 or
+//    >= G) is a normal f32 or zero. Zeros: acc' starts at +0 and a sum is -0
+//    only when both addends are, so acc' never holds -0 (as acc never does),
+//    and a product rounding to -0 adds nothing either way.
 //  * The result: acc = acc' x 2^-23, by integer operations (a denormal one from
 //    its integer multiple of G).
 
-// 16 bf16 values (f32 bit patterns, finite, below 2^100) times 2^23 exactly:
+// 16 bf16 values (f32 bit patterns, finite, below 2^22) times 2^23 exactly:
 // a normal one by its exponent field, a denormal one (or a zero) from its
 // integer significand, so no f32 denormal reaches an arithmetic operation.
 TPUEMU_AVX512 inline __m512 scale_up_zmm(const float* from) {
@@ -242,7 +248,7 @@ TPUEMU_AVX512 inline __m512 scale_up_zmm(const float* from) {
   return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, denormal_bits));
 }
 
-// acc' x 2^-23 for 16 sums (multiples of 2^-126 below 2^-97, never -0), as f32
+// acc' x 2^-23 for 16 sums (multiples of 2^-126 below 2^-74, never -0), as f32
 // bits into `to`.
 TPUEMU_AVX512 inline void scale_down_zmm(__m512 scaled, float* to) {
   const __m512i bits = _mm512_castps_si512(scaled);

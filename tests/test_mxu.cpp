@@ -3,6 +3,7 @@
 // ArrayBackend gets and refuses. The tile kernels (mxu/matmul_kernel.hpp):
 // portable and dispatched against a scalar reference, bit for bit; host
 // threads (common/host_pool.hpp) change no bit.
+#include <array>
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -209,7 +210,19 @@ vpu::Vreg reference_tile(const TileJob& job) {
 }
 
 // Value classes for tiles: each draws bf16 bit patterns (as f32 bits).
-enum class Values { kUnit, kAllExponents, kDenormal, kDenormalLow, kTiny, kSmall, kSmallLow, kHuge, kEdge, kF32 };
+enum class Values {
+  kUnit,
+  kAllExponents,
+  kDenormal,
+  kDenormalLow,
+  kTiny,
+  kSmall,
+  kSmallLow,
+  kBandTop,
+  kHuge,
+  kEdge,
+  kF32
+};
 
 constexpr std::array<std::uint32_t, 16> kEdgeBits = {
     0x0000'0000, 0x8000'0000, 0x0001'0000, 0x807F'0000, 0x0080'0000, 0x3F80'0000, 0xBF80'0000, 0x7F7F'0000,
@@ -226,7 +239,7 @@ std::uint32_t draw(Values kind, std::mt19937& rng) {
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(0, 254)(rng) << 7)) << 16;
     case Values::kDenormal:
       return mantissa_sign << 16;  // exponent field 0: +-0 or a bf16 denormal
-    case Values::kDenormalLow:     // bf16 denormals below 2^-127: times weights below 1, tiny_products
+    case Values::kDenormalLow:     // bf16 denormals below 2^-127: times weights below 1, products below 2^-127
       return (mantissa_sign & 0x803FU) << 16;
     case Values::kTiny:
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(0, 40)(rng) << 7)) << 16;
@@ -234,6 +247,8 @@ std::uint32_t draw(Values kind, std::mt19937& rng) {
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(52, 75)(rng) << 7)) << 16;
     case Values::kSmallLow:  // 2^-75 .. 2^-64: products of two below 2^-127 (tiny_products), down to 2^-150
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(52, 62)(rng) << 7)) << 16;
+    case Values::kBandTop:  // 2^-54 .. 2^-52: products of two up to just below 2^-104, tiny_products' bound
+      return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(73, 74)(rng) << 7)) << 16;
     case Values::kHuge:
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(200, 254)(rng) << 7)) << 16;
     case Values::kEdge:
@@ -373,6 +388,8 @@ TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit f
       {Values::kSmall, Values::kSmall},       {Values::kDenormal, Values::kSmall},
       {Values::kSmall, Values::kTiny},        {Values::kDenormalLow, Values::kUnit},
       {Values::kSmallLow, Values::kSmallLow}, {Values::kDenormalLow, Values::kSmall},
+      {Values::kSmall, Values::kSmallLow},    {Values::kDenormal, Values::kUnit},
+      {Values::kBandTop, Values::kBandTop},
   };
   const char* names[] = {"unit x unit",
                          "all exponents",
@@ -391,7 +408,10 @@ TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit f
                          "small x tiny",
                          "denormal LHS below 2^-127 (scaled path)",
                          "small x small below 2^-127 (scaled path)",
-                         "denormal LHS x small (scaled path)"};
+                         "denormal LHS x small (scaled path)",
+                         "small x small, products 2^-150 .. 2^-116 (scaled path)",
+                         "denormal LHS x unit, products up to 2^-126 (scaled path)",
+                         "products 2^-108 .. 2^-104 (scaled path)"};
   for (std::size_t c = 0; c < classes.size(); ++c) {
     for (std::uint32_t size = 1; size <= kLanes; ++size) {
       const auto weights = random_weights(classes[c].second, size, rng);
@@ -410,24 +430,54 @@ TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit f
   }
 }
 
-TEST_CASE("mxu kernels: tiny_products holds exactly where every product is below 2^-127", "[mxu][kernel]") {
+TEST_CASE("mxu kernels: tiny_products holds exactly where every product is below 2^-104", "[mxu][kernel]") {
   const auto range = [](std::initializer_list<float> values) {
     mxu::ValueRange r;
     for (const float v : values) r.add(std::bit_cast<std::uint32_t>(v));
     return r;
   };
-  const float below = std::nextafter(0x1p-63F, 0.0F);  // not a bf16 value: the bound is exact anyway
+  const float below = std::nextafter(0x1p-40F, 0.0F);  // not a bf16 value: the bound is exact anyway
   CHECK(mxu::tiny_products(range({0x1p-64F, -0x1p-70F}), range({below, 0.5F * below})));
-  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({0x1p-63F})));  // 2^-127 itself
-  CHECK_FALSE(mxu::tiny_products(range({-0x1p-64F}), range({-0x1p-63F, 0x1p-80F})));
-  // A bf16 denormal LHS (2^-133 .. 2^-126) against weights below 1: tiny when below 2^-127.
-  CHECK(mxu::tiny_products(range({std::bit_cast<float>(0x003F'0000U)}), range({0.99F})));
-  CHECK_FALSE(mxu::tiny_products(range({std::bit_cast<float>(0x0040'0000U)}), range({1.0F})));
+  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({0x1p-40F})));  // 2^-104 itself
+  CHECK_FALSE(mxu::tiny_products(range({-0x1p-64F}), range({-0x1p-40F, 0x1p-80F})));
+  // A bf16 denormal LHS (2^-133 .. 2^-126) against any weights below 2^22.
+  CHECK(mxu::tiny_products(range({std::bit_cast<float>(0x007F'0000U)}), range({0x1.fep21F})));
+  CHECK_FALSE(mxu::tiny_products(range({std::bit_cast<float>(0x0040'0000U)}), range({0x1p23F})));
   // Denormal weights (the FMA's operand), Inf and NaN, all-zero sides: never.
   CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({std::bit_cast<float>(0x0001'0000U)})));
   CHECK_FALSE(mxu::tiny_products(range({0x1p-64F, INFINITY}), range({0x1p-80F})));
   CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({0x1p-80F, NAN})));
   CHECK_FALSE(mxu::tiny_products(range({0.0F, -0.0F}), range({0x1p-80F})));
+}
+
+TEST_CASE("mxu kernels: the scaled paths are exact up to tiny_products' bound and wrong beyond it", "[mxu][kernel]") {
+  // One product per output, a x w with both powers of two: 2^-105 is below the
+  // bound; at 2^-101, a' w + M rounds M away and the subtraction cannot give it
+  // back (mxu/matmul_kernel_avx512.cpp), which is why the bound stops at 2^-104.
+  const auto product = [](float a, float w, bool wide) {
+    auto tile = std::make_unique<WeightTile>();
+    tile->values.fill(0.0F);
+    for (std::size_t c = 0; c < kLanes; ++c) tile->values[c] = w;
+    tile->finish();
+    alignas(64) std::array<float, kSublanes * kLanes> lhs{};
+    for (std::size_t r = 0; r < kSublanes; ++r) lhs[r * kLanes] = a;
+    alignas(64) std::array<float, kSublanes * kLanes> out{};
+    if (wide) {
+      mxu::detail::blocks_avx512_tiny(lhs.data(), tile->panels.data(), 1, kLanes / 8, out.data());
+    } else {
+      mxu::detail::blocks_avx2_tiny(lhs.data(), tile->panels.data(), 1, kLanes / 8, out.data());
+    }
+    return out[0];
+  };
+  bool ran = false;
+  for (const bool wide : {false, true}) {
+    if (!mxu::kernel_available(wide ? KernelKind::kAvx512 : KernelKind::kAvx2Fma)) continue;
+    INFO((wide ? "avx512" : "avx2"));
+    CHECK(product(0x1p-52F, 0x1p-53F, wide) == 0x1p-105F);
+    CHECK(product(0x1p-50F, 0x1p-51F, wide) != 0x1p-101F);
+    ran = true;
+  }
+  if (!ran) WARN("no AVX2 on this CPU: the scaled paths are not run");
 }
 
 TEST_CASE("mxu kernels: masked K lanes add nothing, not even +0, on every kernel", "[mxu][kernel]") {
