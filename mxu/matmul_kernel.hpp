@@ -22,11 +22,10 @@
 // and adds (where at most one NaN, the default one, can arise), and leaves
 // tiles holding Inf or NaN, and masked multiplies, to the portable kernel.
 // Where f32 arithmetic on denormals takes microcode assists (Intel,
-// denormal_assists), tiles whose products all fall below 2^-104
-// (tiny_products) run with the LHS scaled by 2^23, where nothing is denormal
-// (blocks_avx512_tiny, and its ymm copy in the AVX2 kernel), and the AVX-512
-// kernel runs other tiles whose products may fall below 2^-126 in f64
-// (exact_f64_applies).
+// denormal_assists), tiles that may meet denormals run with the LHS scaled by
+// 2^23, where nothing is denormal (blocks_avx512_tiny, and its ymm copy in
+// the AVX2 kernel), unless some product may lie in [2^-104, 2^-99)
+// (scaled_fit); the AVX-512 kernel runs those in f64 (exact_f64_applies).
 #pragma once
 
 #include <algorithm>
@@ -49,6 +48,7 @@ struct ValueRange {
   std::uint32_t max_exponent = 0;    // largest max(exponent field, 1) of a nonzero value (0: none)
   bool denormal = false;             // a nonzero value with exponent field 0
   std::uint32_t max_magnitude = 0;   // the bits of the largest |value| (0: none nonzero)
+  std::uint32_t min_magnitude = 0;   // the bits of the smallest nonzero |value| (0: none nonzero)
 
   void add(std::uint32_t bits) {
     const std::uint32_t e = (bits >> 23) & 0xFFU;
@@ -59,6 +59,42 @@ struct ValueRange {
     max_exponent = std::max(max_exponent, std::max<std::uint32_t>(e, 1));
     denormal = denormal || e == 0;
     max_magnitude = std::max(max_magnitude, magnitude);
+    min_magnitude = min_magnitude == 0 ? magnitude : std::min(min_magnitude, magnitude);
+  }
+};
+
+// The exponent fields (0..255) of a set of nonzero values, for the scaled
+// path's finer test (scaled_fields_fit).
+struct ExponentFields {
+  std::array<std::uint64_t, 4> bits{};
+
+  void add(std::uint32_t value_bits) {
+    if ((value_bits & 0x7FFF'FFFFU) == 0) return;
+    const std::uint32_t e = (value_bits >> 23) & 0xFFU;
+    bits[e >> 6] |= std::uint64_t{1} << (e & 63U);
+  }
+  [[nodiscard]] bool has(std::uint32_t field) const {
+    return field < 256 && ((bits[field >> 6] >> (field & 63U)) & 1U) != 0;
+  }
+  // Some field in lo..hi (inclusive; fields outside 0..255 are absent).
+  [[nodiscard]] bool any_in(int lo, int hi) const {
+    lo = std::max(lo, 0);
+    hi = std::min(hi, 255);
+    for (int word = lo >> 6; word <= (hi >> 6) && lo <= hi; ++word) {
+      const int first = std::max(lo, word * 64) - word * 64;  // bits first..last of this word
+      const int last = std::min(hi, word * 64 + 63) - word * 64;
+      const std::uint64_t mask = (~std::uint64_t{0} >> (63 - last)) & (~std::uint64_t{0} << first);
+      if ((bits[static_cast<std::size_t>(word)] & mask) != 0) return true;
+    }
+    return false;
+  }
+  // Every field of each 8-field bucket b (fields 8b .. 8b+7) whose bit is set in `buckets`.
+  static ExponentFields from_buckets(std::uint32_t buckets) {
+    ExponentFields f;
+    for (std::uint32_t b = 0; b < 32; ++b) {
+      if (((buckets >> b) & 1U) != 0) f.bits[b / 8] |= std::uint64_t{0xFF} << (8 * (b % 8));
+    }
+    return f;
   }
 };
 
@@ -94,6 +130,17 @@ struct WeightTile {
   ValueRange range;
 
   void finish();
+  // The exponent fields of `values`, computed by the first caller that needs
+  // them (a rare tile: scaled_fit kNeedsFields) and kept until the tile is
+  // built again; any thread, once the tile is built.
+  [[nodiscard]] ExponentFields exponent_fields() const;
+  // Forgets them (the tile's values changed): build_weights and finish() call it.
+  void forget_exponent_fields() { fields_state_.store(kFieldsEmpty, std::memory_order_relaxed); }
+
+ private:
+  enum : std::uint8_t { kFieldsEmpty, kFieldsFilling, kFieldsReady };
+  mutable std::atomic<std::uint8_t> fields_state_{kFieldsEmpty};
+  mutable ExponentFields fields_;
 };
 
 // kAvx512: the AVX2 kernel with its multiply-accumulate loop on 16-float
@@ -147,8 +194,8 @@ void multiply_tile(KernelKind kind, const TileJob& job, vpu::Vreg& out);
 
 namespace detail {
 void multiply_portable(const TileJob& job, vpu::Vreg& out);
-// Only where kernel_available(kAvx2Fma). Tiles that tiny_products holds for
-// take the scaled path where denormal_assists().
+// Only where kernel_available(kAvx2Fma). Where denormal_assists(), tiles that
+// may meet denormals take the scaled path where it fits (scaled_fit).
 void multiply_avx2(const TileJob& job, vpu::Vreg& out);
 // multiply_avx2 with the scaled path on or off (tests: both give the same bits).
 void multiply_avx2_path(const TileJob& job, vpu::Vreg& out, bool avoid_denormals);
@@ -160,8 +207,8 @@ void build_weights_portable(std::span<const StagedPush> pushes, std::uint32_t si
 void build_weights_avx2(std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile);
 bool avx2_compiled();
 // Only where kernel_available(kAvx512). Where denormal_assists(), tiles that
-// tiny_products holds for take the scaled path, other tiles exact_f64_applies
-// to the f64 path.
+// may meet denormals (may_meet_denormals) take the scaled path where it fits
+// (scaled_fit), else the f64 path where exact_f64_applies.
 void multiply_avx512(const TileJob& job, vpu::Vreg& out);
 // multiply_avx512 with the scaled and f64 paths on or off (tests: both give the same bits).
 void multiply_avx512_path(const TileJob& job, vpu::Vreg& out, bool avoid_denormals);
@@ -185,33 +232,66 @@ void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, s
 // tile's ranges stays below 2^120 (exact_f64_applies).
 void blocks_avx512_exact(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count,
                          float* out);
-// The scaled paths multiply the LHS by 2^kTinyScale (blocks_avx512_tiny).
+// The scaled paths multiply the LHS by 2^kTinyScale and round each product
+// with kScaledRounding, M = 1.5 x 2^(kTinyScale - 126) (blocks_avx512_tiny).
 inline constexpr int kTinyScale = 23;
+inline constexpr float kScaledRounding = 0x1.8p-103F;
+static_assert(kScaledRounding == 1.5F * 0x1p-126F * static_cast<float>(1U << kTinyScale));
 // The scaled path of the AVX-512 kernel: the same bits as the separate
 // multiply-add loop, in f32 without denormal arithmetic, only where
-// tiny_products holds. Whole 16-column panels: writes out's columns up to the
+// scaled_fit (and scaled_fields_fit) allows. Whole 16-column panels: writes out's columns up to the
 // panel that holds vector panel_count - 1.
 void blocks_avx512_tiny(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count,
                         float* out);
 bool avx512_compiled();
 }  // namespace detail
 
-// Whether the scaled path takes a tile of these ranges (where the f64 path
-// would: denormal_assists): every product below 2^-104 in magnitude, so none
-// needs more than f32's denormal grid scaled by 2^23 (blocks_avx512_tiny says
-// why that is exact); nothing infinite, NaN or denormal among the weights (the
-// FMA's operand); some nonzero value on each side.
+// Whether f32 arithmetic on a tile of these ranges may meet a denormal: a
+// denormal operand, or a product that may fall below 2^-126 (then sums may
+// too). Where denormal_assists(), such tiles avoid the f32 paths.
+constexpr bool may_meet_denormals(const ValueRange& a, const ValueRange& w) {
+  if (a.denormal || w.denormal) return true;
+  if (a.max_magnitude == 0 || w.max_magnitude == 0) return false;  // every product is zero
+  return magnitude_of_bits(a.min_magnitude) * magnitude_of_bits(w.min_magnitude) < 0x1p-126;
+}
+
+// Whether every product of a tile of these ranges lies below 2^-104.
 constexpr bool tiny_products(const ValueRange& a, const ValueRange& w) {
-  if (a.non_finite || w.non_finite || w.denormal || a.max_magnitude == 0 || w.max_magnitude == 0) return false;
+  if (a.non_finite || w.non_finite || a.max_magnitude == 0 || w.max_magnitude == 0) return false;
   return magnitude_of_bits(a.max_magnitude) * magnitude_of_bits(w.max_magnitude) < 0x1p-104;
 }
 
-// Whether the f64 path takes a tile of these ranges: products may fall below
-// f32's normal range (not products_exact), and neither they nor sums of 128
-// of them can overflow (exponent fields summing to at most 372: |product| <
-// 2^120).
+// Whether the scaled path computes a tile of these ranges exactly
+// (blocks_avx512_tiny says why): everything finite, no denormal weight (the
+// FMA's operand), the LHS below 2^105 (x 2^23 stays finite), every product
+// below 2^97 (sums of 128 of them x 2^23 too), and no product in [2^-104,
+// 2^-99), where the rounding constant's sum is inexact. kNeedsFields: the
+// ranges allow products in that window; scaled_fields_fit decides.
+enum class ScaledFit : std::uint8_t { kNo, kYes, kNeedsFields };
+constexpr ScaledFit scaled_fit(const ValueRange& a, const ValueRange& w) {
+  if (a.non_finite || w.non_finite || w.denormal || a.max_magnitude == 0 || w.max_magnitude == 0) {
+    return ScaledFit::kNo;
+  }
+  const double largest = magnitude_of_bits(a.max_magnitude) * magnitude_of_bits(w.max_magnitude);
+  if (magnitude_of_bits(a.max_magnitude) >= 0x1p105 || largest >= 0x1p97) return ScaledFit::kNo;
+  const double smallest = magnitude_of_bits(a.min_magnitude) * magnitude_of_bits(w.min_magnitude);
+  if (largest < 0x1p-104 || smallest >= 0x1p-99) return ScaledFit::kYes;
+  return ScaledFit::kNeedsFields;
+}
+// No pair of an LHS field and a weight field whose products can reach
+// [2^-104, 2^-99): a value with field e >= 1 lies in [2^(e-127), 2^(e-126)),
+// one with field 0 in [2^-133, 2^-126) (a bf16 denormal), so fields ea, ew
+// >= 1 give products in [2^(ea+ew-254), 2^(ea+ew-252)), which meet the window
+// iff 149 <= ea + ew <= 154; field 0 with ew gives [2^(ew-260), 2^(ew-252)):
+// iff 149 <= ew <= 160.
+bool scaled_fields_fit(const ExponentFields& a, const ExponentFields& w);
+
+// Whether the f64 path takes a tile of these ranges (one the scaled path does
+// not): f32 arithmetic may meet denormals (may_meet_denormals), and neither
+// the products nor sums of 128 of them can overflow (exponent fields summing
+// to at most 372: |product| < 2^120).
 constexpr bool exact_f64_applies(const ValueRange& a, const ValueRange& w) {
-  if (a.non_finite || w.non_finite || products_exact(a, w)) return false;
+  if (a.non_finite || w.non_finite || !may_meet_denormals(a, w)) return false;
   return a.max_exponent + w.max_exponent <= 372;
 }
 

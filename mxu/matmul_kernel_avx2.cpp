@@ -54,6 +54,7 @@ struct Scan {
       r.max_exponent = std::max<std::uint32_t>(max_magnitude >> 23, 1);
       r.denormal = (min_nonzero + 1) < 0x0080'0000U;
       r.max_magnitude = max_magnitude;
+      r.min_magnitude = min_nonzero + 1;
     }
     return r;
   }
@@ -98,6 +99,25 @@ TPUEMU_AVX2 Scan scan(const std::uint32_t* rows, std::uint32_t used_k) {
     }
   }
   return Scan{reduce<Reduce::kOr>(low) & 0xFFFFU, reduce<Reduce::kMax>(max_m), reduce<Reduce::kMin>(min_m)};
+}
+
+// Which 8-field buckets (ExponentFields::from_buckets) the exponent fields of
+// lanes 0..used_k-1 of the 8 rows fall in, zeros included (bucket 0): a
+// superset of their fields, for scaled_fields_fit.
+TPUEMU_AVX2 std::uint32_t exponent_buckets(const std::uint32_t* rows, std::uint32_t used_k) {
+  __m256i found = _mm256_setzero_si256();
+  const std::uint32_t vectors = (used_k + kVector - 1) / kVector;
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (std::size_t row = 0; row < kSublanes; ++row) {
+    for (std::uint32_t v = 0; v < vectors; ++v) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + row * kLanes + v * kVector));
+      // Lanes at or beyond used_k count as zeros (bucket 0).
+      const __m256i in_range = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(used_k - v * kVector)), lane);
+      const __m256i bucket = _mm256_and_si256(_mm256_srli_epi32(bits, 26), _mm256_set1_epi32(31));  // field / 8
+      found = _mm256_or_si256(found, _mm256_sllv_epi32(_mm256_set1_epi32(1), _mm256_and_si256(bucket, in_range)));
+    }
+  }
+  return reduce<Reduce::kOr>(found);
 }
 
 // bf16_round of lanes 0..used_k-1 of the 8 rows into `a` (row stride kLanes).
@@ -173,12 +193,12 @@ TPUEMU_AVX2 void all_blocks(const float* a, const float* panels, std::uint32_t k
 }
 
 // The scaled path on ymm registers (the AVX-512 kernel's blocks_avx512_tiny
-// says why it is exact): tiles where tiny_products holds, on CPUs whose f32
+// says why it is exact): tiles scaled_fit allows, on CPUs whose f32
 // denormal arithmetic takes assists. The LHS x 2^23 by integer operations,
 // p' = fl(a' w + M) - M with M = 1.5 x 2^-103, acc' += p', and the sums
 // x 2^-23 by integer operations again.
 
-// 8 bf16 values (finite, below 2^22) times 2^23 exactly.
+// 8 bf16 values (finite, below 2^105) times 2^23 exactly.
 TPUEMU_AVX2 inline __m256 scale_up_ymm(const float* from) {
   const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(from));
   const __m256i sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x8000'0000U)));
@@ -190,15 +210,15 @@ TPUEMU_AVX2 inline __m256 scale_up_ymm(const float* from) {
   return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, denormal_bits, small));
 }
 
-// acc' x 2^-23 for 8 sums (multiples of 2^-126 below 2^-74, never -0) into `to`.
+// acc' x 2^-23 for 8 sums (multiples of 2^-126 below 2^127, never -0) into `to`.
 TPUEMU_AVX2 inline void scale_down_ymm(__m256 scaled, float* to) {
   const __m256i bits = _mm256_castps_si256(scaled);
   const __m256i sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x8000'0000U)));
   const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFF'FFFF));
   const __m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32((127 - 126 + kTinyScale) << 23), magnitude);
   const __m256i normal = _mm256_sub_epi32(bits, _mm256_set1_epi32(kTinyScale << 23));
-  const __m256 abs = _mm256_castsi256_ps(magnitude);
-  const __m256i multiple = _mm256_cvttps_epi32(_mm256_mul_ps(abs, _mm256_set1_ps(0x1p126F)));
+  const __m256 capped = _mm256_min_ps(_mm256_castsi256_ps(magnitude), _mm256_set1_ps(0x1p-103F));
+  const __m256i multiple = _mm256_cvttps_epi32(_mm256_mul_ps(capped, _mm256_set1_ps(0x1p126F)));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(to),
                       _mm256_blendv_epi8(normal, _mm256_or_si256(multiple, sign), small));
 }
@@ -210,7 +230,7 @@ TPUEMU_AVX2 inline void block_tiny_ymm(const float* a, const float* panels, std:
   __m256 acc[kSublanes];
 #pragma GCC unroll 8
   for (std::size_t r = 0; r < kSublanes; ++r) acc[r] = _mm256_setzero_ps();
-  const __m256 m = _mm256_set1_ps(0x1.8p-103F);
+  const __m256 m = _mm256_set1_ps(kScaledRounding);
   for (std::uint32_t k = 0; k < k_count; ++k) {
     const __m256 wv = _mm256_loadu_ps(w + k * kPanelRow);
 #pragma GCC unroll 8
@@ -276,7 +296,7 @@ namespace {
 // The AVX2 kernel, or with `wide` the same with the AVX-512 blocks of
 // matmul_kernel_avx512.cpp for the multiply-accumulate loop; with
 // `avoid_denormals` the paths without f32 denormal arithmetic for the tiles
-// they apply to: the scaled one (tiny_products), and with `wide` the f64 one.
+// they apply to: the scaled one (scaled_fit), and with `wide` the f64 one.
 TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide, bool avoid_denormals) {
   if (job.k_mask != nullptr || job.weights->range.non_finite) {
     multiply_portable(job, out);
@@ -330,7 +350,21 @@ TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide, 
   auto* o = reinterpret_cast<float*>(out.words.data());
   const std::uint32_t vectors = (job.size + kVector - 1) / kVector;
   const bool fused = products_exact(range, job.weights->range);
-  if (avoid_denormals && tiny_products(range, job.weights->range)) {
+  bool scaled = false;
+  if (avoid_denormals && may_meet_denormals(range, job.weights->range)) {
+    switch (scaled_fit(range, job.weights->range)) {
+      case ScaledFit::kYes:
+        scaled = true;
+        break;
+      case ScaledFit::kNeedsFields:
+        scaled = scaled_fields_fit(ExponentFields::from_buckets(exponent_buckets(lhs, job.used_k)),
+                                   job.weights->exponent_fields());
+        break;
+      case ScaledFit::kNo:
+        break;
+    }
+  }
+  if (scaled) {
     if (wide) {
       blocks_avx512_tiny(a, job.weights->panels.data(), job.used_k, vectors, o);
     } else {

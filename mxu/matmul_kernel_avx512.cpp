@@ -37,11 +37,83 @@ constexpr std::uint32_t kYmmFloats = 8;
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+// ---- The scaled path (blocks_avx512_tiny): tiles that may meet f32
+// denormals (a denormal operand, products below 2^-126), where Intel's cores
+// take an assist per operation; scaled_fit says which: no denormal weight,
+// the LHS below 2^105, products below 2^97 and none in [2^-104, 2^-99).
+// Scaling the LHS by 2^23 (exactly, by integer operations) moves every value
+// into the normal range, with no bits lost (primes: scaled values; G = 2^-126
+// = 2^-149 x 2^23; M = 1.5 x 2^-103, whose binade's step is G, M / G even):
+//  * p' = fl32(P) x 2^23 = fl(fl(a' w + M) - M), one fused multiply-add
+//    (rounding once: the exact product never has to fit an f32) and a
+//    subtraction.
+//    - |P| < 2^-127: |P'| < M / 3 keeps a' w + M in M's binade, so the sum
+//      rounds P' to a multiple of G, nearest even (M / G even: ties go the
+//      same way), which is fl32(P) scaled; the subtraction is exact.
+//    - 2^-127 <= |P| < 2^-104: fl32(P) = P (16 significant bits, the lowest
+//      at or above 2^-142), and P' + M is exact: with |P'| in [2^e, 2^(e+1))
+//      both are multiples of 2^min(e - 15, -104) and the sum stays below 2^24
+//      of those (e <= -82); the subtraction gives P' back.
+//    - |P| >= 2^-99: M is under a tenth of P''s step U, so a' w + M rounds to
+//      P' (it cannot leave P''s binade: P' is at least U below its top), and
+//      P' - M rounds back to P' (within the binade; or, where P' is a power of
+//      two, in the binade below, whose step U / 2 is still over 2 M).
+//    - In between it can fail: 2^-50 x 2^-51 gives P' - 2^-102 (a test).
+//  * s' = fl32(acc + p) x 2^23 = fl(acc' + p'): where |acc + p| >= 2^-126 both
+//    round to 24 bits (scaling by a power of two commutes with that, short of
+//    overflow); below, acc + p is exact in f32 (two multiples of 2^-149), and
+//    acc' + p' is a multiple of G below 2^-103: 23 bits, a normal f32 (G is the
+//    least normal).
+//  * Sums of at most 128 products below 2^97 stay below 2^104, x 2^23 below
+//    2^127. Every operand (a' >= 2^-110, w normal, M) and result (0 or >= G)
+//    is a normal f32 or zero. Zeros: acc' starts at +0 and a sum is -0 only
+//    when both addends are, so acc' never holds -0 (as acc never does), and a
+//    product rounding to -0 adds nothing either way.
+//  * The result: acc = acc' x 2^-23, by integer operations (a denormal one from
+//    its integer multiple of G).
+
+// 16 bf16 values (f32 bit patterns, finite, below 2^105) times 2^23 exactly:
+// a normal one by its exponent field, a denormal one (or a zero) from its
+// integer significand, so no f32 denormal reaches an arithmetic operation.
+TPUEMU_AVX512 inline __m512 scale_up_zmm(const float* from) {
+  const __m512i bits = _mm512_loadu_si512(from);
+  const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x8000'0000U)));
+  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF'FFFF));
+  const __mmask16 small = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(0x0080'0000));
+  const __m512i normal = _mm512_add_epi32(bits, _mm512_set1_epi32(kTinyScale << 23));
+  // m x 2^-149 x 2^23 = m x 2^-126: m < 2^23 converts exactly, and a nonzero
+  // bf16 denormal's m >= 2^16 keeps the product normal.
+  const __m512 denormal = _mm512_mul_ps(_mm512_cvtepi32_ps(magnitude), _mm512_set1_ps(0x1p-126F));
+  const __m512i denormal_bits = _mm512_or_si512(_mm512_castps_si512(denormal), sign);
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, denormal_bits));
+}
+
+// acc' x 2^-23 for 16 sums (multiples of 2^-126 below 2^127, never -0), as f32
+// bits into `to`.
+TPUEMU_AVX512 inline void scale_down_zmm(__m512 scaled, float* to) {
+  const __m512i bits = _mm512_castps_si512(scaled);
+  const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x8000'0000U)));
+  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF'FFFF));
+  // Below 2^-103 the result is denormal: its significand is acc' / 2^-126, an integer below 2^23.
+  const __mmask16 small = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32((127 - 126 + kTinyScale) << 23));
+  const __m512i normal = _mm512_sub_epi32(bits, _mm512_set1_epi32(kTinyScale << 23));
+  // (Capped first: the other lanes' products would overflow, harmlessly but needlessly.)
+  const __m512 capped = _mm512_min_ps(_mm512_abs_ps(scaled), _mm512_set1_ps(0x1p-103F));
+  const __m512i multiple = _mm512_cvttps_epi32(_mm512_mul_ps(capped, _mm512_set1_ps(0x1p126F)));
+  _mm512_storeu_si512(to, _mm512_mask_blend_epi32(small, normal, _mm512_or_si512(multiple, sign)));
+}
+
+// How a block adds each product to its sum: one FMA (exact products only), a
+// multiply then an add, or the scaled path's rounding FMA, subtraction and add
+// (a scaled LHS; the sums scaled back as they are stored).
+enum class Accumulate : std::uint8_t { kFused, kSeparate, kScaled };
+
 // out[r][16 c ..] for the 8 rows and C zmm columns starting at `w` (the first
 // of C panels; a panel's weight row is one zmm). The accumulators stay in
 // registers for the whole K loop: 8 C of them, C weight rows and a broadcast
-// (and a product unless kFused): at most 29 of the 32 zmm registers.
-template <int C, bool kFused>
+// (and a product unless kFused, and the constant M when kScaled): at most 29
+// of the 32 zmm registers for C = 3 (C = 2 when kScaled).
+template <int C, Accumulate kMode>
 TPUEMU_AVX512 inline void block_zmm(const float* a, const float* w, std::uint32_t k_count, float* out) {
   constexpr int kRows = static_cast<int>(vpu::kSublanes);
   __m512 acc[kRows][C];
@@ -50,6 +122,7 @@ TPUEMU_AVX512 inline void block_zmm(const float* a, const float* w, std::uint32_
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
   }
+  [[maybe_unused]] const __m512 m = _mm512_set1_ps(kScaledRounding);
   for (std::uint32_t k = 0; k < k_count; ++k) {
     __m512 wv[C];
 #pragma GCC unroll 4
@@ -59,10 +132,12 @@ TPUEMU_AVX512 inline void block_zmm(const float* a, const float* w, std::uint32_
       const __m512 b = _mm512_set1_ps(a[r * kLanes + k]);
 #pragma GCC unroll 4
       for (int c = 0; c < C; ++c) {
-        if constexpr (kFused) {
+        if constexpr (kMode == Accumulate::kFused) {
           acc[r][c] = _mm512_fmadd_ps(b, wv[c], acc[r][c]);
-        } else {
+        } else if constexpr (kMode == Accumulate::kSeparate) {
           acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_mul_ps(b, wv[c]));
+        } else {
+          acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_sub_ps(_mm512_fmadd_ps(b, wv[c], m), m));
         }
       }
     }
@@ -70,7 +145,14 @@ TPUEMU_AVX512 inline void block_zmm(const float* a, const float* w, std::uint32_
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
 #pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) _mm512_storeu_ps(out + r * kLanes + c * kZmmFloats, acc[r][c]);
+    for (int c = 0; c < C; ++c) {
+      float* to = out + r * kLanes + c * kZmmFloats;
+      if constexpr (kMode == Accumulate::kScaled) {
+        scale_down_zmm(acc[r][c], to);
+      } else {
+        _mm512_storeu_ps(to, acc[r][c]);
+      }
+    }
   }
 }
 
@@ -103,13 +185,16 @@ TPUEMU_AVX512 void zmm_blocks(const float* a, const float* panels, std::uint32_t
   // p counts 8-column vectors (always even here, so panel p / 2 starts at column 8 p).
   std::uint32_t p = 0;
   for (; p + 6 <= panel_count; p += 6)
-    block_zmm<3, kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
+    block_zmm<3, kFused ? Accumulate::kFused : Accumulate::kSeparate>(a, panels + p / 2 * kPanelFloats, k_count,
+                                                                      out + p * kYmmFloats);
   if (panel_count - p >= 4) {
-    block_zmm<2, kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
+    block_zmm<2, kFused ? Accumulate::kFused : Accumulate::kSeparate>(a, panels + p / 2 * kPanelFloats, k_count,
+                                                                      out + p * kYmmFloats);
     p += 4;
   }
   if (panel_count - p >= 2) {
-    block_zmm<1, kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
+    block_zmm<1, kFused ? Accumulate::kFused : Accumulate::kSeparate>(a, panels + p / 2 * kPanelFloats, k_count,
+                                                                      out + p * kYmmFloats);
     p += 2;
   }
   if (panel_count - p == 1) block_ymm<kFused>(a, panels + p / 2 * kPanelFloats, k_count, out + p * kYmmFloats);
@@ -203,96 +288,6 @@ TPUEMU_AVX512 inline void narrow(const double* from, float* to) {
   }
 }
 
-// ---- The scaled path (blocks_avx512_tiny): tiles whose every product P has
-// |P| < 2^-104 (tiny_products), e.g. a denormal LHS against weights below 1.
-// In f32 such products round to multiples of 2^-149 where they fall below
-// 2^-126, and sums cross the denormal range, where Intel's cores take an
-// assist per operation. Scaling the LHS by 2^23 (exactly, by integer
-// operations) moves all of it into the normal range, with no bits lost
-// (primes: scaled values; G = 2^-126 = 2^-149 x 2^23; M = 1.5 x 2^-103, whose
-// binade's step is G and M / G even):
-//  * p' = fl32(P) x 2^23 = fl(a' w + M) - M, one fused multiply-add (rounding
-//    once: the exact product never has to fit an f32) and an exact
-//    subtraction. Where |P| < 2^-127, |P'| < M / 3 keeps a' w + M in M's
-//    binade, so the sum rounds P' to a multiple of G, nearest even (M / G
-//    even: ties go the same way), which is fl32(P) scaled. Where 2^-127 <=
-//    |P| < 2^-104, fl32(P) = P (16 significant bits, the lowest at or above
-//    2^-142), and P' + M is exact: with |P'| in [2^e, 2^(e+1)) both are
-//    multiples of 2^min(e - 15, -104) and the sum stays below 2^24 of those
-//    (e <= -82).
-//  * s' = fl32(acc + p) x 2^23 = fl(acc' + p'): where |acc + p| >= 2^-126 both
-//    round to 24 bits (scaling by a power of two commutes with that); below,
-//    acc + p is exact in f32 (two multiples of 2^-149), and acc' + p' is a
-//    multiple of G below 2^-103: 23 bits, a normal f32 (G is the least normal).
-//  * Sums of at most 128 products stay below 2^-97 (x 2^23: far from
-//    overflow). Every operand (a' >= 2^-110, w normal, M) and result (0 or
-//    >= G) is a normal f32 or zero. Zeros: acc' starts at +0 and a sum is -0
-//    only when both addends are, so acc' never holds -0 (as acc never does),
-//    and a product rounding to -0 adds nothing either way.
-//  * The result: acc = acc' x 2^-23, by integer operations (a denormal one from
-//    its integer multiple of G).
-
-// 16 bf16 values (f32 bit patterns, finite, below 2^22) times 2^23 exactly:
-// a normal one by its exponent field, a denormal one (or a zero) from its
-// integer significand, so no f32 denormal reaches an arithmetic operation.
-TPUEMU_AVX512 inline __m512 scale_up_zmm(const float* from) {
-  const __m512i bits = _mm512_loadu_si512(from);
-  const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x8000'0000U)));
-  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF'FFFF));
-  const __mmask16 small = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(0x0080'0000));
-  const __m512i normal = _mm512_add_epi32(bits, _mm512_set1_epi32(kTinyScale << 23));
-  // m x 2^-149 x 2^23 = m x 2^-126: m < 2^23 converts exactly, and a nonzero
-  // bf16 denormal's m >= 2^16 keeps the product normal.
-  const __m512 denormal = _mm512_mul_ps(_mm512_cvtepi32_ps(magnitude), _mm512_set1_ps(0x1p-126F));
-  const __m512i denormal_bits = _mm512_or_si512(_mm512_castps_si512(denormal), sign);
-  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, denormal_bits));
-}
-
-// acc' x 2^-23 for 16 sums (multiples of 2^-126 below 2^-74, never -0), as f32
-// bits into `to`.
-TPUEMU_AVX512 inline void scale_down_zmm(__m512 scaled, float* to) {
-  const __m512i bits = _mm512_castps_si512(scaled);
-  const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x8000'0000U)));
-  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFF'FFFF));
-  // Below 2^-103 the result is denormal: its significand is acc' / 2^-126, an integer below 2^23.
-  const __mmask16 small = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32((127 - 126 + kTinyScale) << 23));
-  const __m512i normal = _mm512_sub_epi32(bits, _mm512_set1_epi32(kTinyScale << 23));
-  const __m512i multiple = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_abs_ps(scaled), _mm512_set1_ps(0x1p126F)));
-  _mm512_storeu_si512(to, _mm512_mask_blend_epi32(small, normal, _mm512_or_si512(multiple, sign)));
-}
-
-// 8 rows x C panels (16 columns each) of the scaled sums, K ascending from +0:
-// `a` holds the scaled LHS (row stride kLanes), `w` the first panel.
-template <int C>
-TPUEMU_AVX512 inline void block_tiny_zmm(const float* a, const float* w, std::uint32_t k_count, float* out) {
-  constexpr int kRows = static_cast<int>(vpu::kSublanes);
-  __m512 acc[kRows][C];
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm512_setzero_ps();
-  }
-  const __m512 m = _mm512_set1_ps(0x1.8p-103F);
-  for (std::uint32_t k = 0; k < k_count; ++k) {
-    __m512 wv[C];
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) wv[c] = _mm512_loadu_ps(w + c * kPanelFloats + k * kPanelColumns);
-#pragma GCC unroll 8
-    for (int r = 0; r < kRows; ++r) {
-      const __m512 b = _mm512_set1_ps(a[r * kLanes + k]);
-#pragma GCC unroll 4
-      for (int c = 0; c < C; ++c) {
-        acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_sub_ps(_mm512_fmadd_ps(b, wv[c], m), m));
-      }
-    }
-  }
-#pragma GCC unroll 8
-  for (int r = 0; r < kRows; ++r) {
-#pragma GCC unroll 4
-    for (int c = 0; c < C; ++c) scale_down_zmm(acc[r][c], out + r * kLanes + c * kZmmFloats);
-  }
-}
-
 }  // namespace
 
 bool avx512_compiled() {
@@ -347,8 +342,9 @@ TPUEMU_AVX512 void blocks_avx512_tiny(const float* a, const float* panels, std::
   const std::uint32_t panel_total = (panel_count + 1) / 2;  // whole 16-column panels
   std::uint32_t p = 0;
   for (; p + 2 <= panel_total; p += 2)
-    block_tiny_zmm<2>(scaled.data(), panels + p * kPanelFloats, k_count, out + p * kZmmFloats);
-  if (p < panel_total) block_tiny_zmm<1>(scaled.data(), panels + p * kPanelFloats, k_count, out + p * kZmmFloats);
+    block_zmm<2, Accumulate::kScaled>(scaled.data(), panels + p * kPanelFloats, k_count, out + p * kZmmFloats);
+  if (p < panel_total)
+    block_zmm<1, Accumulate::kScaled>(scaled.data(), panels + p * kPanelFloats, k_count, out + p * kZmmFloats);
 }
 
 void blocks_avx512(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count, bool fused,

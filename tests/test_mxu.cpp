@@ -221,7 +221,9 @@ enum class Values {
   kBandTop,
   kHuge,
   kEdge,
-  kF32
+  kF32,
+  kUnitSomeDenormal,
+  kBandHigh
 };
 
 constexpr std::array<std::uint32_t, 16> kEdgeBits = {
@@ -249,6 +251,10 @@ std::uint32_t draw(Values kind, std::mt19937& rng) {
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(52, 62)(rng) << 7)) << 16;
     case Values::kBandTop:  // 2^-54 .. 2^-52: products of two up to just below 2^-104, tiny_products' bound
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(73, 74)(rng) << 7)) << 16;
+    case Values::kUnitSomeDenormal:  // an eighth bf16 denormals, the rest unit: products of both sizes
+      return bits16(rng) % 8 == 0 ? mantissa_sign << 16 : std::bit_cast<std::uint32_t>(bf16_round(unit(rng)));
+    case Values::kBandHigh:  // 2^-49 .. 2^-47: products of two from 2^-98, above the scaled path's window
+      return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(78, 79)(rng) << 7)) << 16;
     case Values::kHuge:
       return (mantissa_sign | (std::uniform_int_distribution<std::uint32_t>(200, 254)(rng) << 7)) << 16;
     case Values::kEdge:
@@ -379,17 +385,29 @@ TEST_CASE("mxu kernels: products_exact holds exactly where every product is exac
 TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit for bit", "[mxu][kernel]") {
   std::mt19937 rng(12);
   const std::vector<std::pair<Values, Values>> classes = {
-      {Values::kUnit, Values::kUnit},         {Values::kAllExponents, Values::kAllExponents},
-      {Values::kDenormal, Values::kUnit},     {Values::kUnit, Values::kDenormal},
-      {Values::kDenormal, Values::kDenormal}, {Values::kTiny, Values::kTiny},
-      {Values::kHuge, Values::kHuge},         {Values::kEdge, Values::kUnit},
-      {Values::kUnit, Values::kEdge},         {Values::kEdge, Values::kEdge},
-      {Values::kF32, Values::kUnit},          {Values::kF32, Values::kAllExponents},
-      {Values::kSmall, Values::kSmall},       {Values::kDenormal, Values::kSmall},
-      {Values::kSmall, Values::kTiny},        {Values::kDenormalLow, Values::kUnit},
-      {Values::kSmallLow, Values::kSmallLow}, {Values::kDenormalLow, Values::kSmall},
-      {Values::kSmall, Values::kSmallLow},    {Values::kDenormal, Values::kUnit},
+      {Values::kUnit, Values::kUnit},
+      {Values::kAllExponents, Values::kAllExponents},
+      {Values::kDenormal, Values::kUnit},
+      {Values::kUnit, Values::kDenormal},
+      {Values::kDenormal, Values::kDenormal},
+      {Values::kTiny, Values::kTiny},
+      {Values::kHuge, Values::kHuge},
+      {Values::kEdge, Values::kUnit},
+      {Values::kUnit, Values::kEdge},
+      {Values::kEdge, Values::kEdge},
+      {Values::kF32, Values::kUnit},
+      {Values::kF32, Values::kAllExponents},
+      {Values::kSmall, Values::kSmall},
+      {Values::kDenormal, Values::kSmall},
+      {Values::kSmall, Values::kTiny},
+      {Values::kDenormalLow, Values::kUnit},
+      {Values::kSmallLow, Values::kSmallLow},
+      {Values::kDenormalLow, Values::kSmall},
+      {Values::kSmall, Values::kSmallLow},
+      {Values::kDenormal, Values::kUnit},
       {Values::kBandTop, Values::kBandTop},
+      {Values::kUnitSomeDenormal, Values::kUnit},
+      {Values::kUnitSomeDenormal, Values::kBandTop},
   };
   const char* names[] = {"unit x unit",
                          "all exponents",
@@ -411,46 +429,88 @@ TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit f
                          "denormal LHS x small (scaled path)",
                          "small x small, products 2^-150 .. 2^-116 (scaled path)",
                          "denormal LHS x unit, products up to 2^-126 (scaled path)",
-                         "products 2^-108 .. 2^-104 (scaled path)"};
+                         "products 2^-108 .. 2^-104 (exact: the fused f32 path)",
+                         "unit LHS, an eighth denormal (scaled path)",
+                         "unit LHS, an eighth denormal, x 2^-54 .. 2^-52 (scaled path)"};
   for (std::size_t c = 0; c < classes.size(); ++c) {
+    const bool scaled_class = std::string_view(names[c]).ends_with("(scaled path)");
+    std::uint32_t scaled_tiles = 0;
     for (std::uint32_t size = 1; size <= kLanes; ++size) {
       const auto weights = random_weights(classes[c].second, size, rng);
       const vpu::Vreg lhs = random_lhs(classes[c].first, rng);
       check_tile(TileJob{&lhs, nullptr, weights.get(), size, size}, names[c]);
-      // The scaled path's classes do take it.
-      if (std::string_view(names[c]).ends_with("(scaled path)")) {
+      // The scaled path's classes take it (where the CPU takes assists)
+      // wherever f32 would meet a denormal (a narrow tile may hold none).
+      if (scaled_class) {
         mxu::ValueRange a;
+        mxu::ExponentFields fields;
         for (std::size_t row = 0; row < kSublanes; ++row) {
-          for (std::size_t k = 0; k < size; ++k) a.add(lhs.words[row * kLanes + k]);
+          for (std::size_t k = 0; k < size; ++k) {
+            a.add(lhs.words[row * kLanes + k]);
+            fields.add(lhs.words[row * kLanes + k]);
+          }
         }
+        if (!mxu::may_meet_denormals(a, weights->range)) continue;
+        const mxu::ScaledFit fit = mxu::scaled_fit(a, weights->range);
         INFO(names[c] << ", size " << size);
-        CHECK(mxu::tiny_products(a, weights->range));
+        CHECK((fit == mxu::ScaledFit::kYes ||
+               (fit == mxu::ScaledFit::kNeedsFields && mxu::scaled_fields_fit(fields, weights->exponent_fields()))));
+        ++scaled_tiles;
       }
+    }
+    if (scaled_class) {
+      INFO(names[c]);
+      CHECK(scaled_tiles >= kLanes / 2);
     }
   }
 }
 
-TEST_CASE("mxu kernels: tiny_products holds exactly where every product is below 2^-104", "[mxu][kernel]") {
+TEST_CASE("mxu kernels: which tiles the scaled path takes", "[mxu][kernel]") {
   const auto range = [](std::initializer_list<float> values) {
     mxu::ValueRange r;
     for (const float v : values) r.add(std::bit_cast<std::uint32_t>(v));
     return r;
   };
-  const float below = std::nextafter(0x1p-40F, 0.0F);  // not a bf16 value: the bound is exact anyway
-  CHECK(mxu::tiny_products(range({0x1p-64F, -0x1p-70F}), range({below, 0.5F * below})));
-  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({0x1p-40F})));  // 2^-104 itself
-  CHECK_FALSE(mxu::tiny_products(range({-0x1p-64F}), range({-0x1p-40F, 0x1p-80F})));
-  // A bf16 denormal LHS (2^-133 .. 2^-126) against any weights below 2^22.
-  CHECK(mxu::tiny_products(range({std::bit_cast<float>(0x007F'0000U)}), range({0x1.fep21F})));
-  CHECK_FALSE(mxu::tiny_products(range({std::bit_cast<float>(0x0040'0000U)}), range({0x1p23F})));
-  // Denormal weights (the FMA's operand), Inf and NaN, all-zero sides: never.
-  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({std::bit_cast<float>(0x0001'0000U)})));
-  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F, INFINITY}), range({0x1p-80F})));
-  CHECK_FALSE(mxu::tiny_products(range({0x1p-64F}), range({0x1p-80F, NAN})));
-  CHECK_FALSE(mxu::tiny_products(range({0.0F, -0.0F}), range({0x1p-80F})));
+  const float denormal = std::bit_cast<float>(0x007F'0000U);  // 127 x 2^-133, the largest bf16 denormal
+  using mxu::ScaledFit;
+  // f32 may meet denormals: a denormal operand, or a product that may fall below 2^-126.
+  CHECK(mxu::may_meet_denormals(range({denormal, 1.0F}), range({1.0F})));
+  CHECK(mxu::may_meet_denormals(range({1.0F}), range({std::bit_cast<float>(0x0001'0000U)})));
+  CHECK(mxu::may_meet_denormals(range({0x1p-64F}), range({std::nextafter(0x1p-62F, 0.0F)})));
+  CHECK_FALSE(mxu::may_meet_denormals(range({0x1p-64F}), range({0x1p-62F})));  // 2^-126 itself
+  CHECK_FALSE(mxu::may_meet_denormals(range({0.0F}), range({0x1p-100F})));
+  // Every product below 2^-104, or every one at or above 2^-99: yes.
+  const float below = std::nextafter(0x1p-40F, 0.0F);  // not a bf16 value: the bounds are exact anyway
+  CHECK(mxu::scaled_fit(range({0x1p-64F, -0x1p-70F}), range({below, 0.5F * below})) == ScaledFit::kYes);
+  CHECK(mxu::scaled_fit(range({denormal}), range({0x1.fep21F})) == ScaledFit::kYes);
+  CHECK(mxu::scaled_fit(range({0x1p-49F}), range({0x1p-50F, 1.0F})) == ScaledFit::kYes);
+  // Both sides of the window: the fields decide.
+  CHECK(mxu::scaled_fit(range({0x1p-64F}), range({0x1p-40F})) == ScaledFit::kNeedsFields);  // 2^-104 itself
+  CHECK(mxu::scaled_fit(range({denormal, 1.0F}), range({0x1p-20F, 1.0F})) == ScaledFit::kNeedsFields);
+  // Denormal weights (the FMA's operand), Inf and NaN, all-zero sides, overflow: never.
+  CHECK(mxu::scaled_fit(range({0x1p-64F}), range({std::bit_cast<float>(0x0001'0000U)})) == ScaledFit::kNo);
+  CHECK(mxu::scaled_fit(range({0x1p-64F, INFINITY}), range({0x1p-80F})) == ScaledFit::kNo);
+  CHECK(mxu::scaled_fit(range({0x1p-64F}), range({0x1p-80F, NAN})) == ScaledFit::kNo);
+  CHECK(mxu::scaled_fit(range({0.0F, -0.0F}), range({0x1p-80F})) == ScaledFit::kNo);
+  CHECK(mxu::scaled_fit(range({0x1p105F}), range({0x1p-126F})) == ScaledFit::kNo);  // the LHS x 2^23 overflows
+  CHECK(mxu::scaled_fit(range({0x1p100F}), range({0x1p-3F})) == ScaledFit::kNo);    // a product 2^97
+  CHECK(mxu::scaled_fit(range({0x1p100F}), range({0x1p-4F})) == ScaledFit::kYes);
+  // The fields: normal fields ea + ew in 149..154, or a denormal with ew in 149..160, reach the window.
+  const auto fields = [](std::initializer_list<float> values) {
+    mxu::ExponentFields f;
+    for (const float v : values) f.add(std::bit_cast<std::uint32_t>(v));
+    return f;
+  };
+  CHECK_FALSE(mxu::scaled_fields_fit(fields({0x1p-50F}), fields({0x1p-51F})));  // 77 + 76 = 153
+  CHECK_FALSE(mxu::scaled_fields_fit(fields({0x1p-52F}), fields({0x1p-53F})));  // 149: products up to 2^-103
+  CHECK(mxu::scaled_fields_fit(fields({0x1p-52F}), fields({0x1p-54F})));        // 148: below 2^-104
+  CHECK(mxu::scaled_fields_fit(fields({0x1p-47F}), fields({0x1p-52F})));        // 155: at or above 2^-99
+  CHECK(mxu::scaled_fields_fit(fields({denormal, 1.0F}), fields({0x1p-20F, 0.75F})));
+  CHECK_FALSE(mxu::scaled_fields_fit(fields({denormal}), fields({0x1p22F})));  // field 149: up to 2^-104
+  CHECK(mxu::scaled_fields_fit(fields({denormal}), fields({0x1p34F})));        // field 161: from 2^-99
 }
 
-TEST_CASE("mxu kernels: the scaled paths are exact up to tiny_products' bound and wrong beyond it", "[mxu][kernel]") {
+TEST_CASE("mxu kernels: the scaled paths are exact outside 2^-104 .. 2^-99 and can be wrong inside", "[mxu][kernel]") {
   // One product per output, a x w with both powers of two: 2^-105 is below the
   // bound; at 2^-101, a' w + M rounds M away and the subtraction cannot give it
   // back (mxu/matmul_kernel_avx512.cpp), which is why the bound stops at 2^-104.
@@ -476,6 +536,42 @@ TEST_CASE("mxu kernels: the scaled paths are exact up to tiny_products' bound an
     CHECK(product(0x1p-52F, 0x1p-53F, wide) == 0x1p-105F);
     CHECK(product(0x1p-50F, 0x1p-51F, wide) != 0x1p-101F);
     ran = true;
+  }
+  if (!ran) WARN("no AVX2 on this CPU: the scaled paths are not run");
+}
+
+TEST_CASE("mxu kernels: the scaled blocks equal the reference below, above and across the window", "[mxu][kernel]") {
+  // blocks_avx512_tiny / blocks_avx2_tiny called directly (the dispatch takes
+  // them only where f32 would meet a denormal): products just below 2^-104,
+  // from 2^-98 up, and denormal x unit beside unit x unit.
+  std::mt19937 rng(21);
+  const std::vector<std::pair<Values, Values>> classes = {{Values::kBandTop, Values::kBandTop},
+                                                          {Values::kBandHigh, Values::kBandHigh},
+                                                          {Values::kUnitSomeDenormal, Values::kUnit},
+                                                          {Values::kDenormalLow, Values::kUnit}};
+  bool ran = false;
+  for (const bool wide : {false, true}) {
+    if (!mxu::kernel_available(wide ? KernelKind::kAvx512 : KernelKind::kAvx2Fma)) continue;
+    ran = true;
+    for (const auto& [lhs_kind, weight_kind] : classes) {
+      for (int round = 0; round < 8; ++round) {
+        const auto weights = random_weights(weight_kind, kLanes, rng);
+        const vpu::Vreg lhs = random_lhs(lhs_kind, rng);
+        const vpu::Vreg want = reference_tile(TileJob{&lhs, nullptr, weights.get(), kLanes, kLanes});
+        alignas(64) std::array<float, kSublanes * kLanes> out{};
+        const auto* a = reinterpret_cast<const float*>(lhs.words.data());
+        if (wide) {
+          mxu::detail::blocks_avx512_tiny(a, weights->panels.data(), kLanes, kLanes / 8, out.data());
+        } else {
+          mxu::detail::blocks_avx2_tiny(a, weights->panels.data(), kLanes, kLanes / 8, out.data());
+        }
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < out.size(); ++i) wrong += std::bit_cast<std::uint32_t>(out[i]) != want.words[i];
+        INFO((wide ? "avx512" : "avx2") << ", classes " << static_cast<int>(lhs_kind) << " x "
+                                        << static_cast<int>(weight_kind) << ", round " << round);
+        CHECK(wrong == 0);
+      }
+    }
   }
   if (!ran) WARN("no AVX2 on this CPU: the scaled paths are not run");
 }
