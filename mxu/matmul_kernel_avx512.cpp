@@ -58,7 +58,9 @@ constexpr std::uint32_t kYmmFloats = 8;
 //      P' (it cannot leave P''s binade: P' is at least U below its top), and
 //      P' - M rounds back to P' (within the binade; or, where P' is a power of
 //      two, in the binade below, whose step U / 2 is still over 2 M).
-//    - In between it can fail: 2^-50 x 2^-51 gives P' - 2^-102 (a test).
+//    - In between it can fail: 2^-50 x 2^-51 gives P' - 2^-102. A test checks
+//      every product from 2^-160 to 2^-60 exhaustively: +2^-101 is the only
+//      one that comes out wrong (scaled_fit still keeps the whole window out).
 //  * s' = fl32(acc + p) x 2^23 = fl(acc' + p'): where |acc + p| >= 2^-126 both
 //    round to 24 bits (scaling by a power of two commutes with that, short of
 //    overflow); below, acc + p is exact in f32 (two multiples of 2^-149), and

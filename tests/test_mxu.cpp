@@ -510,6 +510,66 @@ TEST_CASE("mxu kernels: which tiles the scaled path takes", "[mxu][kernel]") {
   CHECK(mxu::scaled_fields_fit(fields({denormal}), fields({0x1p34F})));        // field 161: from 2^-99
 }
 
+TEST_CASE("mxu kernels: the scaled rounding of one product checked exhaustively by exponent sum and significands",
+          "[mxu][kernel]") {
+  // q = fl(fl(a' w + M) - M) against fl32(a w) x 2^23, for every pair of bf16
+  // significands and signs at each exponent sum from products of 2^-160 to
+  // 2^-60 (a normal weight; the LHS normal, or a bf16 denormal), with host f32
+  // arithmetic on normal values only. Outside [2^-104, 2^-99) it is always
+  // right (mxu/matmul_kernel_avx512.cpp); inside, exactly the products +2^-101 fail.
+  const auto value = [](std::uint32_t field, std::uint32_t fraction, bool negative) {
+    return std::bit_cast<float>((negative ? 0x8000'0000U : 0U) | field << 23 | fraction << 16);
+  };
+  const auto scaled_lhs = [](float a) {  // a x 2^23, exactly, without touching a denormal
+    const auto bits = std::bit_cast<std::uint32_t>(a);
+    const double magnitude = mxu::magnitude_of_bits(bits) * 0x1p23;
+    return static_cast<float>(std::signbit(a) ? -magnitude : magnitude);
+  };
+  const auto reference = [](double product) {  // fl32(P) x 2^23 in double: P is exact there
+    const double rounded = std::fabs(product) < 0x1p-126 ? std::nearbyint(product * 0x1p149) * 0x1p-149 : product;
+    return rounded * 0x1p23;
+  };
+  std::uint64_t checked = 0;
+  std::uint64_t outside_wrong = 0;
+  std::uint64_t inside_wrong_not_2_101 = 0;
+  std::uint64_t inside_2_101_wrong = 0;
+  for (int lhs_field = 0; lhs_field <= 1; ++lhs_field) {  // 0: denormal LHS; 1: normal
+    for (int sum = -160; sum <= -60; ++sum) {             // the product's exponent, about
+      // Fields giving products near 2^sum: a normal ea with ew = sum + 254 - ea.
+      const int ea = lhs_field == 0 ? 0 : std::clamp(sum + 127 + 1, 1, 120);
+      const int ew = lhs_field == 0 ? sum + 133 + 127 : sum + 254 - ea;
+      if (ew < 1 || ew > 254) continue;
+      for (std::uint32_t fa = 0; fa < 128; ++fa) {
+        if (ea == 0 && fa == 0) continue;  // zero
+        for (std::uint32_t fw = 0; fw < 128; ++fw) {
+          for (const bool negative : {false, true}) {
+            const float a = value(static_cast<std::uint32_t>(ea), fa, negative);
+            const float w = value(static_cast<std::uint32_t>(ew), fw, false);
+            const double product = static_cast<double>(mxu::magnitude_of_bits(std::bit_cast<std::uint32_t>(a))) *
+                                   (negative ? -1.0 : 1.0) * static_cast<double>(w);
+            const float q = std::fma(scaled_lhs(a), w, mxu::detail::kScaledRounding) - mxu::detail::kScaledRounding;
+            const bool right = static_cast<double>(q) == reference(product);
+            const double magnitude = std::fabs(product);
+            ++checked;
+            if (magnitude < 0x1p-104 || magnitude >= 0x1p-99) {
+              outside_wrong += right ? 0 : 1;
+            } else if (product == 0x1p-101) {
+              inside_2_101_wrong += right ? 0 : 1;
+            } else {
+              inside_wrong_not_2_101 += right ? 0 : 1;
+            }
+          }
+        }
+      }
+    }
+  }
+  INFO(checked << " products");
+  CHECK(checked > 4'000'000);
+  CHECK(outside_wrong == 0);
+  CHECK(inside_wrong_not_2_101 == 0);
+  CHECK(inside_2_101_wrong > 0);
+}
+
 TEST_CASE("mxu kernels: the scaled paths are exact outside 2^-104 .. 2^-99 and can be wrong inside", "[mxu][kernel]") {
   // One product per output, a x w with both powers of two: 2^-105 is below the
   // bound; at 2^-101, a' w + M rounds M away and the subtraction cannot give it
