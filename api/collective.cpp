@@ -64,14 +64,6 @@ std::uint64_t nccl_active_channels(const programs::CollectiveSpec& spec, const i
   return programs::nccl_channels_in_use(spec, programs::plan_collective(spec, topology).group_size, chip);
 }
 
-// The cycle limit of a collective whose job names none (CollectiveJob::max_cycles).
-std::uint64_t collective_cycle_limit(double predicted_seconds, double clock_hz) {
-  const double headroom = std::ceil(kPredictedCyclesHeadroom * predicted_seconds * clock_hz);
-  const std::uint64_t fallback = chip::RunOptions{}.max_cycles;
-  if (!(headroom > static_cast<double>(fallback))) return fallback;  // also a NaN prediction
-  return headroom >= 9e18 ? std::uint64_t{9'000'000'000'000'000'000U} : static_cast<std::uint64_t>(headroom);
-}
-
 }  // namespace
 
 // "64K", "1G", "4096", "2MiB": K, M, G (and KiB, MiB, GiB) are powers of 1024, as in nccl-tests.
@@ -244,7 +236,7 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   job.routing = cjob.routing;
   job.options.no_data = cjob.no_data;
   const programs::CollectivePrediction prediction = programs::predict_collective(spec, topology, setup.chip);
-  job.options.max_cycles = cjob.max_cycles.value_or(collective_cycle_limit(prediction.seconds, setup.chip.clock_hz));
+  job.options.max_cycles = cjob.max_cycles.value_or(predicted_cycle_limit(prediction.seconds, setup.chip.clock_hz));
   job.options.partition = cjob.partition;
   // A child per size keeps every size's run fresh. Under mpirun the first
   // size runs in the rank itself and later ones in a child that reaches the

@@ -21,10 +21,8 @@ struct CollectiveJob {
   std::string routing = "dimension-order";
   programs::CollectiveSpec spec;  // spec.bytes = V, the size
   bool no_data = false;           // timing only: no data, no check (identical times)
-  // The cycle limit of the run (chip::RunOptions::max_cycles). None: the
-  // larger of chip::RunOptions's default and kPredictedCyclesHeadroom x the
-  // prediction, so that a long collective (one-shot's 16 MiB all-reduce on
-  // 128 chips needs 1.9e8 cycles) runs while a hung one still stops.
+  // The cycle limit of the run (chip::RunOptions::max_cycles). None:
+  // predicted_cycle_limit of the prediction.
   std::optional<std::uint64_t> max_cycles;
   bool keep_outputs = false;  // also return every chip's output buffer ("1") in Result::outputs
   std::string partition;      // under mpirun: Options::partition
@@ -35,10 +33,6 @@ struct CollectiveJob {
   // fabric.protocol as it is (none in the presets).
   std::string protocol;
 };
-
-// How many times the predicted cycles a collective may run when its job names
-// no cycle limit (predictions are within 2x of every run measured so far).
-inline constexpr double kPredictedCyclesHeadroom = 10.0;
 
 struct CollectiveResult {
   Result run;  // the pod report, with "collective" (the fields below) added

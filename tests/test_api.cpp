@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -93,6 +94,16 @@ TEST_CASE("compare_bits against a file reads it in pieces and says the same", "[
   CHECK(api::compare_bits(floats(values, {1024, 1280}), file) ==
         "shape [1024,1280] differs from the expected [1280,1024]");
   std::filesystem::remove(path);
+}
+
+TEST_CASE("predicted_cycle_limit: ten times the prediction, never below the default", "[api]") {
+  const std::uint64_t fallback = chip::RunOptions{}.max_cycles;
+  CHECK(api::predicted_cycle_limit(0.0, 1.5e9) == fallback);
+  CHECK(api::predicted_cycle_limit(0.0066, 1.5e9) == fallback);       // 9.9e7 cycles
+  CHECK(api::predicted_cycle_limit(0.1177, 1.5e9) == 1'765'500'000);  // the 2 GiB one-shot all-reduce on v5e 2x2
+  CHECK(api::predicted_cycle_limit(std::nan(""), 1.5e9) == fallback);
+  CHECK(api::predicted_cycle_limit(-1.0, 1.5e9) == fallback);
+  CHECK(api::predicted_cycle_limit(1e30, 1.5e9) == 9'000'000'000'000'000'000U);
 }
 
 TEST_CASE("collective sizes parse as nccl-tests writes them", "[api]") {

@@ -142,7 +142,7 @@ int workload_command(const std::vector<std::string>& args) {
 
   po::options_description options("options");
   add_chip_options(options);
-  add_max_cycles_option(options);
+  add_predicted_max_cycles_option(options, api::kPredictedCyclesHeadroom);
   add_topology_options(options);
   add_partition_option(options);
   add_trace_options(options);
@@ -181,7 +181,7 @@ int workload_command(const std::vector<std::string>& args) {
     request.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());
     request.routing = (*vm)["routing"].as<std::string>();
     request.partition = partition_option(*vm);
-    request.max_cycles = max_cycles(*vm);
+    if (vm->count("max-cycles") != 0U) request.max_cycles = max_cycles(*vm);
     request.no_data = vm->count("no-data") != 0U;
     request.observers = observers_from(*vm, load_chip(request.chip).clock_hz);
     for (const auto& o : w->options()) {

@@ -100,7 +100,10 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
   job.name = fmt::format("workload {}", request.name);
   job.steps = built.steps;
   job.options.no_data = request.no_data;
-  job.options.max_cycles = request.max_cycles;
+  double predicted_total = 0;
+  for (const Phase& p : built.phases) predicted_total += p.predicted_seconds;
+  job.options.max_cycles =
+      request.max_cycles.value_or(api::predicted_cycle_limit(predicted_total, setup.chip.clock_hz));
   job.options.partition = request.partition;
   job.observers = request.observers;
   job.isolation = request.isolation;

@@ -25,7 +25,8 @@ struct WorkloadRequest {
   std::string routing = "dimension-order";
   std::map<std::string, std::string> options;  // the workload's own, by name, as text
   bool no_data = false;                        // timing only: same times, no check
-  std::uint64_t max_cycles = chip::RunOptions{}.max_cycles;
+  // The cycle limit; none: api::predicted_cycle_limit of the phases' predictions.
+  std::optional<std::uint64_t> max_cycles;
   std::string partition;  // under mpirun: api::Options::partition
   api::Observers observers;
   api::Isolation isolation = api::Isolation::kAuto;
