@@ -65,10 +65,10 @@ KernelKind default_kernel() {
   return kind;
 }
 
-ExponentFields WeightTile::exponent_fields() const {
+PowerOfTwoFields WeightTile::power_of_two_fields() const {
   std::uint8_t state = fields_state_.load(std::memory_order_acquire);
   if (state == kFieldsReady) return fields_;
-  ExponentFields found;
+  PowerOfTwoFields found;
   for (const float v : values) found.add(std::bit_cast<std::uint32_t>(v));
   // The first to finish publishes them; one that finds them being filled keeps its own.
   if (state == kFieldsEmpty &&
@@ -79,19 +79,19 @@ ExponentFields WeightTile::exponent_fields() const {
   return found;
 }
 
-bool scaled_fields_fit(const ExponentFields& a, const ExponentFields& w) {
-  if (a.has(0) && w.any_in(149, 160)) return false;
+bool scaled_pairs_fit(const PowerOfTwoFields& a, const PowerOfTwoFields& w) {
+  if (a.has(0) && w.any_in(153, 159)) return false;
   for (std::size_t word = 0; word < a.bits.size(); ++word) {
     for (std::uint64_t rest = a.bits[word]; rest != 0; rest &= rest - 1) {
       const int ea = static_cast<int>(word * 64) + std::countr_zero(rest);
-      if (ea != 0 && w.any_in(149 - ea, 154 - ea)) return false;
+      if (ea != 0 && w.any_in(153 - ea, 153 - ea)) return false;
     }
   }
   return true;
 }
 
 void WeightTile::finish() {
-  forget_exponent_fields();
+  forget_power_of_two_fields();
   range = ValueRange{};
   for (std::size_t k = 0; k < kLanes; ++k) {
     for (std::size_t column = 0; column < kLanes; ++column) {
@@ -106,7 +106,7 @@ void WeightTile::finish() {
 void build_weights(KernelKind kind, std::span<const StagedPush> pushes, std::uint32_t size, WeightTile& tile) {
   const bool any_transposed =
       std::any_of(pushes.begin(), pushes.end(), [](const StagedPush& p) { return p.transposed; });
-  tile.forget_exponent_fields();
+  tile.forget_power_of_two_fields();
   if (kind != KernelKind::kPortable && !any_transposed) {
     detail::build_weights_avx2(pushes, size, tile);
   } else {

@@ -24,7 +24,7 @@
 // Where f32 arithmetic on denormals takes microcode assists (Intel,
 // denormal_assists), tiles that may meet denormals run with the LHS scaled by
 // 2^23, where nothing is denormal (blocks_avx512_tiny, and its ymm copy in
-// the AVX2 kernel), unless some product may lie in [2^-104, 2^-99)
+// the AVX2 kernel), unless a product may be 2^-101 exactly or overflow
 // (scaled_fit); the AVX-512 kernel runs those in f64 (exact_f64_applies).
 #pragma once
 
@@ -63,14 +63,17 @@ struct ValueRange {
   }
 };
 
-// The exponent fields (0..255) of a set of nonzero values, for the scaled
-// path's finer test (scaled_fields_fit).
-struct ExponentFields {
+// The exponent fields (0..255) of the powers of two among a set of values: a
+// nonzero value whose fraction is zero, or any bf16 denormal (field 0: some
+// are powers of two). The scaled path's one exception is a product of two
+// powers of two (scaled_pairs_fit).
+struct PowerOfTwoFields {
   std::array<std::uint64_t, 4> bits{};
 
   void add(std::uint32_t value_bits) {
-    if ((value_bits & 0x7FFF'FFFFU) == 0) return;
-    const std::uint32_t e = (value_bits >> 23) & 0xFFU;
+    const std::uint32_t magnitude = value_bits & 0x7FFF'FFFFU;
+    const std::uint32_t e = magnitude >> 23;
+    if (magnitude == 0 || (e != 0 && (magnitude & 0x007F'FFFFU) != 0)) return;
     bits[e >> 6] |= std::uint64_t{1} << (e & 63U);
   }
   [[nodiscard]] bool has(std::uint32_t field) const {
@@ -89,8 +92,8 @@ struct ExponentFields {
     return false;
   }
   // Every field of each 8-field bucket b (fields 8b .. 8b+7) whose bit is set in `buckets`.
-  static ExponentFields from_buckets(std::uint32_t buckets) {
-    ExponentFields f;
+  static PowerOfTwoFields from_buckets(std::uint32_t buckets) {
+    PowerOfTwoFields f;
     for (std::uint32_t b = 0; b < 32; ++b) {
       if (((buckets >> b) & 1U) != 0) f.bits[b / 8] |= std::uint64_t{0xFF} << (8 * (b % 8));
     }
@@ -130,17 +133,17 @@ struct WeightTile {
   ValueRange range;
 
   void finish();
-  // The exponent fields of `values`, computed by the first caller that needs
-  // them (a rare tile: scaled_fit kNeedsFields) and kept until the tile is
-  // built again; any thread, once the tile is built.
-  [[nodiscard]] ExponentFields exponent_fields() const;
+  // The fields of the powers of two among `values`, computed by the first
+  // caller that needs them (a rare tile: scaled_fit kCheckPowersOfTwo) and
+  // kept until the tile is built again; any thread, once the tile is built.
+  [[nodiscard]] PowerOfTwoFields power_of_two_fields() const;
   // Forgets them (the tile's values changed): build_weights and finish() call it.
-  void forget_exponent_fields() { fields_state_.store(kFieldsEmpty, std::memory_order_relaxed); }
+  void forget_power_of_two_fields() { fields_state_.store(kFieldsEmpty, std::memory_order_relaxed); }
 
  private:
   enum : std::uint8_t { kFieldsEmpty, kFieldsFilling, kFieldsReady };
   mutable std::atomic<std::uint8_t> fields_state_{kFieldsEmpty};
-  mutable ExponentFields fields_;
+  mutable PowerOfTwoFields fields_;
 };
 
 // kAvx512: the AVX2 kernel with its multiply-accumulate loop on 16-float
@@ -239,7 +242,7 @@ inline constexpr float kScaledRounding = 0x1.8p-103F;
 static_assert(kScaledRounding == 1.5F * 0x1p-126F * static_cast<float>(1U << kTinyScale));
 // The scaled path of the AVX-512 kernel: the same bits as the separate
 // multiply-add loop, in f32 without denormal arithmetic, only where
-// scaled_fit (and scaled_fields_fit) allows. Whole 16-column panels: writes out's columns up to the
+// scaled_fit (and scaled_pairs_fit) allows. Whole 16-column panels: writes out's columns up to the
 // panel that holds vector panel_count - 1.
 void blocks_avx512_tiny(const float* a, const float* panels, std::uint32_t k_count, std::uint32_t panel_count,
                         float* out);
@@ -264,10 +267,11 @@ constexpr bool tiny_products(const ValueRange& a, const ValueRange& w) {
 // Whether the scaled path computes a tile of these ranges exactly
 // (blocks_avx512_tiny says why): everything finite, no denormal weight (the
 // FMA's operand), the LHS below 2^105 (x 2^23 stays finite), every product
-// below 2^97 (sums of 128 of them x 2^23 too), and no product in [2^-104,
-// 2^-99), where the rounding constant's sum is inexact. kNeedsFields: the
-// ranges allow products in that window; scaled_fields_fit decides.
-enum class ScaledFit : std::uint8_t { kNo, kYes, kNeedsFields };
+// below 2^97 (sums of 128 of them x 2^23 too), and no product of exactly
+// +-2^-101, the one the rounding constant gets wrong (+2^-101; the sign is
+// not looked at). kCheckPowersOfTwo: the ranges allow one; scaled_pairs_fit
+// decides.
+enum class ScaledFit : std::uint8_t { kNo, kYes, kCheckPowersOfTwo };
 constexpr ScaledFit scaled_fit(const ValueRange& a, const ValueRange& w) {
   if (a.non_finite || w.non_finite || w.denormal || a.max_magnitude == 0 || w.max_magnitude == 0) {
     return ScaledFit::kNo;
@@ -275,16 +279,13 @@ constexpr ScaledFit scaled_fit(const ValueRange& a, const ValueRange& w) {
   const double largest = magnitude_of_bits(a.max_magnitude) * magnitude_of_bits(w.max_magnitude);
   if (magnitude_of_bits(a.max_magnitude) >= 0x1p105 || largest >= 0x1p97) return ScaledFit::kNo;
   const double smallest = magnitude_of_bits(a.min_magnitude) * magnitude_of_bits(w.min_magnitude);
-  if (largest < 0x1p-104 || smallest >= 0x1p-99) return ScaledFit::kYes;
-  return ScaledFit::kNeedsFields;
+  if (largest < 0x1p-101 || smallest > 0x1p-101) return ScaledFit::kYes;
+  return ScaledFit::kCheckPowersOfTwo;
 }
-// No pair of an LHS field and a weight field whose products can reach
-// [2^-104, 2^-99): a value with field e >= 1 lies in [2^(e-127), 2^(e-126)),
-// one with field 0 in [2^-133, 2^-126) (a bf16 denormal), so fields ea, ew
-// >= 1 give products in [2^(ea+ew-254), 2^(ea+ew-252)), which meet the window
-// iff 149 <= ea + ew <= 154; field 0 with ew gives [2^(ew-260), 2^(ew-252)):
-// iff 149 <= ew <= 160.
-bool scaled_fields_fit(const ExponentFields& a, const ExponentFields& w);
+// No power of two of the LHS times one of the weights is 2^-101: fields ea,
+// ew >= 1 give 2^(ea + ew - 254), so none with ea + ew = 153; a bf16
+// denormal power of two (2^-133 .. 2^-127) needs ew in 153..159.
+bool scaled_pairs_fit(const PowerOfTwoFields& a, const PowerOfTwoFields& w);
 
 // Whether the f64 path takes a tile of these ranges (one the scaled path does
 // not): f32 arithmetic may meet denormals (may_meet_denormals), and neither

@@ -40,7 +40,7 @@ constexpr std::uint32_t kYmmFloats = 8;
 // ---- The scaled path (blocks_avx512_tiny): tiles that may meet f32
 // denormals (a denormal operand, products below 2^-126), where Intel's cores
 // take an assist per operation; scaled_fit says which: no denormal weight,
-// the LHS below 2^105, products below 2^97 and none in [2^-104, 2^-99).
+// the LHS below 2^105, products below 2^97 and none of exactly +-2^-101.
 // Scaling the LHS by 2^23 (exactly, by integer operations) moves every value
 // into the normal range, with no bits lost (primes: scaled values; G = 2^-126
 // = 2^-149 x 2^23; M = 1.5 x 2^-103, whose binade's step is G, M / G even):
@@ -58,9 +58,11 @@ constexpr std::uint32_t kYmmFloats = 8;
 //      P' (it cannot leave P''s binade: P' is at least U below its top), and
 //      P' - M rounds back to P' (within the binade; or, where P' is a power of
 //      two, in the binade below, whose step U / 2 is still over 2 M).
-//    - In between it can fail: 2^-50 x 2^-51 gives P' - 2^-102. A test checks
-//      every product from 2^-160 to 2^-60 exhaustively: +2^-101 is the only
-//      one that comes out wrong (scaled_fit still keeps the whole window out).
+//    - In between, by cases on P''s binade (e = -81 .. -77, M = 3, 1.5,
+//      0.75, 0.375, 0.1875 of its step, ties to even both ways), only +2^-101
+//      fails: P' = 2^-78 is left as it is by the sum and then rounded to
+//      P' - 2^-102 by the subtraction. A test checks every product from
+//      2^-160 to 2^-60 exhaustively: +2^-101 is the only one wrong.
 //  * s' = fl32(acc + p) x 2^23 = fl(acc' + p'): where |acc + p| >= 2^-126 both
 //    round to 24 bits (scaling by a power of two commutes with that, short of
 //    overflow); below, acc + p is exact in f32 (two multiples of 2^-149), and

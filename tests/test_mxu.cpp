@@ -443,18 +443,22 @@ TEST_CASE("mxu kernels: portable and dispatched equal the scalar reference bit f
       // wherever f32 would meet a denormal (a narrow tile may hold none).
       if (scaled_class) {
         mxu::ValueRange a;
-        mxu::ExponentFields fields;
+        std::uint32_t buckets = 0;  // as the kernel's vector pass finds them
         for (std::size_t row = 0; row < kSublanes; ++row) {
           for (std::size_t k = 0; k < size; ++k) {
-            a.add(lhs.words[row * kLanes + k]);
-            fields.add(lhs.words[row * kLanes + k]);
+            const std::uint32_t bits = lhs.words[row * kLanes + k];
+            a.add(bits);
+            mxu::PowerOfTwoFields one;
+            one.add(bits);
+            for (std::uint32_t f = 0; f < 256; ++f) buckets |= one.has(f) ? 1U << (f / 8) : 0U;
           }
         }
         if (!mxu::may_meet_denormals(a, weights->range)) continue;
         const mxu::ScaledFit fit = mxu::scaled_fit(a, weights->range);
         INFO(names[c] << ", size " << size);
         CHECK((fit == mxu::ScaledFit::kYes ||
-               (fit == mxu::ScaledFit::kNeedsFields && mxu::scaled_fields_fit(fields, weights->exponent_fields()))));
+               (fit == mxu::ScaledFit::kCheckPowersOfTwo &&
+                mxu::scaled_pairs_fit(mxu::PowerOfTwoFields::from_buckets(buckets), weights->power_of_two_fields()))));
         ++scaled_tiles;
       }
     }
@@ -479,14 +483,15 @@ TEST_CASE("mxu kernels: which tiles the scaled path takes", "[mxu][kernel]") {
   CHECK(mxu::may_meet_denormals(range({0x1p-64F}), range({std::nextafter(0x1p-62F, 0.0F)})));
   CHECK_FALSE(mxu::may_meet_denormals(range({0x1p-64F}), range({0x1p-62F})));  // 2^-126 itself
   CHECK_FALSE(mxu::may_meet_denormals(range({0.0F}), range({0x1p-100F})));
-  // Every product below 2^-104, or every one at or above 2^-99: yes.
+  // No product can be 2^-101: yes.
   const float below = std::nextafter(0x1p-40F, 0.0F);  // not a bf16 value: the bounds are exact anyway
   CHECK(mxu::scaled_fit(range({0x1p-64F, -0x1p-70F}), range({below, 0.5F * below})) == ScaledFit::kYes);
   CHECK(mxu::scaled_fit(range({denormal}), range({0x1.fep21F})) == ScaledFit::kYes);
-  CHECK(mxu::scaled_fit(range({0x1p-49F}), range({0x1p-50F, 1.0F})) == ScaledFit::kYes);
-  // Both sides of the window: the fields decide.
-  CHECK(mxu::scaled_fit(range({0x1p-64F}), range({0x1p-40F})) == ScaledFit::kNeedsFields);  // 2^-104 itself
-  CHECK(mxu::scaled_fit(range({denormal, 1.0F}), range({0x1p-20F, 1.0F})) == ScaledFit::kNeedsFields);
+  CHECK(mxu::scaled_fit(range({0x1p-64F}), range({0x1p-40F})) == ScaledFit::kYes);        // 2^-104
+  CHECK(mxu::scaled_fit(range({0x1p-49F}), range({0x1p-51F, 1.0F})) == ScaledFit::kYes);  // from 2^-100
+  // One may: the powers of two decide.
+  CHECK(mxu::scaled_fit(range({0x1p-50F}), range({0x1p-51F})) == ScaledFit::kCheckPowersOfTwo);
+  CHECK(mxu::scaled_fit(range({denormal, 1.0F}), range({0x1p-20F, 1.0F})) == ScaledFit::kCheckPowersOfTwo);
   // Denormal weights (the FMA's operand), Inf and NaN, all-zero sides, overflow: never.
   CHECK(mxu::scaled_fit(range({0x1p-64F}), range({std::bit_cast<float>(0x0001'0000U)})) == ScaledFit::kNo);
   CHECK(mxu::scaled_fit(range({0x1p-64F, INFINITY}), range({0x1p-80F})) == ScaledFit::kNo);
@@ -495,19 +500,23 @@ TEST_CASE("mxu kernels: which tiles the scaled path takes", "[mxu][kernel]") {
   CHECK(mxu::scaled_fit(range({0x1p105F}), range({0x1p-126F})) == ScaledFit::kNo);  // the LHS x 2^23 overflows
   CHECK(mxu::scaled_fit(range({0x1p100F}), range({0x1p-3F})) == ScaledFit::kNo);    // a product 2^97
   CHECK(mxu::scaled_fit(range({0x1p100F}), range({0x1p-4F})) == ScaledFit::kYes);
-  // The fields: normal fields ea + ew in 149..154, or a denormal with ew in 149..160, reach the window.
-  const auto fields = [](std::initializer_list<float> values) {
-    mxu::ExponentFields f;
+  // The pairs: normal powers of two with fields summing to 153, or a bf16
+  // denormal against a power of two with field 153..159, multiply to 2^-101.
+  const auto powers = [](std::initializer_list<float> values) {
+    mxu::PowerOfTwoFields f;
     for (const float v : values) f.add(std::bit_cast<std::uint32_t>(v));
     return f;
   };
-  CHECK_FALSE(mxu::scaled_fields_fit(fields({0x1p-50F}), fields({0x1p-51F})));  // 77 + 76 = 153
-  CHECK_FALSE(mxu::scaled_fields_fit(fields({0x1p-52F}), fields({0x1p-53F})));  // 149: products up to 2^-103
-  CHECK(mxu::scaled_fields_fit(fields({0x1p-52F}), fields({0x1p-54F})));        // 148: below 2^-104
-  CHECK(mxu::scaled_fields_fit(fields({0x1p-47F}), fields({0x1p-52F})));        // 155: at or above 2^-99
-  CHECK(mxu::scaled_fields_fit(fields({denormal, 1.0F}), fields({0x1p-20F, 0.75F})));
-  CHECK_FALSE(mxu::scaled_fields_fit(fields({denormal}), fields({0x1p22F})));  // field 149: up to 2^-104
-  CHECK(mxu::scaled_fields_fit(fields({denormal}), fields({0x1p34F})));        // field 161: from 2^-99
+  CHECK_FALSE(mxu::scaled_pairs_fit(powers({0x1p-50F}), powers({0x1p-51F})));         // 77 + 76 = 153
+  CHECK_FALSE(mxu::scaled_pairs_fit(powers({-0x1p-50F}), powers({0x1p-51F, 3.0F})));  // either sign
+  CHECK(mxu::scaled_pairs_fit(powers({0x1.8p-50F}), powers({0x1p-51F})));             // not a power of two
+  CHECK(mxu::scaled_pairs_fit(powers({0x1p-50F}), powers({0x1.8p-51F})));
+  CHECK(mxu::scaled_pairs_fit(powers({0x1p-52F}), powers({0x1p-53F})));       // 2^-105
+  CHECK(mxu::scaled_pairs_fit(powers({0x1p-49F}), powers({0x1p-51F})));       // 2^-100
+  CHECK_FALSE(mxu::scaled_pairs_fit(powers({denormal}), powers({0x1p26F})));  // field 153
+  CHECK_FALSE(mxu::scaled_pairs_fit(powers({denormal}), powers({0x1p32F})));  // field 159
+  CHECK(mxu::scaled_pairs_fit(powers({denormal}), powers({0x1p33F})));
+  CHECK(mxu::scaled_pairs_fit(powers({denormal, 1.0F}), powers({0x1p-20F, 0.75F})));
 }
 
 TEST_CASE("mxu kernels: the scaled rounding of one product checked exhaustively by exponent sum and significands",
@@ -516,7 +525,8 @@ TEST_CASE("mxu kernels: the scaled rounding of one product checked exhaustively 
   // significands and signs at each exponent sum from products of 2^-160 to
   // 2^-60 (a normal weight; the LHS normal, or a bf16 denormal), with host f32
   // arithmetic on normal values only. Outside [2^-104, 2^-99) it is always
-  // right (mxu/matmul_kernel_avx512.cpp); inside, exactly the products +2^-101 fail.
+  // right (mxu/matmul_kernel_avx512.cpp); inside, only +2^-101 fails (which
+  // scaled_fit and scaled_pairs_fit keep out).
   const auto value = [](std::uint32_t field, std::uint32_t fraction, bool negative) {
     return std::bit_cast<float>((negative ? 0x8000'0000U : 0U) | field << 23 | fraction << 16);
   };
@@ -530,9 +540,9 @@ TEST_CASE("mxu kernels: the scaled rounding of one product checked exhaustively 
     return rounded * 0x1p23;
   };
   std::uint64_t checked = 0;
-  std::uint64_t outside_wrong = 0;
-  std::uint64_t inside_wrong_not_2_101 = 0;
-  std::uint64_t inside_2_101_wrong = 0;
+  std::uint64_t wrong_other = 0;  // any product but +2^-101 that comes out wrong
+  std::uint64_t wrong_2_101 = 0;
+  std::uint64_t wrong_outside_window = 0;                 // of them, outside [2^-104, 2^-99): the proof's cases
   for (int lhs_field = 0; lhs_field <= 1; ++lhs_field) {  // 0: denormal LHS; 1: normal
     for (int sum = -160; sum <= -60; ++sum) {             // the product's exponent, about
       // Fields giving products near 2^sum: a normal ea with ew = sum + 254 - ea.
@@ -551,13 +561,9 @@ TEST_CASE("mxu kernels: the scaled rounding of one product checked exhaustively 
             const bool right = static_cast<double>(q) == reference(product);
             const double magnitude = std::fabs(product);
             ++checked;
-            if (magnitude < 0x1p-104 || magnitude >= 0x1p-99) {
-              outside_wrong += right ? 0 : 1;
-            } else if (product == 0x1p-101) {
-              inside_2_101_wrong += right ? 0 : 1;
-            } else {
-              inside_wrong_not_2_101 += right ? 0 : 1;
-            }
+            if (right) continue;
+            (product == 0x1p-101 ? wrong_2_101 : wrong_other) += 1;
+            wrong_outside_window += magnitude < 0x1p-104 || magnitude >= 0x1p-99 ? 1 : 0;
           }
         }
       }
@@ -565,15 +571,16 @@ TEST_CASE("mxu kernels: the scaled rounding of one product checked exhaustively 
   }
   INFO(checked << " products");
   CHECK(checked > 4'000'000);
-  CHECK(outside_wrong == 0);
-  CHECK(inside_wrong_not_2_101 == 0);
-  CHECK(inside_2_101_wrong > 0);
+  CHECK(wrong_outside_window == 0);
+  CHECK(wrong_other == 0);
+  CHECK(wrong_2_101 > 0);
 }
 
-TEST_CASE("mxu kernels: the scaled paths are exact outside 2^-104 .. 2^-99 and can be wrong inside", "[mxu][kernel]") {
-  // One product per output, a x w with both powers of two: 2^-105 is below the
-  // bound; at 2^-101, a' w + M rounds M away and the subtraction cannot give it
-  // back (mxu/matmul_kernel_avx512.cpp), which is why the bound stops at 2^-104.
+TEST_CASE("mxu kernels: the scaled paths get a product of 2^-101 wrong and its neighbours right", "[mxu][kernel]") {
+  // One product per output, a x w with both powers of two: at +2^-101, a' w +
+  // M rounds M away and the subtraction cannot give it back
+  // (mxu/matmul_kernel_avx512.cpp), which is why scaled_fit keeps it out; its
+  // neighbours, -2^-101 and 2^-102, 2^-100, come out right.
   const auto product = [](float a, float w, bool wide) {
     auto tile = std::make_unique<WeightTile>();
     tile->values.fill(0.0F);
@@ -594,6 +601,9 @@ TEST_CASE("mxu kernels: the scaled paths are exact outside 2^-104 .. 2^-99 and c
     if (!mxu::kernel_available(wide ? KernelKind::kAvx512 : KernelKind::kAvx2Fma)) continue;
     INFO((wide ? "avx512" : "avx2"));
     CHECK(product(0x1p-52F, 0x1p-53F, wide) == 0x1p-105F);
+    CHECK(product(0x1p-50F, 0x1p-52F, wide) == 0x1p-102F);
+    CHECK(product(0x1p-50F, 0x1p-50F, wide) == 0x1p-100F);
+    CHECK(product(-0x1p-50F, 0x1p-51F, wide) == -0x1p-101F);
     CHECK(product(0x1p-50F, 0x1p-51F, wide) != 0x1p-101F);
     ran = true;
   }
