@@ -32,7 +32,10 @@ constexpr double kTileMacs = static_cast<double>(kSublanes) * kLanes * kLanes;
 
 // Normal: bf16 values in [-1, 1). Denormal: the LHS scaled into bf16's
 // denormal range (exponent field 0), so products underflow and the AVX2
-// kernel cannot fuse them.
+// kernel cannot fuse them. Some denormal: an eighth of the LHS values so
+// scaled, the rest normal (products of both sizes in one tile).
+enum class Inputs : std::uint8_t { kNormal, kDenormal, kSomeDenormal };
+
 float input(std::mt19937& rng, bool denormal) {
   std::uniform_real_distribution<float> unit(-1.0F, 1.0F);
   return bf16_round(denormal ? unit(rng) * 1.0e-39F : unit(rng));
@@ -49,22 +52,29 @@ std::vector<std::shared_ptr<mxu::WeightTile>> weight_tiles(std::mt19937& rng) {
   return tiles;
 }
 
-std::vector<vpu::Vreg> lhs_tiles(std::mt19937& rng, bool denormal) {
+std::vector<vpu::Vreg> lhs_tiles(std::mt19937& rng, Inputs inputs) {
   std::vector<vpu::Vreg> lhs(64);
   for (auto& v : lhs) {
-    for (std::size_t i = 0; i < v.words.size(); ++i) v.set_f32(i, input(rng, denormal));
+    for (std::size_t i = 0; i < v.words.size(); ++i) {
+      const bool denormal = inputs == Inputs::kDenormal || (inputs == Inputs::kSomeDenormal && rng() % 8 == 0);
+      v.set_f32(i, input(rng, denormal));
+    }
   }
   return lhs;
 }
 
-void kernel(benchmark::State& state, KernelKind kind, bool denormal) {
+std::vector<vpu::Vreg> lhs_tiles(std::mt19937& rng, bool denormal) {
+  return lhs_tiles(rng, denormal ? Inputs::kDenormal : Inputs::kNormal);
+}
+
+void kernel(benchmark::State& state, KernelKind kind, Inputs inputs) {
   if (!mxu::kernel_available(kind)) {
     state.SkipWithError("kernel not available on this host");
     return;
   }
   std::mt19937 rng(1);
   const auto weights = weight_tiles(rng);
-  const auto lhs = lhs_tiles(rng, denormal);
+  const auto lhs = lhs_tiles(rng, inputs);
   vpu::Vreg out;
   std::size_t i = 0;
   for (auto _ : state) {
@@ -172,22 +182,28 @@ void BM_handoff(benchmark::State& state) {
 }
 
 void BM_kernel_portable(benchmark::State& s) {
-  kernel(s, KernelKind::kPortable, false);
+  kernel(s, KernelKind::kPortable, Inputs::kNormal);
 }
 void BM_kernel_portable_denormal(benchmark::State& s) {
-  kernel(s, KernelKind::kPortable, true);
+  kernel(s, KernelKind::kPortable, Inputs::kDenormal);
 }
 void BM_kernel_avx2(benchmark::State& s) {
-  kernel(s, KernelKind::kAvx2Fma, false);
+  kernel(s, KernelKind::kAvx2Fma, Inputs::kNormal);
 }
 void BM_kernel_avx2_denormal(benchmark::State& s) {
-  kernel(s, KernelKind::kAvx2Fma, true);
+  kernel(s, KernelKind::kAvx2Fma, Inputs::kDenormal);
 }
 void BM_kernel_avx512(benchmark::State& s) {
-  kernel(s, KernelKind::kAvx512, false);
+  kernel(s, KernelKind::kAvx512, Inputs::kNormal);
 }
 void BM_kernel_avx512_denormal(benchmark::State& s) {
-  kernel(s, KernelKind::kAvx512, true);
+  kernel(s, KernelKind::kAvx512, Inputs::kDenormal);
+}
+void BM_kernel_avx2_some_denormal(benchmark::State& s) {
+  kernel(s, KernelKind::kAvx2Fma, Inputs::kSomeDenormal);
+}
+void BM_kernel_avx512_some_denormal(benchmark::State& s) {
+  kernel(s, KernelKind::kAvx512, Inputs::kSomeDenormal);
 }
 void BM_units(benchmark::State& s) {
   units(s, false);
@@ -204,6 +220,8 @@ BENCHMARK(BM_kernel_avx2)->UseRealTime();
 BENCHMARK(BM_kernel_avx2_denormal)->UseRealTime();
 BENCHMARK(BM_kernel_avx512)->UseRealTime();
 BENCHMARK(BM_kernel_avx512_denormal)->UseRealTime();
+BENCHMARK(BM_kernel_avx2_some_denormal)->UseRealTime();
+BENCHMARK(BM_kernel_avx512_some_denormal)->UseRealTime();
 // Arg: host threads (1 = the calling thread only).
 BENCHMARK(BM_units)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_units_denormal)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
