@@ -477,11 +477,12 @@ TEST_CASE("mxu kernels: which tiles the scaled path takes", "[mxu][kernel]") {
   };
   const float denormal = std::bit_cast<float>(0x007F'0000U);  // 127 x 2^-133, the largest bf16 denormal
   using mxu::ScaledFit;
-  // f32 may meet denormals: a denormal operand, or a product that may fall below 2^-126.
+  // f32 is left for a denormal operand, or products that may round below 2^-126 (not products_exact).
   CHECK(mxu::may_meet_denormals(range({denormal, 1.0F}), range({1.0F})));
   CHECK(mxu::may_meet_denormals(range({1.0F}), range({std::bit_cast<float>(0x0001'0000U)})));
-  CHECK(mxu::may_meet_denormals(range({0x1p-64F}), range({std::nextafter(0x1p-62F, 0.0F)})));
-  CHECK_FALSE(mxu::may_meet_denormals(range({0x1p-64F}), range({0x1p-62F})));  // 2^-126 itself
+  CHECK(mxu::may_meet_denormals(range({0x1p-70F}), range({0x1p-70F})));        // fields 57 + 57 < 119
+  CHECK_FALSE(mxu::may_meet_denormals(range({0x1p-67F}), range({0x1p-67F})));  // 60 + 60: products exact
+  CHECK_FALSE(mxu::may_meet_denormals(range({0x1p-64F}), range({0x1p-62F})));
   CHECK_FALSE(mxu::may_meet_denormals(range({0.0F}), range({0x1p-100F})));
   // No product can be 2^-101: yes.
   const float below = std::nextafter(0x1p-40F, 0.0F);  // not a bf16 value: the bounds are exact anyway
