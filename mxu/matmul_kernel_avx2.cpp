@@ -105,11 +105,11 @@ TPUEMU_AVX2 Scan scan(const std::uint32_t* rows, std::uint32_t used_k) {
   return Scan{reduce<Reduce::kOr>(low) & 0xFFFFU, reduce<Reduce::kMax>(max_m), reduce<Reduce::kMin>(min_m)};
 }
 
-// Which 8-field buckets (PowerOfTwoFields::from_buckets) hold the powers of
-// two among lanes 0..used_k-1 of the 8 rows (as PowerOfTwoFields::add counts
-// them): a superset of their fields, for scaled_pairs_fit.
-TPUEMU_AVX2 std::uint32_t power_of_two_buckets(const std::uint32_t* rows, std::uint32_t used_k) {
-  __m256i found = _mm256_setzero_si256();
+// Calls visit(magnitude, nonzero) for each 8-lane vector of lanes 0..used_k-1
+// of the 8 rows: the values' bits less the sign, and all ones in the lanes
+// that hold a nonzero value below used_k.
+template <typename Visit>
+TPUEMU_AVX2 inline void for_each_nonzero_vector(const std::uint32_t* rows, std::uint32_t used_k, Visit visit) {
   const std::uint32_t vectors = (used_k + kVector - 1) / kVector;
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i zero = _mm256_setzero_si256();
@@ -117,18 +117,29 @@ TPUEMU_AVX2 std::uint32_t power_of_two_buckets(const std::uint32_t* rows, std::u
     for (std::uint32_t v = 0; v < vectors; ++v) {
       const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + row * kLanes + v * kVector));
       const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFF'FFFF));
-      const __m256i field = _mm256_srli_epi32(magnitude, 23);
-      const __m256i fraction = _mm256_and_si256(magnitude, _mm256_set1_epi32(0x007F'FFFF));
-      // Counted: in range (lanes below used_k), nonzero, and a zero fraction or field 0.
       const __m256i in_range = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(used_k - v * kVector)), lane);
       const __m256i nonzero = _mm256_xor_si256(_mm256_cmpeq_epi32(magnitude, zero), _mm256_set1_epi32(-1));
-      const __m256i power = _mm256_or_si256(_mm256_cmpeq_epi32(fraction, zero), _mm256_cmpeq_epi32(field, zero));
-      const __m256i counted = _mm256_and_si256(in_range, _mm256_and_si256(nonzero, power));
-      // A shift by 32 gives 0: lanes not counted add nothing.
-      const __m256i shift = _mm256_blendv_epi8(_mm256_set1_epi32(32), _mm256_srli_epi32(field, 3), counted);
-      found = _mm256_or_si256(found, _mm256_sllv_epi32(_mm256_set1_epi32(1), shift));
+      visit(magnitude, _mm256_and_si256(in_range, nonzero));
     }
   }
+}
+
+// Which 8-field buckets (PowerOfTwoFields::from_buckets) hold the powers of
+// two among lanes 0..used_k-1 of the 8 rows (as PowerOfTwoFields::add counts
+// them: a zero fraction, or field 0): a superset of their fields, for
+// scaled_pairs_fit.
+TPUEMU_AVX2 std::uint32_t power_of_two_buckets(const std::uint32_t* rows, std::uint32_t used_k) {
+  __m256i found = _mm256_setzero_si256();
+  const __m256i zero = _mm256_setzero_si256();
+  for_each_nonzero_vector(rows, used_k, [&](__m256i magnitude, __m256i nonzero) TPUEMU_AVX2 {
+    const __m256i field = _mm256_srli_epi32(magnitude, 23);
+    const __m256i fraction = _mm256_and_si256(magnitude, _mm256_set1_epi32(0x007F'FFFF));
+    const __m256i power = _mm256_or_si256(_mm256_cmpeq_epi32(fraction, zero), _mm256_cmpeq_epi32(field, zero));
+    // A shift by 32 gives 0: lanes not counted add nothing.
+    const __m256i shift =
+        _mm256_blendv_epi8(_mm256_set1_epi32(32), _mm256_srli_epi32(field, 3), _mm256_and_si256(nonzero, power));
+    found = _mm256_or_si256(found, _mm256_sllv_epi32(_mm256_set1_epi32(1), shift));
+  });
   return reduce<Reduce::kOr>(found);
 }
 
@@ -136,21 +147,11 @@ TPUEMU_AVX2 std::uint32_t power_of_two_buckets(const std::uint32_t* rows, std::u
 // exponent field 0).
 TPUEMU_AVX2 std::uint32_t denormal_count(const std::uint32_t* rows, std::uint32_t used_k) {
   std::uint32_t count = 0;
-  const std::uint32_t vectors = (used_k + kVector - 1) / kVector;
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i zero = _mm256_setzero_si256();
-  for (std::size_t row = 0; row < kSublanes; ++row) {
-    for (std::uint32_t v = 0; v < vectors; ++v) {
-      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + row * kLanes + v * kVector));
-      const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFF'FFFF));
-      const __m256i in_range = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(used_k - v * kVector)), lane);
-      const __m256i field_zero = _mm256_cmpeq_epi32(_mm256_srli_epi32(magnitude, 23), zero);
-      const __m256i nonzero = _mm256_xor_si256(_mm256_cmpeq_epi32(magnitude, zero), _mm256_set1_epi32(-1));
-      const __m256i denormal = _mm256_and_si256(in_range, _mm256_and_si256(field_zero, nonzero));
-      count += static_cast<std::uint32_t>(
-          std::popcount(static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(denormal)))));
-    }
-  }
+  for_each_nonzero_vector(rows, used_k, [&](__m256i magnitude, __m256i nonzero) TPUEMU_AVX2 {
+    const __m256i field_zero = _mm256_cmpeq_epi32(_mm256_srli_epi32(magnitude, 23), _mm256_setzero_si256());
+    const int lanes = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_and_si256(field_zero, nonzero)));
+    count += static_cast<std::uint32_t>(std::popcount(static_cast<unsigned>(lanes)));
+  });
   return count;
 }
 
