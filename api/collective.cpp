@@ -6,7 +6,6 @@
 #include <array>
 #include <cctype>
 #include <chrono>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>

@@ -43,24 +43,28 @@ namespace tpuemu::mxu {
 // What a kernel must know about a set of bf16 values (f32 bit patterns with
 // the low 16 bits clear) to know whether their products are exact.
 struct ValueRange {
-  bool non_finite = false;           // an Inf or a NaN
-  std::uint32_t min_exponent = 255;  // smallest max(exponent field, 1) of a nonzero value
-  std::uint32_t max_exponent = 0;    // largest max(exponent field, 1) of a nonzero value (0: none)
-  bool denormal = false;             // a nonzero value with exponent field 0
-  std::uint32_t max_magnitude = 0;   // the bits of the largest |value| (0: none nonzero)
-  std::uint32_t min_magnitude = 0;   // the bits of the smallest nonzero |value| (0: none nonzero)
+  bool non_finite = false;          // an Inf or a NaN
+  std::uint32_t max_magnitude = 0;  // the bits of the largest |value| (0: none nonzero)
+  std::uint32_t min_magnitude = 0;  // the bits of the smallest nonzero |value| (0: none nonzero)
 
   void add(std::uint32_t bits) {
-    const std::uint32_t e = (bits >> 23) & 0xFFU;
-    if (e == 0xFFU) non_finite = true;
+    if (((bits >> 23) & 0xFFU) == 0xFFU) non_finite = true;
     const std::uint32_t magnitude = bits & 0x7FFF'FFFFU;
     if (magnitude == 0) return;
-    min_exponent = std::min(min_exponent, std::max<std::uint32_t>(e, 1));
-    max_exponent = std::max(max_exponent, std::max<std::uint32_t>(e, 1));
-    denormal = denormal || e == 0;
     max_magnitude = std::max(max_magnitude, magnitude);
     min_magnitude = min_magnitude == 0 ? magnitude : std::min(min_magnitude, magnitude);
   }
+  // The exponents of nonzero values order like their magnitudes.
+  // Smallest max(exponent field, 1) of a nonzero value (255: none).
+  [[nodiscard]] constexpr std::uint32_t min_exponent() const {
+    return min_magnitude == 0 ? 255 : std::max<std::uint32_t>(min_magnitude >> 23, 1);
+  }
+  // Largest max(exponent field, 1) of a nonzero value (0: none).
+  [[nodiscard]] constexpr std::uint32_t max_exponent() const {
+    return max_magnitude == 0 ? 0 : std::max<std::uint32_t>(max_magnitude >> 23, 1);
+  }
+  // A nonzero value with exponent field 0.
+  [[nodiscard]] constexpr bool denormal() const { return min_magnitude != 0 && min_magnitude < 0x0080'0000U; }
 };
 
 // The exponent fields (0..255) of the powers of two among a set of values: a
@@ -116,8 +120,8 @@ constexpr double magnitude_of_bits(std::uint32_t bits) {
 // keep every bit). A side with no nonzero value gives only zero products.
 constexpr bool products_exact(const ValueRange& a, const ValueRange& w) {
   if (a.non_finite || w.non_finite) return false;
-  if (a.max_exponent == 0 || w.max_exponent == 0) return true;
-  return a.min_exponent + w.min_exponent >= 119 && a.max_exponent + w.max_exponent <= 380;
+  if (a.max_exponent() == 0 || w.max_exponent() == 0) return true;
+  return a.min_exponent() + w.min_exponent() >= 119 && a.max_exponent() + w.max_exponent() <= 380;
 }
 
 // Columns of a weight panel (WeightTile::panels).
@@ -256,13 +260,19 @@ bool avx512_compiled();
 // assists are rare there, and f32 ran 12x the f64 path and 2x the scaled
 // one (both sides' exponent fields 60..126: 77.5 G MAC/s against 6.2).
 constexpr bool may_meet_denormals(const ValueRange& a, const ValueRange& w) {
-  return a.denormal || w.denormal || !products_exact(a, w);
+  return a.denormal() || w.denormal() || !products_exact(a, w);
 }
 
-// Whether every product of a tile of these ranges lies below 2^-104.
-constexpr bool tiny_products(const ValueRange& a, const ValueRange& w) {
-  if (a.non_finite || w.non_finite || a.max_magnitude == 0 || w.max_magnitude == 0) return false;
-  return magnitude_of_bits(a.max_magnitude) * magnitude_of_bits(w.max_magnitude) < 0x1p-104;
+// Fewer than 1 LHS value in kRareDenormals denormal, against exact products
+// and normal weights: the tile stays in f32 after all, where each broadcast of
+// a denormal costs one assist, cheaper there than the scaled path's three
+// instructions a multiply-add (an eighth of the LHS denormal: f32 5.6 G MAC/s,
+// scaled 35; one in 256: f32 46, scaled 35; the break-even at one in 128).
+// `denormals` of the LHS's `values` (lanes below used_k) are denormal.
+inline constexpr std::uint32_t kRareDenormals = 128;
+constexpr bool rare_lhs_denormals(const ValueRange& a, const ValueRange& w, std::uint32_t denormals,
+                                  std::uint32_t values) {
+  return a.denormal() && !w.denormal() && products_exact(a, w) && std::uint64_t{denormals} * kRareDenormals < values;
 }
 
 // Whether the scaled path computes a tile of these ranges exactly
@@ -274,7 +284,7 @@ constexpr bool tiny_products(const ValueRange& a, const ValueRange& w) {
 // decides.
 enum class ScaledFit : std::uint8_t { kNo, kYes, kCheckPowersOfTwo };
 constexpr ScaledFit scaled_fit(const ValueRange& a, const ValueRange& w) {
-  if (a.non_finite || w.non_finite || w.denormal || a.max_magnitude == 0 || w.max_magnitude == 0) {
+  if (a.non_finite || w.non_finite || w.denormal() || a.max_magnitude == 0 || w.max_magnitude == 0) {
     return ScaledFit::kNo;
   }
   const double largest = magnitude_of_bits(a.max_magnitude) * magnitude_of_bits(w.max_magnitude);
@@ -294,7 +304,7 @@ bool scaled_pairs_fit(const PowerOfTwoFields& a, const PowerOfTwoFields& w);
 // to at most 372: |product| < 2^120).
 constexpr bool exact_f64_applies(const ValueRange& a, const ValueRange& w) {
   if (a.non_finite || w.non_finite || products_exact(a, w)) return false;
-  return a.max_exponent + w.max_exponent <= 372;
+  return a.max_exponent() + w.max_exponent() <= 372;
 }
 
 }  // namespace tpuemu::mxu

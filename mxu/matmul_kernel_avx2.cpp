@@ -20,9 +20,6 @@ namespace {
 using vpu::kLanes;
 using vpu::kSublanes;
 constexpr std::uint32_t kVector = 8;  // f32 lanes of a ymm register
-// Fewer than 1 LHS value in kRareDenormals denormal (with exact products): the
-// tile stays in f32 (multiply_vector).
-constexpr std::uint32_t kRareDenormals = 128;
 // WeightTile::panels: 16-column panels, a weight row of 16 floats per K row.
 constexpr std::size_t kPanelRow = kWeightPanelColumns;  // floats from one K row of a panel to the next
 
@@ -49,14 +46,10 @@ struct Scan {
   std::uint32_t max_magnitude;  // largest |x| as bits (>= 0x7F800000: an Inf or a NaN)
   std::uint32_t min_nonzero;    // smallest nonzero |x| as bits, minus 1 (0xFFFFFFFF: none)
 
-  // The exponents of nonzero values order like their magnitudes.
   [[nodiscard]] ValueRange range() const {
     ValueRange r;
     r.non_finite = max_magnitude >= 0x7F80'0000U;
     if (max_magnitude != 0) {
-      r.min_exponent = std::max<std::uint32_t>((min_nonzero + 1) >> 23, 1);
-      r.max_exponent = std::max<std::uint32_t>(max_magnitude >> 23, 1);
-      r.denormal = (min_nonzero + 1) < 0x0080'0000U;
       r.max_magnitude = max_magnitude;
       r.min_magnitude = min_nonzero + 1;
     }
@@ -386,14 +379,10 @@ TPUEMU_AVX2 void multiply_vector(const TileJob& job, vpu::Vreg& out, bool wide, 
   const std::uint32_t vectors = (job.size + kVector - 1) / kVector;
   const bool fused = products_exact(range, job.weights->range);
   bool scaled = false;
-  // A few denormals in an LHS whose products are exact cost f32 one assist
-  // per broadcast of one of them: below 1 value in 128 that is cheaper than
-  // the scaled path's three instructions a multiply-add (an eighth of the LHS
-  // values denormal: f32 5.6 G MAC/s, scaled 35; one in 256: f32 46, scaled 35).
-  const bool rare_denormals = range.denormal && products_exact(range, job.weights->range) &&
-                              !job.weights->range.denormal &&
-                              denormal_count(lhs, job.used_k) * kRareDenormals < job.used_k * kSublanes;
-  if (avoid_denormals && may_meet_denormals(range, job.weights->range) && !rare_denormals) {
+  // The LHS's denormals are counted only where they could keep the tile in f32.
+  if (avoid_denormals && may_meet_denormals(range, job.weights->range) &&
+      !(range.denormal() &&
+        rare_lhs_denormals(range, job.weights->range, denormal_count(lhs, job.used_k), job.used_k * kSublanes))) {
     switch (scaled_fit(range, job.weights->range)) {
       case ScaledFit::kYes:
         scaled = true;
