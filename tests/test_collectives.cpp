@@ -689,20 +689,23 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
   // reduce phase's step 0, which sends all its pieces at once:
   // CollectiveGen::pipelined_hop_seconds; at 64 KiB every step is one piece).
   // At 64 KiB reductions also wait 2 HBM round trips (their steps are one
-  // DMA each: ring_family_load_waits).
+  // DMA each: ring_family_load_waits). At 64 MiB every reduce step after the
+  // first waits one too for what arrived in HBM, and the later pieces hide it
+  // with the hop except in the phase's last sending step and its last step,
+  // which only adds: 2 (CollectiveGen::pipelined_hop_seconds).
   struct Row {
     std::string op, algorithm;
-    double per_byte, hops, hops_64mib, hbm_waits_64kib;
+    double per_byte, hops, hops_64mib, hbm_waits_64kib, hbm_waits_64mib;
     const char* formula;
   };
   const std::vector<Row> rows = {
-      {"all-gather", "bidir-ring", 1 / w * 15 / 16, 8, 1, 0,
+      {"all-gather", "bidir-ring", 1 / w * 15 / 16, 8, 1, 0, 0,
        "all-gather bidir-ring: V/W*(N-1)/N + T_min*sum(floor(L/2))"},
-      {"reduce-scatter", "bidir-ring", 1 / w * 15 / 16, 8, 2, 2, "V/W*(N-1)/N + T_min*sum(floor(L/2) + (L odd))"},
-      {"all-reduce", "bidir-ring", 2 / w * 15 / 16, 16, 3, 2, "2V/W*(N-1)/N + T_min*sum(2*floor(L/2) + (L odd))"},
-      {"all-gather", "ring", 1 / w_one * 15 / 16, 15, 1, 0, "V/W_oneway*(N-1)/N + T_min*sum(L-1)"},
-      {"all-reduce", "ring", 2 / w_one * 15 / 16, 30, 3, 2, "2V/W_oneway*(N-1)/N"},
-      {"all-to-all", "bidir-ring", 1 / (4 * w), 8, 8, 0, "V*max(L)/(4*N*W)"},
+      {"reduce-scatter", "bidir-ring", 1 / w * 15 / 16, 8, 2, 2, 2, "V/W*(N-1)/N + T_min*sum(floor(L/2) + (L odd))"},
+      {"all-reduce", "bidir-ring", 2 / w * 15 / 16, 16, 3, 2, 2, "2V/W*(N-1)/N + T_min*sum(2*floor(L/2) + (L odd))"},
+      {"all-gather", "ring", 1 / w_one * 15 / 16, 15, 1, 0, 0, "V/W_oneway*(N-1)/N + T_min*sum(L-1)"},
+      {"all-reduce", "ring", 2 / w_one * 15 / 16, 30, 3, 2, 2, "2V/W_oneway*(N-1)/N"},
+      {"all-to-all", "bidir-ring", 1 / (4 * w), 8, 8, 0, 0, "V*max(L)/(4*N*W)"},
   };
   for (const Row& r : rows) {
     for (const std::uint64_t bytes : {std::uint64_t{1} << 16, std::uint64_t{1} << 26}) {
@@ -710,7 +713,7 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
       const CollectivePrediction p = predict_collective(spec(r.op, r.algorithm, "f32", bytes, {1}), t, v5e);
       const bool small = bytes == 1 << 16;
       const double hops = small ? r.hops : r.hops_64mib;
-      const double latency = hops * 1e-6 + (small ? r.hbm_waits_64kib * v5e.hbm.latency_s : 0);
+      const double latency = hops * 1e-6 + (small ? r.hbm_waits_64kib : r.hbm_waits_64mib) * v5e.hbm.latency_s;
       CHECK(p.bandwidth_seconds == Approx(r.per_byte * static_cast<double>(bytes)));
       CHECK(p.latency_seconds == Approx(latency));
       CHECK(p.seconds == Approx(r.per_byte * static_cast<double>(bytes) + latency));
@@ -722,15 +725,16 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
   // over both axes, L-1 steps each (its rings are full rings), twice: 2 x (15
   // + 15) hops. At 64 MiB a stream's phases over its first axis move 16 units
   // of 64 KiB a step in pieces of one unit, so only their last steps and the
-  // reduce phase's step 0 pay (3 hops); over its second axis a step is one
-  // unit, one piece: 2 x 15 hops.
+  // reduce phase's step 0 pay (3 hops), and its reduce phase 2 HBM waits (as
+  // the rings' above); over its second axis a step is one unit, one piece: 2
+  // x 15 hops, and each reduce step waits for its loads: 15 more.
   const double v = 64.0 * (1 << 20);
   const CollectivePrediction m =
       predict_collective(spec("all-reduce", "multi-axis", "f32", 1 << 26, {0, 1}), topo("v5e", "16x16"), v5e);
   CHECK(m.bandwidth_seconds == Approx(2 * v / (2 * w) * 255 / 256));
-  CHECK(m.latency_seconds == Approx(33e-6));
+  CHECK(m.latency_seconds == Approx(33e-6 + 17 * v5e.hbm.latency_s));
   CHECK_THAT(m.formula, Contains("2V/(W*N_axes)*(N-1)/N + 2*T_min*sum(L-1) less what a step's later pieces"));
-  CHECK_THAT(m.formula, Contains("3.3e-05 s of 6e-05 s"));
+  CHECK_THAT(m.formula, Contains("4.15e-05 s of 7.5e-05 s, HBM waits included"));
   // The x axis of 8x16 has no wraparound: all-to-all is predicted as if it
   // wrapped and says so; the rings are folded (predicted from their link
   // loads, below).
@@ -759,28 +763,33 @@ TEST_CASE("collectives: rings over an axis without wraparound are predicted from
     double bytes;   // on the busiest link direction, summed over rounds
     double rounds;  // that send
     double paid;    // of those, the rounds that pay their latency
+    // Reductions: the HBM round trips their steps wait for what arrived (one
+    // per step of the reduce phase but its first: ring_family_load_waits),
+    // and the rounds whose later pieces hide one of them with the hop.
+    double waits, hiding;
   };
   const std::vector<Row> rows = {
       // One stream, 7 steps of Q per phase: the wrapped ring's own bandwidth.
-      {"all-gather", "ring", 7 * q, 7, 1},
-      {"all-reduce", "ring", 14 * q, 14, 3},
+      {"all-gather", "ring", 7 * q, 7, 1, 0, 0},
+      {"all-reduce", "ring", 14 * q, 14, 3, 7, 5},
       // Half rings: 4 streams of Q/2 each cross every link direction: 3
       // rounds of 2Q, then the long streams' last hop (Q); all-gather 4
       // rounds, reduce-scatter 4 (its fifth round only adds).
-      {"all-gather", "bidir-ring", 7 * q, 4, 2},
-      {"reduce-scatter", "bidir-ring", 7 * q, 4, 3},
-      {"all-reduce", "bidir-ring", 14 * q, 8, 5},
+      {"all-gather", "bidir-ring", 7 * q, 4, 2, 0, 0},
+      {"reduce-scatter", "bidir-ring", 7 * q, 4, 3, 4, 1},
+      {"all-reduce", "bidir-ring", 14 * q, 8, 5, 4, 1},
       // Full rings both ways: 2 streams of Q/2 on every link direction, 7 rounds per phase.
-      {"all-reduce", "multi-axis", 14 * q, 14, 3},
+      {"all-reduce", "multi-axis", 14 * q, 14, 3, 7, 5},
   };
+  const double l_hbm = v5e.hbm.latency_s;
   for (const Row& r : rows) {
     INFO(r.op << " " << r.algorithm);
     const CollectivePrediction p = predict_collective(spec(r.op, r.algorithm, "f32", 1 << 26, {0}), t, v5e);
     CHECK(p.bandwidth_seconds == Approx(r.bytes / w_one));
-    CHECK(p.latency_seconds == Approx(r.paid * 2 * 1e-6));
+    CHECK(p.latency_seconds == Approx(r.paid * 2 * 1e-6 + (r.waits - r.hiding) * l_hbm));
     CHECK_THAT(p.formula,
                Contains(fmt::format("each round but a phase's last and a reduce phase's first; {:g} s hidden",
-                                    (r.rounds - r.paid) * 2e-6)));
+                                    (r.rounds - r.paid) * 2e-6 + r.hiding * l_hbm)));
     CHECK_THAT(p.formula, Contains("x without wraparound: x rings folded"));
   }
   // Over both axes of 8x16, multi-axis's two parts meet on y: part 0's
@@ -821,14 +830,15 @@ TEST_CASE("collectives: a one-hop reduction whose pieces arrive together pays th
   // as four 512 KiB pieces at once (too few to lead: choose_leads), so they
   // arrive together after 37 us and are then each loaded twice and stored:
   // 3 x 2 MiB at 300 GB/s after the transfer (measured 61.28 us, predicted
-  // 37.79 without this term).
+  // 37.79 without this term); the first load waits one HBM round trip.
   const ChipConfig v2 = preset("v2");
   const ici::Topology t = topo("v2", "4x2");
   const CollectivePrediction p = predict_collective(spec("reduce-scatter", "ring", "f32", 4 << 20, {1}), t, v2);
-  CHECK(p.latency_seconds == Approx(1e-6 + 3.0 * (2 << 20) / v2.hbm.bandwidth).epsilon(1e-9));
-  // 128 MiB: enough pieces to lead, each reduced while the next ones are on the link.
+  CHECK(p.latency_seconds == Approx(1e-6 + v2.hbm.latency_s + 3.0 * (2 << 20) / v2.hbm.bandwidth).epsilon(1e-9));
+  // 128 MiB: enough pieces to lead, each reduced while the next ones are on
+  // the link; the last one's loads still wait after it arrived.
   const CollectivePrediction led = predict_collective(spec("reduce-scatter", "ring", "f32", 128 << 20, {1}), t, v2);
-  CHECK(led.latency_seconds == Approx(1e-6));
+  CHECK(led.latency_seconds == Approx(1e-6 + v2.hbm.latency_s));
 }
 
 TEST_CASE("collectives: axes of 2 chips are predicted from their one link each way", "[collectives]") {
