@@ -260,13 +260,19 @@ int run_command(const std::vector<std::string>& args) {
       }
     }
     expects = bindings_of(*vm, "expect");
-    for (const auto& [index, path] : expects) {
-      // A file the run rewrites (an --out of any chip, by name or inode) is
-      // read whole now: compared after the run, it would be the output.
-      if (written_by_outputs(path, outputs, chips)) {
-        expected_arrays[path] = read_npy(path);
-      } else {
-        expected_files[path] = read_npy_header(path);
+    for (const auto& [index, pattern] : expects) {
+      // On a pod every chip's output is checked: against its own file where
+      // the name has {chip}, else all against the one file.
+      for (std::uint32_t c = 0; c < (on_pod ? chips : 1U); ++c) {
+        const std::string path = on_pod ? per_chip_path(pattern, c) : pattern;
+        // A file the run rewrites (an --out of any chip, by name or inode) is
+        // read whole now: compared after the run, it would be the output.
+        if (expected_arrays.count(path) != 0U || expected_files.count(path) != 0U) continue;
+        if (written_by_outputs(path, outputs, chips)) {
+          expected_arrays[path] = read_npy(path);
+        } else {
+          expected_files[path] = read_npy_header(path);
+        }
       }
     }
   } catch (const api::AssemblyError& e) {
@@ -302,11 +308,10 @@ int run_command(const std::vector<std::string>& args) {
     return kExitBadInput;
   }
   if (!result.fault) {
-    for (const auto& list : {outputs, expects}) {
-      for (const auto& [index, path] : list) {
+    for (const auto& [option, list] : {std::pair{"--out", &outputs}, std::pair{"--expect", &expects}}) {
+      for (const auto& [index, path] : *list) {
         if (result.outputs.count(std::to_string(index)) == 0U) {
-          fmt::print(stderr, "tpuemu run: {} {}: operand {} is not an output of the program\n",
-                     &list == &outputs ? "--out" : "--expect", index, index);
+          fmt::print(stderr, "tpuemu run: {} {}: operand {} is not an output of the program\n", option, index, index);
           return kExitBadInput;
         }
       }
@@ -344,20 +349,41 @@ int run_command(const std::vector<std::string>& args) {
   }
   bool expectations_met = true;
   if (!result.fault) {
-    for (const auto& [index, path] : expects) {
-      // A *.bits.npy file holds raw bits (bf16/f8 as uint16/uint8), as --out writes them.
-      std::string verdict;
-      try {
-        const NpyArray& got = host_output(index, 0, path.ends_with(".bits.npy"));
-        const auto whole = expected_arrays.find(path);
-        verdict = whole != expected_arrays.end() ? api::compare_bits(got, whole->second)
-                                                 : api::compare_bits(got, expected_files.at(path));
-      } catch (const NpyError& e) {
-        fmt::print(stderr, "tpuemu run: {}\n", e.what());
-        return kExitBadInput;
+    // On a pod: one line when every chip matches, else one per chip that
+    // differs (the first kShownChips of them, then how many more).
+    constexpr std::size_t kShownChips = 8;
+    for (const auto& [index, pattern] : expects) {
+      const std::uint32_t checked = on_pod ? chips : 1U;
+      std::size_t differing = 0;
+      for (std::uint32_t c = 0; c < checked; ++c) {
+        const std::string path = on_pod ? per_chip_path(pattern, c) : pattern;
+        // A *.bits.npy file holds raw bits (bf16/f8 as uint16/uint8), as --out writes them.
+        const bool raw_bits = path.ends_with(".bits.npy");
+        std::string verdict;
+        try {
+          const NpyArray& got = host_output(index, c, raw_bits);
+          const auto whole = expected_arrays.find(path);
+          verdict = whole != expected_arrays.end() ? api::compare_bits(got, whole->second)
+                                                   : api::compare_bits(got, expected_files.at(path));
+        } catch (const NpyError& e) {
+          fmt::print(stderr, "tpuemu run: {}\n", e.what());
+          return kExitBadInput;
+        }
+        host_outputs.erase(std::make_tuple(index, c, raw_bits));  // a pod's outputs need not all stay in memory
+        if (api::is_bit_exact(verdict) && checked > 1) continue;
+        if (!api::is_bit_exact(verdict)) ++differing;
+        if (checked == 1) {
+          fmt::print("check     operand {} vs {}: {}\n", index, path, verdict);
+        } else if (differing <= kShownChips) {
+          fmt::print("check     operand {} of chip {} vs {}: {}\n", index, c, path, verdict);
+        }
       }
-      fmt::print("check     operand {} vs {}: {}\n", index, path, verdict);
-      expectations_met = expectations_met && api::is_bit_exact(verdict);
+      if (checked > 1 && differing == 0) {
+        fmt::print("check     operand {} vs {}: bit-exact on all {} chips\n", index, pattern, checked);
+      } else if (differing > kShownChips) {
+        fmt::print("check     operand {}: {} more of the {} chips differ\n", index, differing - kShownChips, checked);
+      }
+      expectations_met = expectations_met && differing == 0;
     }
   }
   if (vm->count("report") != 0U) {
