@@ -23,6 +23,7 @@
 #include "common/chip_config.hpp"
 #include "dist/ranks.hpp"
 #include "ici/partition.hpp"
+#include "ici/routing.hpp"
 #include "isa/assembler.hpp"
 #include "isa/image.hpp"
 
@@ -597,6 +598,13 @@ void check_job(const Job& job) {
                                      "pod) or run one process",
                                      ranks)
                        : std::string("--partition splits a pod (a topology) over MPI ranks: this run has one chip"));
+  }
+  if (job.topology) {
+    try {
+      (void)ici::routing_policy(job.routing);
+    } catch (const ici::RoutingError& e) {
+      throw BadInput(e.what());
+    }
   }
   const bool one_chip_chain = !job.topology && (job.steps.size() > 1 || job.chain || job.top_level);
   if (!one_chip_chain && (!job.scalars.empty() || !job.transposed.empty())) {
