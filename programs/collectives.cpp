@@ -736,8 +736,26 @@ CollectivePrediction predict_switched(const CollectiveSpec& spec, const Collecti
 
 CollectivePrediction predict_collective(const CollectiveSpec& spec, const ici::Topology& topology,
                                         const ChipConfig& chip) {
-  const CollectivePlan plan = plan_collective(spec, topology);
-  CollectivePrediction p = collective_algorithm(spec.algorithm).predict(spec, plan, topology, chip);
+  // All-to-all is one program whatever the algorithm (each block straight to
+  // its destination), so one prediction: the ring family's (the book's
+  // V max(L) / (4 N W), or the switched fabric's egress), or, on a torus with
+  // an axis that does not wrap (which that formula takes as wrapped), one-shot's
+  // link loads along the actual routes (v5e 4x4 measured 1.5-2.0x the book's
+  // terms, 1.01-1.05x one-shot's).
+  CollectiveSpec predicted = spec;
+  if (spec.op == "all-to-all") {
+    bool wrapped = true;
+    for (std::size_t a : spec.axes) wrapped = wrapped && (topology.length(a) < 2 || topology.wraps(a));
+    predicted.algorithm = topology.switched() || wrapped ? "ring" : "one-shot";
+  }
+  const CollectivePlan plan = plan_collective(predicted, topology);
+  CollectivePrediction p = collective_algorithm(predicted.algorithm).predict(predicted, plan, topology, chip);
+  if (predicted.algorithm != spec.algorithm) {
+    p.formula += fmt::format(
+        "; all-to-all runs the same program for every --algo (each block straight to its destination), predicted "
+        "as {}'s",
+        predicted.algorithm);
+  }
   // The NCCL protocol's base latency: the program waits it out first (generate_collective).
   if (const double launch = chip.launch_latency(); launch > 0 && !plan.axes.empty()) {
     p.latency_seconds += launch;

@@ -735,11 +735,20 @@ TEST_CASE("collectives: predictions follow the book's formulas", "[collectives]"
   CHECK(m.latency_seconds == Approx(33e-6 + 17 * v5e.hbm.latency_s));
   CHECK_THAT(m.formula, Contains("2V/(W*N_axes)*(N-1)/N + 2*T_min*sum(L-1) less what a step's later pieces"));
   CHECK_THAT(m.formula, Contains("4.15e-05 s of 7.5e-05 s, HBM waits included"));
-  // The x axis of 8x16 has no wraparound: all-to-all is predicted as if it
-  // wrapped and says so; the rings are folded (predicted from their link
-  // loads, below).
+  // The x axis of 8x16 has no wraparound: all-to-all, one program whatever
+  // the algorithm, is predicted from its routes' link loads (one-shot's
+  // model) for every name; over the wrapped y axis by the book's formula
+  // (the table above) for every name.
   const CollectivePrediction x = predict_collective(spec("all-to-all", "bidir-ring", "f32", 1 << 26, {0}), t, v5e);
-  CHECK_THAT(x.formula, Contains("x without wraparound: predicted as if wrapped"));
+  CHECK_THAT(x.formula, Contains("all-to-all one-shot on 8x16: max(bytes out of a chip / B, the busiest link's"));
+  CHECK_THAT(x.formula, Contains("all-to-all runs the same program for every --algo"));
+  const double y = predict_collective(spec("all-to-all", "bidir-ring", "f32", 1 << 26, {1}), t, v5e).seconds;
+  CHECK(y == Approx(static_cast<double>(1 << 26) / (4 * w) + 8e-6));
+  for (const char* name : {"ring", "multi-axis", "tree", "halving-doubling", "one-shot", "two-shot"}) {
+    INFO(name);
+    CHECK(predict_collective(spec("all-to-all", name, "f32", 1 << 26, {0}), t, v5e).seconds == x.seconds);
+    CHECK(predict_collective(spec("all-to-all", name, "f32", 1 << 26, {1}), t, v5e).seconds == y);
+  }
 }
 
 TEST_CASE("collectives: rings over an axis without wraparound are predicted from their link loads", "[collectives]") {
