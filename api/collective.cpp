@@ -283,6 +283,8 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
   };
   CollectiveResult out;
   out.program = program;
+  out.run_overrides.assign(cjob.chip.overrides.begin() + static_cast<std::ptrdiff_t>(requested.chip.overrides.size()),
+                           cjob.chip.overrides.end());
   out.run = run(job);
   if (out.run.report.contains("collective_check")) {
     check = out.run.report["collective_check"].get<std::string>();

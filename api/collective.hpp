@@ -56,6 +56,10 @@ struct CollectiveResult {
   bool ok = true;                               // no mismatch
   double host_seconds = 0;                      // this call's wall time (generation, run, check)
   std::string program;                          // the generated LLO program that ran (every chip runs it)
+  // The chip overrides ("path=value") the run added to the chip asked for:
+  // the NCCL protocol's parameters and the channels in use on a switched
+  // fabric (`tpuemu run` of `program` needs them as --set to run the same).
+  std::vector<std::string> run_overrides;
 };
 
 // The parts of a job that do not depend on its size, checked: chip,

@@ -42,6 +42,32 @@ void print_algorithm_list(const api::CollectiveSetup& setup) {
   fmt::print("  {:<11} the algorithm with the least predicted time for each size\n", "auto");
 }
 
+// `program` with a comment after its first line giving the `tpuemu run`
+// command that runs it as the collective ran: the same chip (and the
+// user's --chip-file / --set), topology, wraparound and routing, and the
+// overrides the run added (`run_overrides`: a switched fabric's NCCL
+// protocol and channels, without which the time differs).
+std::string with_run_command(const std::string& program, const std::string& path, const po::variables_map& vm,
+                             const std::vector<std::string>& run_overrides) {
+  std::string command = "tpuemu run " + path;
+  if (vm.count("chip") != 0U) command += " --chip " + vm["chip"].as<std::string>();
+  if (vm.count("chip-file") != 0U) command += " --chip-file " + vm["chip-file"].as<std::string>();
+  command += " --topology " + vm["topology"].as<std::string>();
+  if (vm.count("wrap") != 0U) command += " --wrap " + vm["wrap"].as<std::string>();
+  if (vm.count("no-wrap") != 0U) command += " --no-wrap";
+  if (vm.count("force") != 0U) command += " --force";
+  if (vm["routing"].as<std::string>() != "dimension-order") command += " --routing " + vm["routing"].as<std::string>();
+  std::vector<std::string> sets;
+  if (vm.count("set") != 0U) sets = vm["set"].as<std::vector<std::string>>();
+  sets.insert(sets.end(), run_overrides.begin(), run_overrides.end());
+  for (const std::string& set : sets) command += " --set " + set;
+  if (vm.count("no-data") != 0U) command += " --no-data";
+  const std::size_t first_line = program.find('\n');
+  const std::string comment = "// Runs as the collective ran: " + command + "\n";
+  return first_line == std::string::npos ? program + "\n" + comment
+                                         : program.substr(0, first_line + 1) + comment + program.substr(first_line + 1);
+}
+
 }  // namespace
 
 int collective_command(const std::vector<std::string>& args) {
@@ -198,7 +224,9 @@ int collective_command(const std::vector<std::string>& args) {
     }
     if (!row.ok) exit_code = kExitFailure;
     if (vm->count("program") != 0U) {
-      if (auto error = write_text_file("--program", (*vm)["program"].as<std::string>(), row.program)) {
+      const std::string path = (*vm)["program"].as<std::string>();
+      if (auto error =
+              write_text_file("--program", path, with_run_command(row.program, path, *vm, row.run_overrides))) {
         fmt::print(stderr, "tpuemu collective: {}\n", *error);
         return kExitBadInput;
       }
