@@ -35,16 +35,19 @@ std::string sibling_allocation_file(const std::string& path) {
 
 }  // namespace
 
+void refuse_empty_program(const isa::Program& program, const std::string& file) {
+  if (!program.bundles.empty()) return;
+  isa::Diagnostic d;
+  d.file = file;
+  d.line = 1;
+  d.column = 1;
+  d.message = "no bundles: the file holds no program (it is empty, or only comments, labels and directives)";
+  throw isa::AsmError({d});
+}
+
 isa::Program load_program(const std::string& path) {
   isa::Program program = path.ends_with(".tpub") ? isa::read_image(path) : isa::assemble_file(path);
-  if (program.bundles.empty()) {
-    isa::Diagnostic d;
-    d.file = path;
-    d.line = 1;
-    d.column = 1;
-    d.message = "no bundles: the file holds no program (it is empty, or only comments, labels and directives)";
-    throw isa::AsmError({d});
-  }
+  refuse_empty_program(program, path);
   TPUEMU_LOG_INFO("program {}: {} bundles, {} allocations", path, program.bundles.size(), program.allocations.size());
   if (program.allocations.empty()) {
     const std::string table = sibling_allocation_file(path);

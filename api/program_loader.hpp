@@ -13,4 +13,8 @@ namespace tpuemu::api {
 // Throws isa::AsmError or isa::ImageError with the file named.
 isa::Program load_program(const std::string& path);
 
+// Throws isa::AsmError at `file`:1:1 when `program` has no bundles (an empty
+// text, or only comments, labels and directives): nothing to run.
+void refuse_empty_program(const isa::Program& program, const std::string& file);
+
 }  // namespace tpuemu::api

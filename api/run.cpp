@@ -678,7 +678,9 @@ std::shared_ptr<const isa::Program> load(const std::string& path) {
 
 std::shared_ptr<const isa::Program> assemble(std::string_view text, const std::string& file_name) {
   try {
-    return std::make_shared<const isa::Program>(isa::assemble(text, file_name));
+    isa::Program program = isa::assemble(text, file_name);
+    refuse_empty_program(program, file_name);
+    return std::make_shared<const isa::Program>(std::move(program));
   } catch (...) {
     rethrow_as_api_error();
   }

@@ -269,6 +269,9 @@ py::list collective(const std::string& op, const std::string& topology, const st
     row["host_seconds"] = r.host_seconds;
     row["host_peak_rss_bytes"] = r.run.host.peak_rss_bytes;
     row["program"] = r.program;  // the generated LLO program that ran
+    // What tpuemu.run(row["program"], set=...) needs beyond the chip asked for
+    // to run it as it ran (a switched fabric's NCCL protocol and channels).
+    row["run_overrides"] = r.run_overrides;
     rows.append(row);
   }
   return rows;

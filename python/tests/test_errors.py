@@ -14,6 +14,16 @@ def test_assembly_error_has_file_line_col():
     assert "bad.llo:2:" in str(e.value)
 
 
+@pytest.mark.parametrize("text", ["", "  \n", "// only a comment\n"])
+def test_program_without_bundles_is_refused(text):
+    # As `tpuemu run` refuses such a file: nothing to run, not a 0-cycle result.
+    with pytest.raises(tpuemu.AssemblyError, match="no bundles") as e:
+        tpuemu.assemble(text, name="empty.llo")
+    assert e.value.file == "empty.llo" and e.value.line == 1
+    with pytest.raises(tpuemu.AssemblyError, match="no bundles"):
+        tpuemu.run(text)
+
+
 def test_unreadable_program_is_bad_input(tmp_path):
     with pytest.raises(tpuemu.BadInput):
         tpuemu.load(tmp_path / "missing.llo")

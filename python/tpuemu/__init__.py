@@ -317,7 +317,11 @@ def collective(op: str = "all-gather",
     ``auto_predictions`` (with an "auto": every candidate, "algorithm" or
     "algorithm/protocol", and its predicted seconds; else empty),
     ``report`` (the pod report),
-    ``host_seconds``, ``host_peak_rss_bytes``. Raises BadInput (a size
+    ``host_seconds``, ``host_peak_rss_bytes``, ``program`` (the LLO program
+    that ran) and ``run_overrides`` (the chip overrides the run added, a
+    switched fabric's NCCL protocol and channels: ``run(row["program"],
+    chip=..., topology=..., set=row["run_overrides"])`` runs it as it ran).
+    Raises BadInput (a size
     that is not whole elements, an all-to-all size the algorithm cannot
     split (naming the multiple it needs), a pod that would not fit the
     host's memory (naming the estimate and the limit)),
