@@ -10,8 +10,8 @@
 #include <optional>
 #include <stdexcept>
 
-#include "common/huge_pages.hpp"
 #include "common/host_pool.hpp"
+#include "common/huge_pages.hpp"
 #include "common/numerics.hpp"
 #include "common/types.hpp"
 
@@ -391,6 +391,20 @@ std::uint32_t scalar_register(const OperandBinding& binding, const NpyArray& hos
   return code;
 }
 
+NpyDtype host_dtype(const OperandBinding& binding, bool raw_bits) {
+  switch (layout_of(binding).element) {
+    case Element::k32Bit:
+      return binding.dtype == "f32"   ? NpyDtype::kFloat32
+             : binding.dtype == "s32" ? NpyDtype::kInt32
+                                      : NpyDtype::kUint32;
+    case Element::kBf16:
+      return raw_bits ? NpyDtype::kUint16 : NpyDtype::kFloat32;
+    case Element::kF8:
+      return raw_bits ? NpyDtype::kUint8 : NpyDtype::kFloat32;
+  }
+  return NpyDtype::kFloat32;
+}
+
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits,
                      bool host_threads) {
   const Layout l = layout_of(binding);
@@ -400,9 +414,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
   const std::uint8_t* const in = device.data();
   switch (l.element) {
     case Element::k32Bit: {
-      result.dtype = binding.dtype == "f32"   ? NpyDtype::kFloat32
-                     : binding.dtype == "s32" ? NpyDtype::kInt32
-                                              : NpyDtype::kUint32;
+      result.dtype = host_dtype(binding, raw_bits);
       resize_zeroed(result.data, n_elements * 4);
       std::uint8_t* const out = result.data.data();
       over_tile_rows(
@@ -417,7 +429,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
       break;
     }
     case Element::kBf16: {
-      result.dtype = raw_bits ? NpyDtype::kUint16 : NpyDtype::kFloat32;
+      result.dtype = host_dtype(binding, raw_bits);
       resize_zeroed(result.data, n_elements * (raw_bits ? 2 : 4));
       std::uint8_t* const out = result.data.data();
       if (!raw_bits) {
@@ -464,7 +476,7 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
       break;
     }
     case Element::kF8: {
-      result.dtype = raw_bits ? NpyDtype::kUint8 : NpyDtype::kFloat32;
+      result.dtype = host_dtype(binding, raw_bits);
       resize_zeroed(result.data, n_elements * (raw_bits ? 1 : 4));
       std::uint8_t* const out = result.data.data();
       over_tile_rows(

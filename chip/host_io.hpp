@@ -37,6 +37,10 @@ std::uint64_t device_bytes(const OperandBinding& binding);
 std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArray& host, const std::string& origin,
                                     bool host_threads = true);
 
+// The npy dtype from_device gives `binding` (its shape is binding.shape);
+// throws std::invalid_argument for a dtype the host cannot hold.
+NpyDtype host_dtype(const OperandBinding& binding, bool raw_bits);
+
 // Converts device bytes back; bf16/f8 come back as float32 values unless
 // `raw_bits` (then uint16 / uint8 codes). Host threads as for to_device.
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits,

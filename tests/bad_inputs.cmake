@@ -87,9 +87,9 @@ tpuemu_cli_test(bad.include_dev_zero 2 "include_dev_zero.llo:2:10: error: cannot
 set(ADD_BF16 ${TPUEMU_LLO_CORPUS}/vector_add_bf16)
 if(EXISTS ${ADD_BF16}/expected.bits.npy)
   tpuemu_cli_test(bad.run_expect_bits 0 "check +operand 2 vs .*expected.bits.npy: bit-exact \\(2048 elements\\)" run ${ADD_BF16}/1772770874393474645-add.3-74-final_bundles.txt --in 0=${ADD_BF16}/inputs/x.bits.npy --in 1=${ADD_BF16}/inputs/y.bits.npy --expect 2=${ADD_BF16}/expected.bits.npy)
-  # Raw bits in a file not named *.bits.npy: the message names both dtypes and the naming rule.
+  # Raw bits in a file not named *.bits.npy: refused before the run, naming both dtypes and the naming rule.
   configure_file(${ADD_BF16}/expected.bits.npy ${CMAKE_CURRENT_BINARY_DIR}/expected_bits_plain_name.npy COPYONLY)
-  tpuemu_cli_test(bad.run_expect_dtype_named 1 "vs .*expected_bits_plain_name.npy: dtype float32 differs from the expected file's uint16 \\(raw bits" run ${ADD_BF16}/1772770874393474645-add.3-74-final_bundles.txt --in 0=${ADD_BF16}/inputs/x.bits.npy --in 1=${ADD_BF16}/inputs/y.bits.npy --expect 2=${CMAKE_CURRENT_BINARY_DIR}/expected_bits_plain_name.npy)
+  tpuemu_cli_test(bad.run_expect_dtype_named 2 "expected_bits_plain_name.npy holds uint16 \\[8,256\\], but operand 2 \\(bf16\\[8,256\\]\\) comes out as float32 \\[8,256\\]; its raw bits compare with a file named \\*.bits.npy" run ${ADD_BF16}/1772770874393474645-add.3-74-final_bundles.txt --in 0=${ADD_BF16}/inputs/x.bits.npy --in 1=${ADD_BF16}/inputs/y.bits.npy --expect 2=${CMAKE_CURRENT_BINARY_DIR}/expected_bits_plain_name.npy)
 endif()
 
 # Messages: suggestions, visible -v, edu in the demo.

@@ -1,6 +1,7 @@
 #include "tools/run_command.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +14,8 @@
 #include "api/output_files.hpp"
 #include "api/report.hpp"
 #include "api/run.hpp"
+#include "chip/exec_program.hpp"
+#include "chip/host_io.hpp"
 #include "common/host_pool.hpp"
 #include "common/npy.hpp"
 #include "common/parse_number.hpp"
@@ -161,6 +164,44 @@ std::vector<std::pair<std::uint32_t, std::string>> bindings_of(const po::variabl
   return list;
 }
 
+// Refuses, before the run, an --out or --expect of an operand the program
+// does not output, and an expected file whose dtype or shape is not what
+// the output will be (on a pod each of `checked_chips` chips' file;
+// `files` and `arrays`: the expected files by path, as read before the run).
+void check_operands_are_outputs(const isa::Program& program, const ChipConfig& chip,
+                                const std::vector<std::pair<std::uint32_t, std::string>>& outputs,
+                                const std::vector<std::pair<std::uint32_t, std::string>>& expects,
+                                std::uint32_t checked_chips, const std::map<std::string, NpyFileHeader>& files,
+                                const std::map<std::string, NpyArray>& arrays) {
+  const std::vector<chip::OperandBinding> bindings = chip::decode_program(program, chip).bindings;
+  const auto output = [&](const char* option, std::uint32_t index) -> const chip::OperandBinding& {
+    for (const auto& b : bindings) {
+      if (b.index == index && b.is_output) return b;
+    }
+    throw std::invalid_argument(fmt::format("{} {}: operand {} is not an output of the program", option, index, index));
+  };
+  for (const auto& binding : outputs) (void)output("--out", binding.first);
+  for (const auto& [index, pattern] : expects) {
+    const chip::OperandBinding& b = output("--expect", index);
+    for (std::uint32_t c = 0; c < checked_chips; ++c) {
+      const std::string path = checked_chips > 1 ? per_chip_path(pattern, c) : pattern;
+      const NpyDtype want = chip::host_dtype(b, path.ends_with(".bits.npy"));
+      const auto file = files.find(path);
+      const NpyDtype dtype = file != files.end() ? file->second.dtype : arrays.at(path).dtype;
+      const std::vector<std::uint64_t>& shape = file != files.end() ? file->second.shape : arrays.at(path).shape;
+      if (shape != b.shape || dtype != want) {
+        throw std::invalid_argument(
+            fmt::format("--expect {}={}: {} holds {} [{}], but operand {} ({}[{}]) comes out as {} [{}]{}", index,
+                        pattern, path, to_string(dtype), fmt::join(shape, ","), index, b.dtype, fmt::join(b.shape, ","),
+                        to_string(want), fmt::join(b.shape, ","),
+                        dtype != want && (b.dtype == "bf16" || b.dtype == "f8e4m3fn")
+                            ? "; its raw bits compare with a file named *.bits.npy"
+                            : ""));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string>& args) {
@@ -275,6 +316,8 @@ int run_command(const std::vector<std::string>& args) {
         }
       }
     }
+    check_operands_are_outputs(*job.steps.front().program, chip, outputs, expects, on_pod ? chips : 1U, expected_files,
+                               expected_arrays);
   } catch (const api::AssemblyError& e) {
     fmt::print(stderr, "{}\n", e.what());
     return kExitBadInput;
