@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "api/collective.hpp"
+#include "api/environment.hpp"
 #include "api/report.hpp"
 #include "api/run.hpp"
 #include "api/run_case.hpp"
@@ -146,8 +147,10 @@ py::dict result_dict(const api::Result& r) {
   return d;
 }
 
+// Every entry that runs asks for a chip: the TPUEMU_* variables are checked here too.
 ChipRequest chip_request(const std::string& preset, const std::string& chip_file,
                          const std::vector<std::string>& overrides) {
+  if (const auto problem = api::environment_problem()) throw api::BadInput(*problem);
   return ChipRequest{preset, chip_file, overrides};
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "api/environment.hpp"
 #include "chip/stop_request.hpp"
 #include "common/edit_distance.hpp"
 #include "common/log.hpp"
@@ -35,9 +36,11 @@ constexpr std::array kCommands{
     Command{"workload",
             "run a sharded workload (sharded-matmul, ...) on a pod: its phases against the book, checked bit for bit",
             workload_command},
-    Command{"run", "run a program on an emulated chip or pod (--topology): cycles, stalls, roofline, .npy operands", run_command},
+    Command{"run", "run a program on an emulated chip or pod (--topology): cycles, stalls, roofline, .npy operands",
+            run_command},
     Command{"run-case", "run a case of the real-dump corpus and compare with its expected output", run_case_command},
-    Command{"systolic", "one tile through the RTL systolic array (Verilator), checked against the C++ MXU; --vcd waveform",
+    Command{"systolic",
+            "one tile through the RTL systolic array (Verilator), checked against the C++ MXU; --vcd waveform",
             systolic_command},
     Command{"gen", "generate a tiled LLO program (matmul, add)", gen_command},
     Command{"asm", "assemble an LLO program into a program image (.tpub)", asm_command},
@@ -113,6 +116,10 @@ int run(int argc, char** argv) {
   }
   for (const auto& c : kCommands) {
     if (c.name == args[0]) {
+      if (const auto problem = api::environment_problem()) {
+        fmt::print(stderr, "tpuemu {}: {}\n", c.name, *problem);
+        return kExitBadInput;
+      }
       // SIGINT/SIGTERM stop a run as a fault does (its message, then exit 128 + the signal).
       chip::install_stop_signal_handlers(/*second_kills=*/true);
       int code = kExitInternalError;

@@ -24,6 +24,13 @@ def test_program_without_bundles_is_refused(text):
         tpuemu.run(text)
 
 
+def test_malformed_environment_is_bad_input(gen, monkeypatch):
+    llo = gen("add", "--n", "1024")  # the tpuemu CLI refuses the variable as well
+    monkeypatch.setenv("TPUEMU_MXU_DENORMALS", "bar")
+    with pytest.raises(tpuemu.BadInput, match="TPUEMU_MXU_DENORMALS='bar'"):
+        tpuemu.run(llo, no_data=True)
+
+
 def test_unreadable_program_is_bad_input(tmp_path):
     with pytest.raises(tpuemu.BadInput):
         tpuemu.load(tmp_path / "missing.llo")
