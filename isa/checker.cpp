@@ -105,7 +105,26 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
   check_allocations(program, chip, result.violations);
   for (const Bundle& bundle : program.bundles) {
     std::array<std::size_t, kSlotClassCount> in_bundle{};
+    // The register writes of the bundle so far: two ops of a bundle writing
+    // one register leave its value undefined (their writes are not ordered),
+    // unless both are predicated (the compiler's exclusive pair, p and !p).
+    // Pseudo ops write nothing (int_to_ptr and sphi name the register they
+    // read, e.g. `%s149_s7 = sshll ... ;; %s150_s7 = int_to_ptr.vmem %s149_s7`).
+    std::vector<const Op*> writers;
     for (const Op& op : bundle.ops) {
+      if (op.dest_kind == Op::DestKind::kReg && op_info(op.opcode).slot != SlotClass::kPseudo) {
+        for (const Op* other : writers) {
+          if (other->dest_reg.cls != op.dest_reg.cls || other->dest_reg.index != op.dest_reg.index) continue;
+          if (other->guard && op.guard) continue;
+          result.violations.push_back(at(
+              program, op.source,
+              fmt::format("%{}{} is written twice in one bundle (also by the op at {}:{}): the writes of one bundle "
+                          "are not ordered, so its value would be undefined",
+                          reg_prefix(op.dest_reg.cls), op.dest_reg.index, other->source.line, other->source.column)));
+          break;
+        }
+        writers.push_back(&op);
+      }
       const OpInfo& info = op_info(op.opcode);
       ++s.ops;
       ++in_bundle[static_cast<std::size_t>(info.slot)];
@@ -119,12 +138,11 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
             fmt::format("{}: {} has no MXU (mxu.count 0: its matrix units are not modelled, so MXU ops are TPU-only)",
                         mnemonic_text(op.opcode, op.unit), chip.name)));
       } else if (info.unit_kind == UnitKind::kMxu && chip.mxu.size > chip.vpu.lanes) {
-        result.violations.push_back(
-            at(program, op.source,
-               fmt::format("{}: {}'s {}x{} MXU is not modelled (the model's vreg interface to an MXU is {} lanes "
-                           "wide, mxu.size at most vpu.lanes); programs without MXU ops run",
-                           mnemonic_text(op.opcode, op.unit), chip.name, chip.mxu.size, chip.mxu.size,
-                           chip.vpu.lanes)));
+        result.violations.push_back(at(
+            program, op.source,
+            fmt::format("{}: {}'s {}x{} MXU is not modelled (the model's vreg interface to an MXU is {} lanes "
+                        "wide, mxu.size at most vpu.lanes); programs without MXU ops run",
+                        mnemonic_text(op.opcode, op.unit), chip.name, chip.mxu.size, chip.mxu.size, chip.vpu.lanes)));
       } else if (info.unit_kind != UnitKind::kNone && op.unit >= units) {
         result.violations.push_back(
             at(program, op.source,

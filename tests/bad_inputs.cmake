@@ -73,6 +73,11 @@ set_tests_properties(cli.bad.signals_stop_runs PROPERTIES LABELS cli)
 
 # Inputs are regular files of bounded size, checked before they are read; a program must hold bundles.
 tpuemu_cli_test(bad.run_directory 2 "tests/data: error: is a directory, not a file" run ${D})
+# Two writes of one register in a bundle (unless both are predicated), and what run refuses at load (a branch to no bundle), fail check too.
+tpuemu_cli_test(bad.check_two_writes 2 "two_writes: 1 bundles, 2 ops \\(SALU 2\\): 1 error.*two_writes.llo:2:19: error: %s1 is written twice in one bundle \\(also by the op at 2:3\\)" check ${D}/bad/two_writes.llo)
+tpuemu_cli_test(bad.run_two_writes 2 "two_writes.llo:2:19: error: %s1 is written twice in one bundle" run ${D}/bad/two_writes.llo)
+tpuemu_cli_test(check_exclusive_writes 0 "exclusive_writes: 2 bundles, 3 ops \\(SALU 3\\)$" check ${D}/isa/exclusive_writes.llo)
+tpuemu_cli_test(bad.check_branch_nowhere 2 "branch_nowhere: 3 bundles, 3 ops \\(SALU 2, BRANCH 1\\): 1 error.*branch_nowhere.llo:3:3: branch target bundleno = 600 is not the address of a bundle" check ${D}/bad/branch_nowhere.llo)
 tpuemu_cli_test(bad.check_directory 2 "data: error: is a directory, not a file" check ${D})
 tpuemu_cli_test(bad.asm_directory 2 "data: error: is a directory, not a file" asm ${D} -o dir.tpub)
 tpuemu_cli_test(bad.run_dev_zero 2 "^/dev/zero: error: is not a regular file" run /dev/zero)

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "api/program_loader.hpp"
+#include "chip/exec_program.hpp"
 #include "isa/assembler.hpp"
 #include "isa/checker.hpp"
 #include "isa/image.hpp"
@@ -87,13 +88,26 @@ int check_command(const std::vector<std::string>& args) {
       continue;
     }
     isa::CheckResult result = isa::check_program(program, chip);
-    fmt::print("{}\n", isa::summary_line(program.name, result.summary));
+    // What `run` refuses when it decodes the program (a branch to no bundle, an
+    // operand declared twice, ...), as an error of this check too.
+    std::string decode_error;
+    if (result.violations.empty()) {
+      try {
+        (void)chip::decode_program(program, chip);
+      } catch (const std::exception& e) {
+        decode_error = e.what();
+      }
+    }
+    const std::size_t errors = result.violations.size() + (decode_error.empty() ? 0 : 1);
+    fmt::print("{}{}\n", isa::summary_line(program.name, result.summary),
+               errors == 0 ? std::string() : fmt::format(": {} error{}", errors, errors == 1 ? "" : "s"));
     std::fflush(stdout);  // keep the summary before its diagnostics when both streams share a terminal
     for (auto& d : result.violations) {
       fill_line_text(d);
       fmt::print(stderr, "{}\n", isa::format_diagnostic(d));
     }
-    if (!result.violations.empty()) all_ok = false;
+    if (!decode_error.empty()) fmt::print(stderr, "{}\n", decode_error);
+    if (errors != 0) all_ok = false;
   }
   return all_ok ? kExitOk : kExitBadInput;
 }
