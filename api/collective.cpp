@@ -352,7 +352,9 @@ CollectiveResult run_collective(const CollectiveJob& requested) {
       {"predicted_seconds", out.prediction.seconds},
       {"predicted_bandwidth_seconds", out.prediction.bandwidth_seconds},
       {"predicted_latency_seconds", out.prediction.latency_seconds},
-      {"measured_over_predicted", out.prediction.seconds > 0 ? out.run.seconds / out.prediction.seconds : 0.0},
+      // null where nothing is predicted (a group of one chip: no transfer)
+      {"measured_over_predicted",
+       out.prediction.seconds > 0 ? nlohmann::json(out.run.seconds / out.prediction.seconds) : nlohmann::json(nullptr)},
       {"formula", out.prediction.formula},
       {"check", out.check}};
   return out;

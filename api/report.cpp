@@ -110,17 +110,19 @@ json chip_report(const std::string& program, const ChipConfig& chip, const chip:
   }
   const Roofline f = compute_roofline(chip, static_cast<double>(mxu_flops), static_cast<double>(vpu_flops),
                                       static_cast<double>(r.hbm_bytes), r.seconds);
-  j["roofline"] = {{"flops", f.mxu_flops + f.vpu_flops},
-                   {"mxu_flops", f.mxu_flops},
-                   {"vpu_flops", f.vpu_flops},
-                   {"hbm_bytes", f.hbm_bytes},
-                   {"mxu_seconds", f.mxu_seconds},
-                   {"vpu_seconds", f.vpu_seconds},
-                   {"hbm_seconds", f.hbm_seconds},
-                   {"predicted_seconds", f.predicted_seconds},
-                   {"measured_seconds", f.measured_seconds},
-                   {"bound", f.bound},
-                   {"measured_over_predicted", f.measured_over_predicted()}};
+  j["roofline"] = {
+      {"flops", f.mxu_flops + f.vpu_flops},
+      {"mxu_flops", f.mxu_flops},
+      {"vpu_flops", f.vpu_flops},
+      {"hbm_bytes", f.hbm_bytes},
+      {"mxu_seconds", f.mxu_seconds},
+      {"vpu_seconds", f.vpu_seconds},
+      {"hbm_seconds", f.hbm_seconds},
+      {"predicted_seconds", f.predicted_seconds},
+      {"measured_seconds", f.measured_seconds},
+      {"bound", f.bound},
+      // null where nothing is predicted (no FLOP, no HBM byte)
+      {"measured_over_predicted", f.predicted_seconds > 0 ? json(f.measured_over_predicted()) : json(nullptr)}};
   json step_list = json::array();
   for (const auto& s : steps) {
     step_list.push_back({{"kernel", s.kernel},
@@ -218,9 +220,14 @@ void print_chip_report(const json& j) {
              format_quantity(num("mxu_seconds"), Quantity::kTime), num("vpu_flops"),
              format_quantity(num("vpu_seconds"), Quantity::kTime), num("hbm_bytes"),
              format_quantity(num("hbm_seconds"), Quantity::kTime));
-  fmt::print("          predicted {} ({}-bound), measured {}: measured/predicted = {:.3f}\n",
-             format_quantity(num("predicted_seconds"), Quantity::kTime), f["bound"].get<std::string>(),
-             format_quantity(num("measured_seconds"), Quantity::kTime), num("measured_over_predicted"));
+  if (f["measured_over_predicted"].is_null()) {
+    fmt::print("          nothing to predict (no MXU or VPU FLOP, no HBM byte), measured {}\n",
+               format_quantity(num("measured_seconds"), Quantity::kTime));
+  } else {
+    fmt::print("          predicted {} ({}-bound), measured {}: measured/predicted = {:.3f}\n",
+               format_quantity(num("predicted_seconds"), Quantity::kTime), f["bound"].get<std::string>(),
+               format_quantity(num("measured_seconds"), Quantity::kTime), num("measured_over_predicted"));
+  }
   if (num("mxu_flops") > 0) {
     fmt::print("          MXU utilisation {:.1f}% of peak ({:.4g} FLOP/s achieved)\n",
                100.0 * num("mxu_seconds") / num("measured_seconds"), num("mxu_flops") / num("measured_seconds"));

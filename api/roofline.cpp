@@ -28,6 +28,7 @@ Roofline compute_roofline(const ChipConfig& chip, double mxu_flops, double vpu_f
     r.predicted_seconds = r.hbm_seconds;
     r.bound = "HBM bandwidth";
   }
+  if (r.predicted_seconds <= 0) r.bound = "nothing";  // no FLOP, no HBM byte: nothing bounds the time
   r.measured_seconds = measured_seconds;
   return r;
 }

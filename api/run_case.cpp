@@ -91,30 +91,80 @@ NpyArray row_maxima(const NpyArray& a) {
   return make_npy(NpyDtype::kFloat32, {rows}, maxima.data());
 }
 
+// A field of case.json that is missing or of the wrong type, named by its
+// path ("kernel_chain[0].dump: expected a string, got number 5").
+class CaseFieldError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A case.json value and its path, read with the type each field must have.
+struct Field {
+  const json& value;
+  std::string path;  // "" at the top level
+
+  [[nodiscard]] std::string got() const {
+    const std::string text = value.dump();
+    return fmt::format("{} {}", value.type_name(), text.size() > 40 ? text.substr(0, 40) + "..." : text);
+  }
+  [[noreturn]] void wrong(const char* expected) const {
+    throw CaseFieldError(
+        fmt::format("{}: expected {}, got {}", path.empty() ? "the top level" : path, expected, got()));
+  }
+  [[nodiscard]] bool has(const char* key) const {
+    return value.is_object() && value.contains(key) && !value.at(key).is_null();
+  }
+  [[nodiscard]] Field operator[](const char* key) const {
+    if (!value.is_object()) wrong("an object");
+    if (!value.contains(key)) {
+      throw CaseFieldError(fmt::format("{}: no field '{}'", path.empty() ? "the top level" : path, key));
+    }
+    return {value.at(key), path.empty() ? std::string(key) : path + "." + key};
+  }
+  [[nodiscard]] std::size_t count() const {
+    if (!value.is_array()) wrong("an array");
+    return value.size();
+  }
+  [[nodiscard]] Field operator[](std::size_t i) const { return {value.at(i), fmt::format("{}[{}]", path, i)}; }
+  [[nodiscard]] std::string text() const {
+    if (!value.is_string()) wrong("a string");
+    return value.get<std::string>();
+  }
+  [[nodiscard]] std::uint32_t index() const {
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 0 || value.get<std::int64_t>() > 0xFFFFFFFFLL) {
+      wrong("a whole number from 0");
+    }
+    return static_cast<std::uint32_t>(value.get<std::int64_t>());
+  }
+};
+
 // 1. to 4. of load_case; throws what the files and fields give (mapped by load_case).
 void read_case(const fs::path& dir, CaseJob& c) {
   Job& job = c.job;
-  const json j = read_json_file((dir / "case.json").string());  // InputFileError names the file
+  const json file = read_json_file((dir / "case.json").string());  // InputFileError names the file
+  const Field j{file, ""};
 
   // 1. Kernels, and what each operand binds to.
-  const auto& chain = j.at("kernel_chain");
+  const Field chain = j["kernel_chain"];
   std::vector<ScalarInput> scalar_inputs;
-  for (std::size_t k = 0; k < chain.size(); ++k) {
+  for (std::size_t k = 0; k < chain.count(); ++k) {
     Step step;
-    step.program = load((dir / chain[k].at("dump").get<std::string>()).string());
+    step.program = load((dir / chain[k]["dump"].text()).string());
     step.name = step.program->name;
-    for (const auto& op : chain[k].at("operands")) {
-      const Bind bind = parse_bind(op.at("binds").get<std::string>());
-      const auto index = op.at("index").get<std::uint32_t>();
+    const Field operands = chain[k]["operands"];
+    for (std::size_t o = 0; o < operands.count(); ++o) {
+      const Field op = operands[o];
+      const Bind bind = parse_bind(op["binds"].text());
+      const auto index = op["index"].index();
       step.operand_buffers[index] = bind.buffer;
       if (bind.constant_bits) {
         job.scalars[bind.buffer] = *bind.constant_bits;
       } else if (auto declared = by_value_operand(*step.program, index)) {
-        if (op.contains("dtype") && op.at("dtype").get<std::string>() != declared->dtype) {
+        if (op.has("dtype") && op["dtype"].text() != declared->dtype) {
           throw BadInput(
               fmt::format("kernel {} ({}): case.json gives scalar operand {} dtype {}, but the "
                           "kernel declares {}[]",
-                          k, step.name, index, op.at("dtype").get<std::string>(), declared->dtype));
+                          k, step.name, index, op["dtype"].text(), declared->dtype));
         }
         scalar_inputs.push_back({k, bind.buffer, *declared});
       }
@@ -125,14 +175,13 @@ void read_case(const fs::path& dir, CaseJob& c) {
 
   // 2. Inputs; buffers the host derives from them (row maxima).
   std::map<std::string, std::string> input_dtypes;  // case.json's name of what an input holds ("bfloat16", ...)
-  for (const auto& input : j.at("inputs")) {
-    const std::string buffer = input.at("name").get<std::string>();
-    input_dtypes[buffer] =
-        input.contains("dtype") && input.at("dtype").is_string() ? input.at("dtype").get<std::string>() : "";
+  const Field inputs = j["inputs"];
+  for (std::size_t i = 0; i < inputs.count(); ++i) {
+    const Field input = inputs[i];
+    const std::string buffer = input["name"].text();
+    input_dtypes[buffer] = input.has("dtype") && input["dtype"].value.is_string() ? input["dtype"].text() : "";
     // Prefer the raw codes of bf16/f8 inputs: they keep NaN payloads and signs.
-    const std::string file = input.contains("bits_file") && !input.at("bits_file").is_null()
-                                 ? input.at("bits_file").get<std::string>()
-                                 : input.at("file").get<std::string>();
+    const std::string file = input.has("bits_file") ? input["bits_file"].text() : input["file"].text();
     Input& in = job.inputs[buffer];
     in.per_chip = {read_npy((dir / file).string())};
     in.origin = (dir / file).string();
@@ -175,13 +224,11 @@ void read_case(const fs::path& dir, CaseJob& c) {
   }
 
   // 4. The expected output, and how to compare with it.
-  const auto& out = j.at("output");
-  c.expected = read_npy((dir / out.at("file").get<std::string>()).string());
-  if (out.contains("bits_file")) c.expected_bits = read_npy((dir / out.at("bits_file").get<std::string>()).string());
-  c.exact = j.value("notes", std::string()).find("NOT bit-exact") == std::string::npos;
-  if (j.contains("tlp_dump") && j.at("tlp_dump").is_string()) {
-    c.tlp_dump = (dir / j.at("tlp_dump").get<std::string>()).string();
-  }
+  const Field out = j["output"];
+  c.expected = read_npy((dir / out["file"].text()).string());
+  if (out.has("bits_file")) c.expected_bits = read_npy((dir / out["bits_file"].text()).string());
+  c.exact = !j.has("notes") || j["notes"].text().find("NOT bit-exact") == std::string::npos;
+  if (j.has("tlp_dump") && j["tlp_dump"].value.is_string()) c.tlp_dump = (dir / j["tlp_dump"].text()).string();
 }
 
 // Distance in units in the last place between two finite floats of the same sign class.
@@ -242,7 +289,9 @@ CaseJob load_case(const std::string& dir_text, const CaseOptions& options) {
     read_case(dir, c);
   } catch (const BadInput&) {  // AssemblyError too
     throw;
-  } catch (const json::exception& e) {  // a field missing or of the wrong type
+  } catch (const CaseFieldError& e) {  // a field missing or of the wrong type, named
+    throw BadInput(fmt::format("{}/case.json: not a case description: {}", dir.string(), e.what()));
+  } catch (const json::exception& e) {  // anything else the JSON library refuses
     std::string_view what = e.what();   // "[json.exception.out_of_range.403] key 'x' not found"
     if (const auto close = what.find("] "); what.starts_with("[json.exception") && close != std::string_view::npos) {
       what.remove_prefix(close + 2);

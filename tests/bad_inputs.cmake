@@ -6,6 +6,7 @@ set(MM ${P}/matmul_8x128.llo --in 0=${D}/run/x_8x128.npy --in 1=${D}/run/w_128x1
 
 # Numeric options: one parser, no sign, no wrap, no trailing text, ranges named.
 tpuemu_cli_test(bad.gen_add_chunk_zero 2 "tpuemu gen: the argument \\('0'\\) for option '--chunk' is invalid: expected a whole number >= 1" gen add --n 1024 --chunk 0)
+tpuemu_cli_test(bad.gen_add_chunk_partial_tile 2 "add: --chunk 3 is not a whole number of 4096-byte f32 tiles \\(4096, 8192, ...\\)" gen add --n 1000 --chunk 3)
 tpuemu_cli_test(bad.gen_add_chunk_negative 2 "option '--chunk' is invalid: expected a whole number >= 1" gen add --n 1024 --chunk -1)
 tpuemu_cli_test(bad.gen_add_n_negative 2 "option '--n' is invalid: expected a whole number >= 1" gen add --n -1)
 tpuemu_cli_test(bad.gen_add_beyond_hbm 2 "add: the operands need 13194139533312 bytes of HBM, the chip has 17179869184" gen add --n 1099511627776)
@@ -108,7 +109,10 @@ tpuemu_cli_test(bad.demo_host_memory_single_chip 2 "tpuemu demo: the run on v5e 
 set_tests_properties(cli.bad.demo_host_memory_single_chip PROPERTIES ENVIRONMENT TPUEMU_HOST_MEMORY_LIMIT=1M)
 tpuemu_cli_test(bad.wrap_and_no_wrap 2 "--wrap x and --no-wrap contradict each other" topology 4x4 --wrap x --no-wrap)
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key/case.json "{\"kernels\": 3}\n")
-tpuemu_cli_test(bad.run_case_missing_key 2 "case_missing_key/case.json: not a case description: key 'kernel_chain' not found$" run-case ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key)
+tpuemu_cli_test(bad.run_case_missing_key 2 "case_missing_key/case.json: not a case description: the top level: no field 'kernel_chain'$" run-case ${CMAKE_CURRENT_BINARY_DIR}/case_missing_key)
+# A field of the wrong type is named by its path.
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/case_wrong_type/case.json "{\"kernel_chain\": [{\"dump\": 5, \"operands\": []}]}\n")
+tpuemu_cli_test(bad.run_case_wrong_type 2 "case_wrong_type/case.json: not a case description: kernel_chain\\[0\\].dump: expected a string, got number 5$" run-case ${CMAKE_CURRENT_BINARY_DIR}/case_wrong_type)
 
 # A by-value scalar operand bound to an input of the case (tests/data/case_scalar_input, run by cli.run_case_scalar_input):
 # each variant changes one field of that case.json, written with absolute paths into the build tree.

@@ -259,14 +259,15 @@ int collective_command(const std::vector<std::string>& args) {
     const bool per_link = spec.op != "all-to-all";
     const api::HostCost& host = row.run.host;
     fmt::print(
-        "  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>7.2f} {:>7.2f} {:>6} {:>7} {:>6} {:>10.2f} {:>9.3f}  "
+        "  {:>10} {:>12} {:>8} {:>6} {:>6} {:>10.2f} {:>7.2f} {:>7.2f} {:>6} {:>7} {:>6} {:>10.2f} {:>9}  "
         "{:<6} {:<10} {}\n",
         row.nccl_bytes, row.count, spec.dtype == "bf16" ? "bfloat16" : "float",
         spec.op == "all-reduce" || spec.op == "reduce-scatter" ? "sum" : "none", -1, row.run.seconds * 1e6,
         row.algbw / 1e9, row.busbw / 1e9, row.wrong_elements ? std::to_string(*row.wrong_elements) : "N/A",
         per_link ? fmt::format("{:.2f}", row.linkbw / 1e9) : "-",
         per_link ? fmt::format("{:.1f}%", 100.0 * row.link_fraction) : "-", row.prediction.seconds * 1e6,
-        row.run.seconds / row.prediction.seconds, p.protocol.empty() ? "-" : p.protocol, p.algorithm,
+        row.prediction.seconds > 0 ? fmt::format("{:.3f}", row.run.seconds / row.prediction.seconds) : "-",
+        p.protocol.empty() ? "-" : p.protocol, p.algorithm,
         row.padded_bytes == v ? row.check : fmt::format("{} (padded to {} B)", row.check, row.padded_bytes));
     std::fflush(stdout);
     // The row: the run API's per-size fields (bandwidths, prediction, check, nccl-tests' columns), minus

@@ -116,7 +116,10 @@ def test_case_errors_are_bad_input(tmp_path):
     with pytest.raises(tpuemu.BadInput, match=r"case.json: cannot open file"):
         tpuemu.run_case(tmp_path)
     (tmp_path / "case.json").write_text('{"kernels": 3}\n')
-    with pytest.raises(tpuemu.BadInput, match=r"case.json: not a case description: key 'kernel_chain' not found$"):
+    with pytest.raises(tpuemu.BadInput, match=r"case.json: not a case description: the top level: no field 'kernel_chain'$"):
+        tpuemu.run_case(tmp_path)
+    (tmp_path / "case.json").write_text('{"kernel_chain": {"dump": 1}}\n')
+    with pytest.raises(tpuemu.BadInput, match=r"not a case description: kernel_chain: expected an array, got object"):
         tpuemu.run_case(tmp_path)
     with pytest.raises(tpuemu.BadInput, match=r"--row-max m=nothing: 'nothing' is not a 2-D float32 input"):
         tpuemu.run_case(DATA / "case_scalar_input", row_max={"m": "nothing"})

@@ -310,7 +310,8 @@ def collective(op: str = "all-gather",
     ``busbw``, ``linkbw``, ``link_fraction``, ``predicted_seconds`` (the
     book's formula, also ``predicted_bandwidth_seconds`` /
     ``predicted_latency_seconds`` and ``formula``),
-    ``measured_over_predicted``, ``check`` ("bit-exact", "MISMATCH on K
+    ``measured_over_predicted`` (None where nothing is predicted: a group
+    of one chip), ``check`` ("bit-exact", "MISMATCH on K
     chips" or "skipped (--no-data)"), ``ok``, ``algorithm`` (what ran),
     ``proto`` (the NCCL protocol, None on a torus), ``protocol`` (the
     parameters it ran under: in-network's Simple is "NVLS"),
