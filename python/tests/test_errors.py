@@ -31,6 +31,26 @@ def test_malformed_environment_is_bad_input(gen, monkeypatch):
         tpuemu.run(llo, no_data=True)
 
 
+def test_arguments_of_the_wrong_type_or_range_are_named(gen):
+    llo = gen("add", "--n", "1024")
+    with pytest.raises(tpuemu.BadInput, match=r"^program: expected a Program, LLO text or a path, got NoneType"):
+        tpuemu.run(None)
+    with pytest.raises(tpuemu.BadInput, match=r"^inputs: expected a dict .* got list"):
+        tpuemu.run(llo, inputs=[np.zeros(1024, np.float32)])
+    with pytest.raises(tpuemu.BadInput, match=r"^chip: expected text, got int 5"):
+        tpuemu.run(llo, chip=5, no_data=True)
+    with pytest.raises(tpuemu.BadInput, match=r"^max_cycles: expected a whole number >= 0, got -1"):
+        tpuemu.run(llo, max_cycles=-1, no_data=True)
+    with pytest.raises(tpuemu.BadInput, match=r"^quantum: expected a whole number >= 1, got 0"):
+        tpuemu.run(llo, quantum=0, no_data=True)
+    with pytest.raises(tpuemu.BadInput, match=r"^set: expected a list of \"path=value\" texts"):
+        tpuemu.run(llo, set="hbm.bandwidth=1e12", no_data=True)
+    # A size of 1024.5 bytes was truncated to 1024.
+    with pytest.raises(tpuemu.BadInput, match=r"^sizes: expected a whole number >= 0, got float 1024.5"):
+        tpuemu.collective("all-gather", "2", sizes=[1024.5], no_data=True)
+    assert tpuemu.collective("all-gather", "2", sizes=[np.int64(1024)], no_data=True)[0]["bytes"] == 1024
+
+
 def test_unreadable_program_is_bad_input(tmp_path):
     with pytest.raises(tpuemu.BadInput):
         tpuemu.load(tmp_path / "missing.llo")

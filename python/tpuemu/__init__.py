@@ -196,7 +196,40 @@ def chips() -> List[str]:
 
 
 def _as_program(p: Union[Program, str, "_os.PathLike[str]"]) -> Program:
+    if not isinstance(p, (Program, str, _os.PathLike)):
+        raise BadInput(f"program: expected a Program, LLO text or a path, got {type(p).__name__}")
     return p if isinstance(p, Program) else assemble(p)
+
+
+# Argument checks of the functions below: a wrong type or range is BadInput
+# naming the argument, as the CLI names its option (not pybind11's TypeError
+# listing the binding's signature, nor a value silently truncated).
+def _text(name: str, value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, _os.PathLike):
+        return _os.fspath(value)
+    if not isinstance(value, str):
+        raise BadInput(f"{name}: expected text, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _whole(name: str, value: Any, least: int) -> int:
+    import operator
+
+    try:
+        n = operator.index(value)  # ints and numpy integers; not floats, not bools
+    except TypeError:
+        raise BadInput(f"{name}: expected a whole number >= {least}, got {type(value).__name__} {value!r}") from None
+    if isinstance(value, bool) or n < least:
+        raise BadInput(f"{name}: expected a whole number >= {least}, got {value!r}")
+    return n
+
+
+def _texts(name: str, values: Any) -> List[str]:
+    if isinstance(values, str):
+        raise BadInput(f"{name}: expected a list of \"path=value\" texts, got the text {values!r}")
+    return [_text(name, v) for v in values]
 
 
 def _as_arrays(value: Any) -> List[Any]:
@@ -251,9 +284,13 @@ def run(program: Union[Program, str, Sequence[Tuple[Any, Mapping[int, str]]]],
         steps = [(_as_program(p), {int(k): str(v) for k, v in buffers.items()}) for p, buffers in program]
     else:
         steps = [(_as_program(program), {})]
+    if inputs is not None and not isinstance(inputs, Mapping):
+        raise BadInput(f"inputs: expected a dict {{operand index or buffer name: array}}, got {type(inputs).__name__}")
     arrays = {str(k): _as_arrays(v) for k, v in (inputs or {}).items()}
-    raw = _core.run(steps, chip or "", chip_file or "", list(set), topology or "", wrap or "", force, routing, arrays,
-                    no_data, strict, max_cycles or 0, quantum, trace or "", vcd or "", memory_profile or "")
+    raw = _core.run(steps, _text("chip", chip), _text("chip_file", chip_file), _texts("set", set),
+                    _text("topology", topology), _text("wrap", wrap), force, _text("routing", routing), arrays, no_data,
+                    strict, 0 if max_cycles is None else _whole("max_cycles", max_cycles, 0), _whole("quantum", quantum, 1),
+                    _text("trace", trace), _text("vcd", vcd), _text("memory_profile", memory_profile))
     result = Result(raw, pod=topology is not None)
     if result.fault is not None and raise_on_fault:
         raise ProgramFault(result.fault, result)
@@ -328,15 +365,17 @@ def collective(op: str = "all-gather",
     host's memory (naming the estimate and the limit)),
     ProgramFault, InternalError.
     """
-    if isinstance(sizes, int):
-        sizes_text = str(sizes)
-    elif isinstance(sizes, str):
+    if isinstance(sizes, str):
         sizes_text = sizes
+    elif isinstance(sizes, (list, tuple)):
+        sizes_text = ",".join(str(_whole("sizes", s, 0)) for s in sizes)
     else:
-        sizes_text = ",".join(str(int(s)) for s in sizes)
-    rows = _core.collective(op, topology, sizes_text, chip or "", chip_file or "", list(set), wrap or "", force,
-                            routing, axes or "", algo, proto, dtype, "" if piece is None else str(piece), no_data,
-                            max_cycles or 0, keep_outputs)
+        sizes_text = str(_whole("sizes", sizes, 0))
+    rows = _core.collective(_text("op", op), _text("topology", topology), sizes_text, _text("chip", chip),
+                            _text("chip_file", chip_file), _texts("set", set), _text("wrap", wrap), force,
+                            _text("routing", routing), _text("axes", axes), _text("algo", algo), _text("proto", proto),
+                            _text("dtype", dtype), "" if piece is None else str(_whole("piece", piece, 1)), no_data,
+                            0 if max_cycles is None else _whole("max_cycles", max_cycles, 0), keep_outputs)
     out = []
     for row in rows:
         if row["fault"] is not None:
@@ -386,8 +425,10 @@ def workload(name: str,
     named as its option), ProgramFault, InternalError.
     """
     texts = {key.replace("_", "-"): str(value) for key, value in options.items()}
-    raw = _core.workload(name, topology, chip or "", chip_file or "", list(set), wrap or "", force, routing, texts,
-                         no_data, max_cycles or 0, "" if trace is None else _os.fspath(trace))
+    raw = _core.workload(_text("name", name), _text("topology", topology), _text("chip", chip),
+                         _text("chip_file", chip_file), _texts("set", set), _text("wrap", wrap), force,
+                         _text("routing", routing), texts, no_data,
+                         0 if max_cycles is None else _whole("max_cycles", max_cycles, 0), _text("trace", trace))
     if raw["fault"] is not None:
         fault = raw["fault"]
         run = raw["report"]
@@ -434,9 +475,11 @@ def run_case(case_dir: Union[str, "_os.PathLike[str]"],
     a scalar input that does not convert; messages as run-case prints them),
     AssemblyError, ProgramFault, InternalError.
     """
-    raw = _core.run_case(_os.fspath(case_dir), chip or "", chip_file or "", list(set), strict, max_cycles or 0, quantum,
-                         float(rtol), float(atol), {str(k): str(v) for k, v in (row_max or {}).items()}, trace or "",
-                         vcd or "", memory_profile or "", tlp)
+    raw = _core.run_case(_text("case_dir", case_dir), _text("chip", chip), _text("chip_file", chip_file),
+                         _texts("set", set), strict, 0 if max_cycles is None else _whole("max_cycles", max_cycles, 0),
+                         _whole("quantum", quantum, 1), float(rtol), float(atol),
+                         {str(k): str(v) for k, v in (row_max or {}).items()}, _text("trace", trace), _text("vcd", vcd),
+                         _text("memory_profile", memory_profile), tlp)
     result = CaseResult(raw)
     if result.fault is not None and raise_on_fault:
         raise ProgramFault(result.fault, result)
