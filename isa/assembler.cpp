@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <bit>
 #include <charconv>
 #include <cmath>
@@ -179,6 +180,26 @@ std::optional<std::int64_t> parse_integer(std::string_view s) {
   if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
   if (v > (1ULL << 62)) return std::nullopt;
   return negative ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+}
+
+// Whether `s` is written as an integer (sign, decimal or 0x hex digits),
+// whatever its size: parse_integer refuses such a text only for its range.
+bool integer_literal(std::string_view s) {
+  if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  if (hex) s.remove_prefix(2);
+  return !s.empty() && std::all_of(s.begin(), s.end(), [hex](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0 ||
+           (hex && std::isxdigit(static_cast<unsigned char>(c)) != 0);
+  });
+}
+
+// Why parse_integer refused `s`.
+std::string integer_error(std::string_view s) {
+  if (integer_literal(s)) {
+    return fmt::format("'{}' is out of range: integers are at most 2^62 (0x4000000000000000) in magnitude", s);
+  }
+  return fmt::format("'{}' is not an integer", s);
 }
 
 std::optional<float> parse_float(std::string_view s) {
@@ -602,7 +623,7 @@ class Assembler {
       if (word.empty()) throw LineError{base + start, "expected a number or a constant name"};
       if (is_digit(word.front())) {
         const auto v = parse_integer(word);
-        if (!v) throw LineError{base + start, fmt::format("'{}' is not an integer", word)};
+        if (!v) throw LineError{base + start, integer_error(word)};
         return *v;
       }
       const auto it = constants.find(word);
@@ -1261,6 +1282,7 @@ class Assembler {
     }
     if (is_digit(word.front()) || word.front() == '-' || word.front() == '+') {
       const auto v = parse_integer(word);
+      if (!v && integer_literal(word)) throw LineError{start, fmt::format("{} does not fit in 32 bits", word)};
       if (!v) throw LineError{start, fmt::format("'{}' is not a number", word)};
       if (*v < -(1LL << 31) || *v > 0xFFFFFFFFLL)
         throw LineError{start, fmt::format("{} does not fit in 32 bits", word)};

@@ -47,6 +47,7 @@ tpuemu_cli_test(bad.max_cycles_zero 2 "option '--max-cycles' is invalid: expecte
 tpuemu_cli_test(bad.run_allocation_beyond_vmem 2 "huge_allocation.llo:2:1: error: #allocation0 \\(offset 0x0, size 0xffffffffffff\\) does not fit vmem: v5e has 134217728 bytes of it \\(vmem.size\\)" run ${D}/bad/huge_allocation.llo)
 tpuemu_cli_test(bad.check_next_allocation_beyond_vmem 2 "huge_allocation.llo:3:1: error: #allocation1 \\(offset 0x1000000000000, size 0x1000\\) does not fit vmem" check ${D}/bad/huge_allocation.llo)
 tpuemu_cli_test(bad.run_smem_allocation_too_big 2 "smem_too_big.llo:2:1: error: #allocation0 \\(offset 0x0, size 0x10000000\\) does not fit smem: v5e has 1048576 bytes of it \\(smem.size\\)" run ${D}/bad/smem_too_big.llo)
+tpuemu_cli_test(bad.check_const_beyond_2_62 2 "const_beyond_2_62.llo:2:14: error: '0x7fffffffffffffff' is out of range: integers are at most 2\\^62" check ${D}/bad/const_beyond_2_62.llo)
 tpuemu_cli_test(bad.asm_const_beyond_32_bits 2 "const_beyond_32_bits.llo:2:14: error: constant 'A' = 4294967296 does not fit in 32 bits" asm ${D}/bad/const_beyond_32_bits.llo -o const.tpub)
 tpuemu_cli_test(bad.asm_const_product_overflow 2 "const_product_overflow.llo:1:33: error: constant expression overflows 64 bits" asm ${D}/bad/const_product_overflow.llo -o const.tpub)
 tpuemu_cli_test(bad.asm_const_shift_overflow 2 "const_shift_overflow.llo:2:18: error: constant expression overflows 64 bits" asm ${D}/bad/const_shift_overflow.llo -o const.tpub)
