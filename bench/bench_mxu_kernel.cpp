@@ -212,6 +212,88 @@ void BM_units_denormal(benchmark::State& s) {
   units(s, true);
 }
 
+// The data path of `gen matmul --m 2048 --k 2048 --n 2048` on v5e without
+// the emulator around it (no issue, no timing, no DMAs): one column block of
+// 512 outputs (a quarter of the run) per benchmark iteration: 16 k-blocks,
+// each 16 weight pushes and a latch per unit, then 128 iterations of 2 LHS
+// vregs x 4 units of 8x128x128 multiplies, each result popped 17 iterations
+// later and added into a 4 MiB f32 accumulator (a load, an add, a store: the
+// program's vld, vadd.f32, vst). Arg 0: one thread does everything; 1: the
+// units defer their multiplies to a host worker and this thread pops and
+// adds (the emulator today: every 4 KiB result crosses cores); 2: two
+// threads each own two units end to end (their multiplies, pops and adds:
+// no result crosses cores), the work a split of the data path by units or
+// sublanes would give each host core. A 2048^3 run is 4 iterations.
+void BM_data_path(benchmark::State& state) {
+  const auto mode = state.range(0);
+  constexpr std::size_t kBlocks = 16;    // k-blocks of 128
+  constexpr std::size_t kPairs = 128;    // row-pair iterations per k-block
+  constexpr std::size_t kLagPairs = 17;  // pops trail multiplies by 17 iterations
+  std::mt19937 rng(1);
+  const auto lhs = lhs_tiles(rng, false);  // 64 distinct LHS vregs, reused
+  std::vector<vpu::Vreg> pushes(16);
+  for (auto& v : pushes) {
+    for (std::size_t i = 0; i < v.words.size(); ++i) v.set_f32(i, input(rng, false));
+  }
+  std::vector<vpu::Vreg> acc(kPairs * 8);  // [pair][half][unit]
+  // One thread's share: units [first, first + count), with their pops and adds.
+  const auto run_units = [&](std::vector<mxu::Mxu>& units, std::size_t first) {
+    std::unique_ptr<vpu::Vreg> out = std::make_unique<vpu::Vreg>();
+    vpu::Vreg loaded;
+    const auto pop_and_add = [&](std::size_t pair) {
+      for (std::size_t h = 0; h < 2; ++h) {
+        for (std::size_t u = 0; u < units.size(); ++u) {
+          units[u].pop_into(out);
+          vpu::Vreg& slot = acc[pair * 8 + h * 4 + first + u];
+          std::memcpy(&loaded, &slot, sizeof loaded);  // vld
+          vpu::Vreg sum;
+          for (std::size_t i = 0; i < sum.words.size(); ++i) sum.set_f32(i, loaded.f32(i) + out->f32(i));  // vadd
+          std::memcpy(&slot, &sum, sizeof sum);                                                            // vst
+        }
+      }
+    };
+    std::size_t issued = 0;  // iterations multiplied, over every k-block
+    std::size_t popped = 0;
+    for (std::size_t kb = 0; kb < kBlocks; ++kb) {
+      for (auto& m : units) {
+        for (const auto& p : pushes) (void)m.push_weights(p, false, 0);
+      }
+      for (std::size_t t = 0; t < kPairs; ++t, ++issued) {
+        for (std::size_t h = 0; h < 2; ++h) {
+          for (auto& m : units) (void)m.matmul(lhs[(t * 2 + h) % lhs.size()], nullptr, t == 0 && h == 0, 0);
+        }
+        if (issued >= kLagPairs) pop_and_add(popped++ % kPairs);
+      }
+    }
+    while (popped < issued) pop_and_add(popped++ % kPairs);
+  };
+  const auto make_units = [](std::size_t n) {
+    std::vector<mxu::Mxu> units;
+    units.reserve(n);
+    for (std::size_t u = 0; u < n; ++u) units.emplace_back(kLanes, 64, mxu::MxuTiming{8, 1, 0, 264});
+    return units;
+  };
+  set_host_threads(mode == 1 ? 2 : 1);
+  for (auto _ : state) {
+    if (mode == 2) {
+      std::thread other([&] {
+        auto units = make_units(2);
+        run_units(units, 2);
+      });
+      auto units = make_units(2);
+      run_units(units, 0);
+      other.join();
+    } else {
+      auto units = make_units(4);
+      run_units(units, 0);
+    }
+    benchmark::DoNotOptimize(acc.data());
+  }
+  state.counters["macs_per_s"] =
+      benchmark::Counter(kTileMacs * 8 * kPairs * kBlocks, benchmark::Counter::kIsIterationInvariantRate);
+  set_host_threads(0);
+}
+
 const auto kHostThreads = static_cast<std::int64_t>(std::max(2U, std::thread::hardware_concurrency()));
 
 BENCHMARK(BM_kernel_portable)->UseRealTime();
@@ -227,6 +309,8 @@ BENCHMARK(BM_units)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->U
 BENCHMARK(BM_units_denormal)->Arg(1)->Arg(kHostThreads)->Unit(benchmark::kMillisecond)->UseRealTime();
 // Arg: 1 = one thread writes and reads; 2 = a writer thread hands buffers to this one.
 BENCHMARK(BM_handoff)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+// Arg: 0 one thread, 1 today's split (multiplies on a worker), 2 two threads owning two units each.
+BENCHMARK(BM_data_path)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

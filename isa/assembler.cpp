@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <bit>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -1172,7 +1172,17 @@ class Assembler {
           if (c == ']' || c == '}') --depth;
           if (c == ',' && depth == 0) break;
         }
-        return std::string(trim(inner.substr(v, e - v)));
+        // A field is text on one line: a bracket left open joins lines, and a
+        // value holding a line break or a comment's delimiters would print as
+        // text that does not assemble back (found by fuzz_assembler).
+        const std::string_view value = trim(inner.substr(v, e - v));
+        for (const std::string_view bad : {"\n", "/*", "*/", "//"}) {
+          if (value.find(bad) != std::string_view::npos) {
+            throw LineError{p + 1 + k, fmt::format("operand declaration field '{}' runs over {}", key,
+                                                   bad == "\n" ? "a line break (a bracket left open?)" : "a comment")};
+          }
+        }
+        return std::string(value);
       };
       o.decl.shape = field("shape:");
       const std::string index = field("index:");

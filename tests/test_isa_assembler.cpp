@@ -121,6 +121,15 @@ TEST_CASE("assembler: malformed input is reported with file:line:col, the line a
        "bad.llo:1:7: error: expected '}' closing the bundle"},
       {"{ %v1 = vlaneseq } // fine\n{ %v2 = vlaneseq } junk",
        "bad.llo:2:20: error: unexpected text after the bundle's closing '}'"},
+      // Found by fuzz_assembler: a declaration's bracket left open joined the lines below into its
+      // shape, comments included, and the disassembly did not reassemble.
+      {"{ %s1 = inlined_call_operand.hbm [shape: f32[8,\n8], index: 0, kind: input] }",
+       "error: operand declaration field 'shape:' runs over a line break (a bracket left open?)"},
+      {"{ %s1 = inlined_call_operand.hbm [shape: f32 /* c */, index: 0, kind: input] }",
+       "error: operand declaration field 'shape:' runs over a comment"},
+      {"{ %s1 = inlined_call_operand.hbm [shape: f32[8,8], index: 1e3, kind: input] }", "bad operand index '1e3'"},
+      {"{ %s1 = inlined_call_operand.hbm [shape: f32[8,8], index: 99999999999999999999, kind: input] }",
+       "bad operand index '99999999999999999999'"},
   };
   for (const Row& r : rows) {
     INFO(r.text);
