@@ -1,5 +1,6 @@
 #include "api/output_files.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,6 +34,14 @@ void check_writable(const std::string& option, const std::string& path) {
   if (!S_ISDIR(st.st_mode)) refuse(fmt::format("{} is not a folder", folder.string()));
   if (::access(folder.c_str(), W_OK | X_OK) != 0) {
     refuse(fmt::format("folder {}: {}", folder.string(), std::strerror(errno)));
+  }
+  // access() says yes to root everywhere, /proc included: create the file
+  // (and remove it again) to know. Another MPI rank may have just made it.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno != EEXIST) refuse(std::strerror(errno));
+  if (fd >= 0) {
+    ::close(fd);
+    ::unlink(path.c_str());
   }
 }
 
