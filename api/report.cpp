@@ -91,6 +91,21 @@ std::string percent(double part, double whole) {
   return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "-";
 }
 
+json roofline_json(const Roofline& f) {
+  return {{"flops", f.mxu_flops + f.vpu_flops},
+          {"mxu_flops", f.mxu_flops},
+          {"vpu_flops", f.vpu_flops},
+          {"hbm_bytes", f.hbm_bytes},
+          {"mxu_seconds", f.mxu_seconds},
+          {"vpu_seconds", f.vpu_seconds},
+          {"hbm_seconds", f.hbm_seconds},
+          {"predicted_seconds", f.predicted_seconds},
+          {"measured_seconds", f.measured_seconds},
+          {"bound", f.bound},
+          // null where nothing is predicted (no FLOP, no HBM byte)
+          {"measured_over_predicted", f.predicted_seconds > 0 ? json(f.measured_over_predicted()) : json(nullptr)}};
+}
+
 }  // namespace
 
 json chip_report(const std::string& program, const ChipConfig& chip, const chip::RunResult& r,
@@ -110,19 +125,7 @@ json chip_report(const std::string& program, const ChipConfig& chip, const chip:
   }
   const Roofline f = compute_roofline(chip, static_cast<double>(mxu_flops), static_cast<double>(vpu_flops),
                                       static_cast<double>(r.hbm_bytes), r.seconds);
-  j["roofline"] = {
-      {"flops", f.mxu_flops + f.vpu_flops},
-      {"mxu_flops", f.mxu_flops},
-      {"vpu_flops", f.vpu_flops},
-      {"hbm_bytes", f.hbm_bytes},
-      {"mxu_seconds", f.mxu_seconds},
-      {"vpu_seconds", f.vpu_seconds},
-      {"hbm_seconds", f.hbm_seconds},
-      {"predicted_seconds", f.predicted_seconds},
-      {"measured_seconds", f.measured_seconds},
-      {"bound", f.bound},
-      // null where nothing is predicted (no FLOP, no HBM byte)
-      {"measured_over_predicted", f.predicted_seconds > 0 ? json(f.measured_over_predicted()) : json(nullptr)}};
+  j["roofline"] = roofline_json(f);
   json step_list = json::array();
   for (const auto& s : steps) {
     step_list.push_back({{"kernel", s.kernel},
@@ -170,6 +173,18 @@ json pod_report(const std::string& program, const ChipConfig& chip, const ici::T
                    {"wraps", wraps},
                    {"routing", routing},
                    {"name", ici::describe(topology)}};
+  // One chip (a split over its TensorCores, `run --topology 1`): its roofline, as a chip run's.
+  if (r.chips.size() == 1) {
+    double mxu_flops = 0;
+    double vpu_flops = 0;
+    double hbm_bytes = 0;
+    for (const auto& core : r.chips.front().cores) {
+      mxu_flops += static_cast<double>(core.mxu_flops);
+      vpu_flops += static_cast<double>(core.vpu_flops);
+      hbm_bytes += static_cast<double>(core.hbm_bytes);
+    }
+    j["roofline"] = roofline_json(compute_roofline(chip, mxu_flops, vpu_flops, hbm_bytes, r.seconds));
+  }
   j["ici_bytes"] = r.ici_bytes;
   json links = json::array();
   for (const auto& l : r.links) {
@@ -192,28 +207,8 @@ json pod_report(const std::string& program, const ChipConfig& chip, const ici::T
 
 namespace {
 
-void print_chip_report(const json& j) {
-  const auto cycles = j["cycles"].get<std::uint64_t>();
-  const auto cores = j["tensorcores"].get<std::uint64_t>();
-  fmt::print("program   {} on {} ({} TensorCore{})\n", j["program"].get<std::string>(), j["chip"].get<std::string>(),
-             cores, cores == 1 ? "" : "s");
-  fmt::print("cycles    {}  ({} at {})\n", cycles, format_quantity(j["seconds"].get<double>(), Quantity::kTime),
-             format_quantity(j["clock_hz"].get<double>(), Quantity::kFrequency));
-  fmt::print("issued    {} bundles, {} ops\n", j["bundles"].get<std::uint64_t>(), j["ops"].get<std::uint64_t>());
-  std::string units;
-  for (const auto& [name, u] : j["units"].items()) {
-    units += fmt::format("{}{} {}", units.empty() ? "" : ", ", name,
-                         percent(u["busy_cycles"].get<double>(), static_cast<double>(cycles)));
-  }
-  fmt::print("busy      {}\n", units);
-  std::string stall_text;
-  for (std::size_t i = 0; i < chip::kStallCauseCount; ++i) {
-    const std::string cause(to_string(static_cast<chip::StallCause>(i)));
-    const auto n = j["stall_cycles"][cause].get<std::uint64_t>();
-    stall_text += fmt::format("{}{} {} ({})", i ? ", " : "", cause, n,
-                              percent(static_cast<double>(n), static_cast<double>(cycles)));
-  }
-  fmt::print("stalls    {}\n", stall_text);
+// The roofline lines of a report whose "roofline" is set (a chip run, a one-chip pod).
+void print_roofline(const json& j) {
   const auto& f = j["roofline"];
   const auto num = [&f](const char* key) { return f[key].get<double>(); };
   fmt::print("roofline  MXU {:.4g} FLOP -> {}; VPU {:.4g} FLOP -> {}; HBM {:.4g} B -> {}\n", num("mxu_flops"),
@@ -237,6 +232,31 @@ void print_chip_report(const json& j) {
                100.0 * num("hbm_seconds") / num("measured_seconds"),
                format_quantity(j["hbm_bandwidth"].get<double>(), Quantity::kBandwidth));
   }
+}
+
+void print_chip_report(const json& j) {
+  const auto cycles = j["cycles"].get<std::uint64_t>();
+  const auto cores = j["tensorcores"].get<std::uint64_t>();
+  fmt::print("program   {} on {} ({} TensorCore{})\n", j["program"].get<std::string>(), j["chip"].get<std::string>(),
+             cores, cores == 1 ? "" : "s");
+  fmt::print("cycles    {}  ({} at {})\n", cycles, format_quantity(j["seconds"].get<double>(), Quantity::kTime),
+             format_quantity(j["clock_hz"].get<double>(), Quantity::kFrequency));
+  fmt::print("issued    {} bundles, {} ops\n", j["bundles"].get<std::uint64_t>(), j["ops"].get<std::uint64_t>());
+  std::string units;
+  for (const auto& [name, u] : j["units"].items()) {
+    units += fmt::format("{}{} {}", units.empty() ? "" : ", ", name,
+                         percent(u["busy_cycles"].get<double>(), static_cast<double>(cycles)));
+  }
+  fmt::print("busy      {}\n", units);
+  std::string stall_text;
+  for (std::size_t i = 0; i < chip::kStallCauseCount; ++i) {
+    const std::string cause(to_string(static_cast<chip::StallCause>(i)));
+    const auto n = j["stall_cycles"][cause].get<std::uint64_t>();
+    stall_text += fmt::format("{}{} {} ({})", i ? ", " : "", cause, n,
+                              percent(static_cast<double>(n), static_cast<double>(cycles)));
+  }
+  fmt::print("stalls    {}\n", stall_text);
+  print_roofline(j);
 }
 
 void print_pod_report(const json& j) {
@@ -269,6 +289,7 @@ void print_pod_report(const json& j) {
         fmt::format("{}{} {:.1f}%", i ? ", " : "", cause, 100.0 * j["stall_cycles"][cause].get<double>() / core_cycles);
   }
   fmt::print("stalls    {} (of all cores' cycles)\n", stall_text);
+  if (!j["roofline"].is_null()) print_roofline(j);
 }
 
 }  // namespace

@@ -57,6 +57,7 @@ int chip_demo(const std::vector<std::string>& args) {
   api::Job job;
   job.options.max_cycles = max_cycles(*vm);
   ChipConfig chip;
+  std::uint64_t split_cores = 1;
   try {
     if (vm->count("report") != 0U) check_writable("--report", (*vm)["report"].as<std::string>());
     job.chip = chip_request(*vm);
@@ -66,6 +67,14 @@ int chip_demo(const std::vector<std::string>& args) {
     spec.k = k;
     spec.n = n;
     refuse_other_mxu(chip, "the demo");
+    // A chip of several TensorCores (megacore: v5p, v4p) splits C over them,
+    // as a workload's matmul does; the split's barriers need a pod, of one
+    // chip here. Unsplit, every core would compute the whole C (twice the
+    // FLOPs, counted twice).
+    spec.split_cores = chip.tensorcores_per_chip;
+    if (programs::matmul_core_split(spec, chip) == programs::CoreSplit::kNone) spec.split_cores = 1;
+    if (spec.split_cores > 1) job.topology = ici::TopologyRequest{"1", std::nullopt, false};
+    split_cores = spec.split_cores;
     job.steps.push_back({api::assemble(programs::generate_matmul(spec, chip), "demo_matmul.llo"), "demo matmul", {}});
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpuemu demo: {}\n", e.what());
@@ -78,8 +87,15 @@ int chip_demo(const std::vector<std::string>& args) {
 
   fmt::print("tpuemu demo: C[{},{}] = A[{},{}] @ B[{},{}], bf16 inputs, f32 output, on an emulated {}\n", m, n, m, k, k,
              n, chip.name);
-  fmt::print("program: `tpuemu gen matmul --m {} --k {} --n {}` ({} bundles)\n\n", m, k, n,
-             job.steps.front().program->bundles.size());
+  fmt::print("program: `tpuemu gen matmul --m {} --k {} --n {}{}` ({} bundles){}\n\n", m, k, n,
+             split_cores > 1 ? " --split-cores" : "", job.steps.front().program->bundles.size(),
+             split_cores > 1 ? fmt::format(", C split over the chip's {} TensorCores", split_cores) : std::string());
+  if (split_cores == 1 && chip.tensorcores_per_chip > 1) {
+    fmt::print(
+        "note: this shape does not split over {}'s {} TensorCores: each computes the whole C, so the FLOPs "
+        "and bytes below are {} times the matmul's\n\n",
+        chip.name, chip.tensorcores_per_chip, chip.tensorcores_per_chip);
+  }
   const auto start = std::chrono::steady_clock::now();
   api::Result run;
   try {
