@@ -13,6 +13,7 @@
 #include "api/child_process.hpp"
 #include "api/output_files.hpp"
 #include "api/program_loader.hpp"
+#include "chip/systemc_reports.hpp"
 #include "api/report.hpp"
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
@@ -426,6 +427,9 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
 // The whole run in this process; with `dry_tracer`, a timing-only copy that
 // only feeds that tracer.
 Result simulate_here(const Job& job, chip::Tracer* dry_tracer) {
+  // SystemC's chatter (a pod's cores each stopping the simulation) stays off
+  // every API user's terminal, not only the CLI's.
+  chip::route_systemc_reports();
   g_simulated = true;
   const auto started = std::chrono::steady_clock::now();
   try {

@@ -115,3 +115,13 @@ def test_a_failed_run_does_not_change_the_next(gen):
     after = tpuemu.run(llo, inputs={0: a, 1: a})
     assert after.report == before.report
     assert after.outputs[2].tobytes() == before.outputs[2].tobytes()
+
+
+def test_a_pod_fault_leaves_no_systemc_chatter(capfd):
+    # Every core of a pod that faults stops the simulation: SystemC's W545
+    # warning and its "stopped by user" info were printed by the module.
+    with pytest.raises(tpuemu.ProgramFault):
+        tpuemu.run(DATA / "run" / "pod_fault.llo", topology="4x2", no_data=True)
+    captured = capfd.readouterr()
+    for text in (captured.out, captured.err):
+        assert "sc_stop" not in text and "Simulation stopped" not in text, text
