@@ -208,7 +208,7 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
       {"t_math_seconds", math},
       {"t_comms_seconds", comms},
       {"seconds", predicted},
-      {"formula", "the phases run one after another: sum of the phase predictions (T_math + T_comms)"}};
+      {"formula", "the phases run one after another: the sum of the phases' predictions"}};
   report["measured_over_predicted"] = predicted > 0 ? run.seconds / predicted : 0.0;
   report["warnings"] = warnings;
   report["check"] = check.at("check");
