@@ -66,6 +66,14 @@ std::string line_plot_svg(const LinePlot& plot) {
       y_max = std::max(y_max, y);
     }
   }
+  // Markers widen the x range, so that each one's line shows (a threshold
+  // outside the swept values fell off the canvas).
+  for (const auto& [x, label] : plot.markers) {
+    if (plot.log2_x && !(x > 0)) continue;
+    const double xv = plot.log2_x ? std::log2(x) : x;
+    x_min = std::min(x_min, xv);
+    x_max = std::max(x_max, xv);
+  }
   if (!(x_min <= x_max)) x_min = x_max = 0;
   if (x_max == x_min) {
     x_min -= 1;
@@ -119,11 +127,14 @@ std::string line_plot_svg(const LinePlot& plot) {
                      escape(plot.x_label));
   out += fmt::format("<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">{1}</text>\n",
                      kTop + ph / 2, escape(plot.y_label));
-  for (const auto& [x, label] : plot.markers) {
+  // Each marker's label on its own line (two series' thresholds may coincide).
+  for (std::size_t m = 0; m < plot.markers.size(); ++m) {
+    const auto& [x, label] = plot.markers[m];
+    if (plot.log2_x && !(x > 0)) continue;
     out += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#888\" stroke-dasharray=\"4 3\"/>"
         "<text x=\"{3:.1f}\" y=\"{4}\" fill=\"#555\">{5}</text>\n",
-        px(x), kTop, kTop + ph, px(x) + 3, kTop + 12, escape(label));
+        px(x), kTop, kTop + ph, px(x) + 3, kTop + 12 + 14 * static_cast<double>(m), escape(label));
   }
   for (std::size_t i = 0; i < plot.series.size(); ++i) {
     const PlotSeries& s = plot.series[i];

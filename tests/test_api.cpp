@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/collective.hpp"
+#include "api/line_plot.hpp"
 #include "api/run.hpp"
 #include "programs/generators.hpp"
 
@@ -245,4 +246,27 @@ TEST_CASE("a run in this process and later runs in children give identical resul
   bad.inputs.erase("1");
   CHECK_THROWS_AS(api::run(bad), api::BadInput);
   CHECK(api::run(job).report == here.report);
+}
+
+TEST_CASE("line plots: a marker outside the data's x range widens the axis, and labels do not overlap", "[api]") {
+  // A sweep of batch 256..2048 whose series' threshold is 4369: its line was drawn at x 725 on a
+  // 720-wide chart, and two series' labels at the same place.
+  api::LinePlot plot;
+  plot.log2_x = true;
+  plot.series = {{"dp", {{256, 1}, {512, 2}, {1024, 3}, {2048, 4}}}, {"fsdp", {{256, 2}, {2048, 5}}}};
+  plot.markers = {{4369, "dp: threshold"}, {4369, "fsdp: threshold"}};
+  const std::string svg = api::line_plot_svg(plot);
+  std::vector<double> xs;
+  std::vector<double> label_ys;
+  for (std::size_t at = svg.find("stroke-dasharray"); at != std::string::npos;
+       at = svg.find("stroke-dasharray", at + 1)) {
+    const std::size_t line = svg.rfind("<line x1=\"", at);
+    xs.push_back(std::stod(svg.substr(line + 10)));
+    const std::size_t text = svg.find("<text x=\"", at);
+    const std::size_t y = svg.find("y=\"", text);
+    label_ys.push_back(std::stod(svg.substr(y + 3)));
+  }
+  REQUIRE(xs.size() == 2);
+  for (double x : xs) CHECK((x > 0 && x <= 720));
+  CHECK(label_ys[0] != label_ys[1]);
 }
