@@ -170,3 +170,8 @@ tpuemu_cli_test(bad.chips_set_tensorcores_out_of_range 2 "--set: field 'tensorco
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/base_v9.json "{\"base\": \"v9\"}\n")
 tpuemu_cli_test(bad.chips_unknown_base 2 "base_v9.json: field 'base': unknown chip preset 'v9'" chips --chip-file ${CMAKE_CURRENT_BINARY_DIR}/base_v9.json)
 # A waveform over --vcd-max-changes exits 2, not 3: cli.vcd_overflow (tests/CMakeLists.txt, with the other VCD tests).
+
+# Found by exploratory testing: a sweep over a word option failed at every point; a plot named .png held SVG.
+tpuemu_cli_test(bad.workload_sweep_word_option 2 "--sweep 'strategy=1:2': --strategy is not a whole-number option \\(its default is 'fsdp'\\)" workload mlp --sweep strategy=1:2 --no-data)
+tpuemu_cli_test(bad.workload_plot_not_svg 2 "--plot sweep.png: the plot is SVG: name a file ending in .svg" workload mlp --sweep batch=512:1024 --no-data --plot sweep.png)
+tpuemu_cli_test(bad.collective_plot_not_svg 2 "--plot busbw.png: the plot is SVG: name a file ending in .svg" collective --op all-gather --topology 4 --sizes 64K --no-data --plot busbw.png)

@@ -118,7 +118,13 @@ int collective_command(const std::vector<std::string>& args) {
   std::vector<api::PlannedCollective> runs;
   try {
     if (vm->count("json") != 0U) check_writable("--json", (*vm)["json"].as<std::string>());
-    if (vm->count("plot") != 0U) check_writable("--plot", (*vm)["plot"].as<std::string>());
+    if (vm->count("plot") != 0U) {
+      check_writable("--plot", (*vm)["plot"].as<std::string>());
+      if (!(*vm)["plot"].as<std::string>().ends_with(".svg")) {
+        throw std::invalid_argument(
+            fmt::format("--plot {}: the plot is SVG: name a file ending in .svg", (*vm)["plot"].as<std::string>()));
+      }
+    }
     if (vm->count("program") != 0U) check_writable("--program", (*vm)["program"].as<std::string>());
     job.chip = chip_request(*vm);
     job.topology = topology_request_from(*vm, (*vm)["topology"].as<std::string>());

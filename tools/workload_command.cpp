@@ -40,6 +40,10 @@ int sweep(const po::variables_map& vm, const workloads::Workload& w, workloads::
     for (const char* file : {"csv", "plot", "json"}) {
       if (vm.count(file) != 0U) api::check_writable(fmt::format("--{}", file), vm[file].as<std::string>());
     }
+    if (vm.count("plot") != 0U && !vm["plot"].as<std::string>().ends_with(".svg")) {
+      throw api::BadInput(
+          fmt::format("--plot {}: the plot is SVG: name a file ending in .svg", vm["plot"].as<std::string>()));
+    }
     if (vm.count("json") != 0U) throw api::BadInput("--json: a sweep writes --csv and --plot, not one report");
     spec = workloads::parse_sweep(vm["sweep"].as<std::string>(), w.options());
     for (const auto& o : w.options()) {

@@ -30,11 +30,19 @@ SweepSpec parse_sweep(std::string_view text, const std::vector<OptionSpec>& opti
   SweepSpec spec;
   spec.option = std::string(text.substr(0, eq));
   if (spec.option.starts_with("--")) spec.option.erase(0, 2);
-  if (std::none_of(options.begin(), options.end(), [&](const OptionSpec& o) { return o.name == spec.option; })) {
+  const auto known =
+      std::find_if(options.begin(), options.end(), [&](const OptionSpec& o) { return o.name == spec.option; });
+  if (known == options.end()) {
     std::string names;
     for (const auto& o : options) names += (names.empty() ? "" : ", ") + o.name;
     throw api::BadInput(
         fmt::format("--sweep '{}': the workload has no option --{} (options: {})", text, spec.option, names));
+  }
+  // Only whole-number options sweep: one whose default is a word (a
+  // strategy, a plan) would fail at every point.
+  if (!known->default_value.empty() && !parse_unsigned(known->default_value)) {
+    throw api::BadInput(fmt::format("--sweep '{}': --{} is not a whole-number option (its default is '{}')", text,
+                                    spec.option, known->default_value));
   }
   std::vector<std::string_view> parts;
   std::string_view rest = text.substr(eq + 1);
