@@ -90,6 +90,14 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
   } catch (const std::exception& e) {  // ConfigError, TopologyError
     throw api::BadInput(e.what());
   }
+  // Every workload multiplies on the MXUs: a chip without them (the GPU
+  // presets) is refused before its options are weighed.
+  if (setup.chip.mxu.count == 0) {
+    throw api::BadInput(fmt::format(
+        "--chip {1}: {0}'s matmuls run on TPU MXUs, and {1} has none (mxu.count 0: GPU SMs are not modelled); use a "
+        "TPU chip (e.g. --chip v5e), or `tpuemu collective` for {1}'s fabric",
+        request.name, setup.chip.name));
+  }
   setup.no_data = request.no_data;
   const Built built = w.build(setup, options);
 
@@ -204,11 +212,10 @@ WorkloadResult run_workload(const WorkloadRequest& request) {
   report["mfu"] = run.seconds > 0 && peak > 0 ? built.model_flops / (chips * peak * run.seconds) : 0.0;
   report["hbm_bytes"] = hbm_bytes;
   report["ici_bytes"] = ici_bytes;
-  report["predicted"] = {
-      {"t_math_seconds", math},
-      {"t_comms_seconds", comms},
-      {"seconds", predicted},
-      {"formula", "the phases run one after another: the sum of the phases' predictions"}};
+  report["predicted"] = {{"t_math_seconds", math},
+                         {"t_comms_seconds", comms},
+                         {"seconds", predicted},
+                         {"formula", "the phases run one after another: the sum of the phases' predictions"}};
   report["measured_over_predicted"] = predicted > 0 ? run.seconds / predicted : 0.0;
   report["warnings"] = warnings;
   report["check"] = check.at("check");
