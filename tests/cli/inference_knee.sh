@@ -15,7 +15,7 @@
 #               weight bytes / HBM bandwidth and the knee (where the floor
 #               meets the line through the two largest batches) within 25 %
 #               of 240: prints "ACCEPTANCE MET: ..." and passes, or fails.
-#               Today the knee is at batch 191 (docs/workloads.md): met, by
+#               Today the knee is at batch 192 (docs/workloads.md): met, by
 #               a narrow margin.
 set -euo pipefail
 tpuemu=$1 work=$2 mode=$3
