@@ -350,16 +350,6 @@ int run_command(const std::vector<std::string>& args) {
     fmt::print(stderr, "tpuemu run: {}\n", e.what());
     return kExitBadInput;
   }
-  if (!result.fault) {
-    for (const auto& [option, list] : {std::pair{"--out", &outputs}, std::pair{"--expect", &expects}}) {
-      for (const auto& [index, path] : *list) {
-        if (result.outputs.count(std::to_string(index)) == 0U) {
-          fmt::print(stderr, "tpuemu run: {} {}: operand {} is not an output of the program\n", option, index, index);
-          return kExitBadInput;
-        }
-      }
-    }
-  }
   if (result.fault) {
     fmt::print(stderr, "tpuemu run: program fault: {}\n", result.fault->message);
   } else {
