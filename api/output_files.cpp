@@ -24,10 +24,13 @@ void check_writable(const std::string& option, const std::string& path) {
   if (::stat(path.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) refuse("it is a directory");
     if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) refuse("not a regular file");
-    if (::access(path.c_str(), W_OK) != 0) refuse(std::strerror(errno));
-    return;
+    if (::access(path.c_str(), W_OK) == 0) return;
+    // Gone since stat: another MPI rank's probe below made and removed it
+    // (refusing here left that rank's peers waiting for it: a hang).
+    if (errno != ENOENT) refuse(std::strerror(errno));
+  } else if (errno != ENOENT) {
+    refuse(std::strerror(errno));
   }
-  if (errno != ENOENT) refuse(std::strerror(errno));
   std::filesystem::path folder = std::filesystem::path(path).parent_path();
   if (folder.empty()) folder = ".";
   if (::stat(folder.c_str(), &st) != 0) refuse(fmt::format("folder {}: {}", folder.string(), std::strerror(errno)));
