@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <limits>
 
 namespace tpuemu::ici {
@@ -14,6 +16,12 @@ constexpr std::uint64_t kMaxAxisLength = 1'000'000;
 // An axis needs at least this many chips for a wraparound link that is not
 // a second link between the same two chips.
 constexpr std::uint32_t kMinWrapLength = 3;
+
+// "longest", "second longest", "third longest": an axis by its rank in length.
+std::string ordinal_longest(std::size_t rank) {
+  static constexpr std::array<const char*, 3> kOrdinals{"longest", "second longest", "third longest"};
+  return rank < kOrdinals.size() ? kOrdinals[rank] : fmt::format("{}th longest", rank + 1);
+}
 
 std::string axis_label(std::size_t axis) {
   return axis < kMaxAxes ? fmt::format("axis {}", axis_name(axis)) : fmt::format("axis {}", axis + 1);
@@ -275,6 +283,23 @@ Topology make_topology(const TopologyRequest& request, const ChipConfig& chip) {
         fmt::format("{} chips is more than {}'s largest slice {} ({} chips, ici.max_slice); pass --force to "
                     "allow it",
                     chips, chip.name, chip.ici.max_slice, max_chips));
+  }
+  // Each axis must fit the largest slice too, in some orientation: the
+  // lengths sorted longest first, each at most the slice's axis of that rank.
+  if (!request.force && chips <= max_chips) {
+    std::vector<std::uint64_t> want = lengths;
+    std::vector<std::uint64_t> have = chip.max_slice_dims();
+    want.resize(std::max(want.size(), have.size()), 1);
+    have.resize(want.size(), 1);
+    std::sort(want.begin(), want.end(), std::greater<>());
+    std::sort(have.begin(), have.end(), std::greater<>());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      if (want[i] <= have[i]) continue;
+      throw fail(
+          fmt::format("the axes do not fit {}'s largest slice {} (ici.max_slice) in any orientation: "
+                      "its {} axis holds at most {} chips, this shape needs {}; pass --force to allow it",
+                      chip.name, chip.ici.max_slice, ordinal_longest(i), have[i], want[i]));
+    }
   }
   if (chips > std::numeric_limits<ChipId::rep>::max()) {
     throw fail(fmt::format("{} chips is more than a chip id can number", chips));

@@ -37,7 +37,7 @@ class TopologyError : public std::runtime_error {
 struct TopologyRequest {
   std::string shape;                      // "8x16", "4x4x4", "16"
   std::optional<std::vector<bool>> wrap;  // explicit per-axis wraparound; nullopt = the preset's rule
-  bool force = false;                     // allow more chips than the preset's largest slice
+  bool force = false;                     // allow shapes beyond the preset's largest slice
 };
 
 // An immutable topology.
@@ -112,8 +112,10 @@ class Topology {
 // on all axes). An explicit request.wrap replaces the rule.
 // Throws TopologyError, naming the problem and the preset, on: malformed shape
 // text ("", "8x", "x8", "8x-1"); a zero-length axis; more axes than
-// chip.ici.torus_dims (or than kMaxAxes); more chips than the preset's largest
-// slice unless request.force (only the count is compared, not the axes); a
+// chip.ici.torus_dims (or than kMaxAxes); unless request.force, more chips
+// than the preset's largest slice or axes that do not fit it in any
+// orientation (sorted longest first, each against the slice's axis of that
+// rank: v5e 16x16 refuses 256 and 32x8, takes 8x16 and 16); a
 // wrap vector whose length differs from the axis count; a wrap on an axis of
 // length 1 or 2.
 Topology make_topology(const TopologyRequest& request, const ChipConfig& chip);

@@ -345,6 +345,15 @@ TEST_CASE("ici: malformed or unfit topologies are rejected by name", "[ici]") {
        "--force to allow it"},
       {"v5e", "257", std::nullopt, false, "257 chips is more than v5e's largest slice 16x16 (256 chips"},
       {"v5p", "32x32x32", std::nullopt, false, "32768 chips is more than v5p's largest slice 16x20x28 (8960 chips"},
+      {"v5e", "256", std::nullopt, false,
+       "topology '256' on v5e: the axes do not fit v5e's largest slice 16x16 (ici.max_slice) in any orientation: its "
+       "longest axis holds at most 16 chips, this shape needs 256; pass --force to allow it"},
+      {"v5e", "4x64", std::nullopt, false, "its longest axis holds at most 16 chips, this shape needs 64"},
+      {"v2", "8x1", std::nullopt, false, "v2's largest slice 4x2 (ici.max_slice) in any orientation: its longest axis"},
+      {"v5p", "28x28x1", std::nullopt, false, "its second longest axis holds at most 20 chips, this shape needs 28"},
+      {"v5e", "8x32", std::nullopt, false, "its longest axis holds at most 16 chips, this shape needs 32"},
+      {"v6e", "2x2x2", std::nullopt, false, "3 axes, but v6e is a 2D torus"},
+      {"v5p", "20x20x20", std::nullopt, false, "its third longest axis holds at most 16 chips, this shape needs 20"},
       {"v5e", "8x16", std::vector<bool>{true, true, false}, false,
        "topology '8x16' on v5e: --wrap gives 3 axes, but the shape has 2"},
       {"v5e", "8x16", std::vector<bool>{true}, false, "--wrap gives 1 axes, but the shape has 2"},
@@ -363,9 +372,27 @@ TEST_CASE("ici: --force allows more chips than the largest slice", "[ici]") {
   const Topology t = topo("v5e", "32x16", std::nullopt, true);
   CHECK(t.chip_count() == 512);
   CHECK(wraps_of(t) == std::vector<bool>{true, true});  // 32 is a multiple of 16
-  // Only the count is compared: 4x64 (256 chips) fits v5e although 64 > 16.
-  CHECK(topo("v5e", "4x64").chip_count() == 256);
+  // And axes longer than the slice's: 4x64 has v5e's 256 chips on a 64-chip axis.
+  CHECK(topo("v5e", "4x64", std::nullopt, true).chip_count() == 256);
   CHECK(topo("v5e", "16x16").chip_count() == 256);
+}
+
+TEST_CASE("ici: a shape fits the largest slice in any orientation", "[ici]") {
+  struct Row {
+    const char* chip;
+    const char* shape;
+    std::uint32_t chips;
+  };
+  for (const Row& r : std::vector<Row>{{"v5e", "8x16", 128},
+                                       {"v5e", "16x8", 128},
+                                       {"v5e", "16", 16},
+                                       {"v5e", "1x16", 16},
+                                       {"v5p", "28x16x20", 8960},
+                                       {"v5p", "1x28x1", 28},
+                                       {"v2", "2x4", 8}}) {
+    INFO(r.chip << " '" << r.shape << "'");
+    CHECK(topo(r.chip, r.shape).chip_count() == r.chips);
+  }
 }
 
 TEST_CASE("ici: describe", "[ici]") {
