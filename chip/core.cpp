@@ -31,6 +31,8 @@ std::string_view to_string(StallCause c) {
       return "sync-flag wait";
     case StallCause::kDmaQueue:
       return "DMA queue full";
+    case StallCause::kDelay:
+      return "vdelay";
   }
   return "?";
 }
@@ -546,6 +548,10 @@ Core::Status Core::run_until(std::uint64_t cycle_limit) {
     // 1. When can this bundle issue?
     std::uint64_t issue = now_;
     StallCause cause = StallCause::kRegister;
+    if (next_issue_not_before_ > issue) {
+      issue = next_issue_not_before_;
+      cause = StallCause::kDelay;
+    }
     const ExecOp* waiting = nullptr;
     RegRef hazard{};
     const ExecOp* current = nullptr;

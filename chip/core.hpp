@@ -9,6 +9,7 @@
 // satisfied last. All ops of a bundle read their sources before any writes.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -43,8 +44,9 @@ enum class StallCause : std::uint8_t {
   kUnitBusy,  // an MXU (or another unit) cannot accept the op yet
   kSyncFlag,  // dma.done.wait waits for DMA completion
   kDmaQueue,  // too many DMAs in flight
+  kDelay,     // the cycles a vdelay N holds its bundle's successor (N - 1)
 };
-inline constexpr std::size_t kStallCauseCount = 5;
+inline constexpr std::size_t kStallCauseCount = 6;
 std::string_view to_string(StallCause c);
 
 // What a chip's cores share: HBM and its bandwidth server.
@@ -270,6 +272,9 @@ class Core {
   // vreg does: registers change only at commit, after the stores).
   void stage_vmem_copy(const ExecOp& op, std::uint64_t address, const std::uint8_t* source, std::uint64_t bytes);
   void set_stall_cause(StallCause c) { ready_cause_ = c; }
+  // The bundle issuing now lasts `cycles` cycles (vdelay): the next one
+  // issues no earlier than now() + cycles. 0 and 1 change nothing.
+  void hold_next_bundle(std::uint64_t cycles) { next_issue_not_before_ = std::max(next_issue_not_before_, now_ + cycles); }
   void record_mxu_flops(std::uint64_t f) { stats_.mxu_flops += f; }
   void record_vpu_flops(std::uint64_t f) { stats_.vpu_flops += f; }
 
@@ -341,6 +346,7 @@ class Core {
   bool halted_ = false;
   std::optional<std::uint32_t> branch_target_;
   std::uint32_t branch_delay_left_ = 0;
+  std::uint64_t next_issue_not_before_ = 0;  // hold_next_bundle
   CoreStats stats_;
   StallCause ready_cause_ = StallCause::kRegister;
   // Set by a readiness check whose answer rests on an estimated DMA

@@ -235,7 +235,14 @@ void exec_Vtrace(Core& c, const ExecOp& op) {
   c.trace_marker(c.scalar_operand(op, 0));
 }
 void exec_Vsettm(Core&, const ExecOp&) {}
-void exec_Vdelay(Core&, const ExecOp&) {}
+// vdelay N: its bundle lasts N cycles (the next issues N cycles after it; N
+// of 0 or 1 is an ordinary bundle, as the corpus's `vdelay 1` at the end of
+// every TLP).
+void exec_Vdelay(Core& c, const ExecOp& op) {
+  const auto count = static_cast<std::int32_t>(c.scalar_operand(op, 0));
+  if (count < 0) throw ProgramFault(fmt::format("vdelay {}: the count of cycles must be 0 or more", count));
+  c.hold_next_bundle(static_cast<std::uint64_t>(count));
+}
 void exec_VsetiarIar0(Core&, const ExecOp&) {}
 void exec_VsetiarIar1(Core&, const ExecOp&) {}
 

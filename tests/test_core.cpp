@@ -1,6 +1,8 @@
 // The TensorCore as plain C++ (no SystemC): timing rules at their edge (one
 // cycle early stalls, on time issues), stall attribution, and program faults
 // with their locations.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <memory>
 
@@ -75,6 +77,38 @@ TEST_CASE("core: one cycle early stalls on the scoreboard (latency 2)", "[core][
   Harness on_time("{ %v1 = vlaneseq }\n{}\n{ %v2 = vadd.s32 %v1, %v1 }\n", v5e({"latency.valu=2"}));
   CHECK(on_time.run() == 3);
   CHECK(on_time.core.stats().stall_cycles[static_cast<std::size_t>(StallCause::kRegister)] == 0);
+}
+
+TEST_CASE("core: vdelay N holds the next bundle N cycles after its own (0 and 1 hold nothing)", "[core][timing]") {
+  struct Row {
+    std::int32_t count;
+    std::uint64_t cycles;  // of "{ vdelay N }\n{ %s1 = smov 1 }\n"
+    std::uint64_t delay_stalls;
+  };
+  for (const Row& r : std::vector<Row>{{0, 2, 0}, {1, 2, 0}, {2, 3, 1}, {100, 101, 99}}) {
+    INFO("vdelay " << r.count);
+    Harness h(fmt::format("{{ %0 = vdelay {} }}\n{{ %s1 = smov 1 }}\n", r.count));
+    CHECK(h.run() == r.cycles);
+    CHECK(h.core.sregs[1] == 1);
+    CHECK(h.core.stats().stall_cycles[static_cast<std::size_t>(StallCause::kDelay)] == r.delay_stalls);
+  }
+  // At the edge: an op that waits 3 cycles for a register behind vdelay 3 stalls on neither.
+  Harness both("{ %v1 = vlaneseq ;; %0 = vdelay 3 }\n{ %v2 = vadd.s32 %v1, %v1 }\n", v5e({"latency.valu=3"}));
+  CHECK(both.run() == 4);
+  CHECK(both.core.stats().stall_cycles[static_cast<std::size_t>(StallCause::kRegister)] == 0);
+  CHECK(both.core.stats().stall_cycles[static_cast<std::size_t>(StallCause::kDelay)] == 2);
+  // One cycle more for the register: it decides.
+  Harness later("{ %v1 = vlaneseq ;; %0 = vdelay 3 }\n{ %v2 = vadd.s32 %v1, %v1 }\n", v5e({"latency.valu=4"}));
+  CHECK(later.run() == 5);
+  CHECK(later.core.stats().stall_cycles[static_cast<std::size_t>(StallCause::kRegister)] == 3);
+  // A guarded vdelay whose predicate is false holds nothing.
+  Harness guarded("{ %p1 = scmp.eq.s32.totalorder %s0, 1 }\n{ %0 = vdelay (%p1) 50 }\n{}\n");
+  CHECK(guarded.run() == 3);
+}
+
+TEST_CASE("core: vdelay of a negative count is a fault naming it", "[core][timing][faults]") {
+  Harness h("{ %0 = vdelay -5 }\n");
+  CHECK_THAT(h.fault(), Catch::Contains("vdelay -5: the count of cycles must be 0 or more"));
 }
 
 TEST_CASE("core: --strict turns a register hazard into an error naming both ops", "[core][timing][faults]") {
