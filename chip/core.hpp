@@ -274,7 +274,9 @@ class Core {
   void set_stall_cause(StallCause c) { ready_cause_ = c; }
   // The bundle issuing now lasts `cycles` cycles (vdelay): the next one
   // issues no earlier than now() + cycles. 0 and 1 change nothing.
-  void hold_next_bundle(std::uint64_t cycles) { next_issue_not_before_ = std::max(next_issue_not_before_, now_ + cycles); }
+  void hold_next_bundle(std::uint64_t cycles) {
+    next_issue_not_before_ = std::max(next_issue_not_before_, now_ + cycles);
+  }
   void record_mxu_flops(std::uint64_t f) { stats_.mxu_flops += f; }
   void record_vpu_flops(std::uint64_t f) { stats_.vpu_flops += f; }
 
