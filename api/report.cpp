@@ -248,14 +248,16 @@ void print_chip_report(const json& j) {
                          percent(u["busy_cycles"].get<double>(), static_cast<double>(cycles)));
   }
   fmt::print("busy      {}\n", units);
+  // stall_cycles are summed over the chip's cores: percentages of all cores' cycles (a megacore
+  // chip's two cores stalled all along are 100 %, not 200 %).
   std::string stall_text;
+  const double core_cycles = static_cast<double>(cycles) * static_cast<double>(std::max<std::uint64_t>(1, cores));
   for (std::size_t i = 0; i < chip::kStallCauseCount; ++i) {
     const std::string cause(to_string(static_cast<chip::StallCause>(i)));
     const auto n = j["stall_cycles"][cause].get<std::uint64_t>();
-    stall_text += fmt::format("{}{} {} ({})", i ? ", " : "", cause, n,
-                              percent(static_cast<double>(n), static_cast<double>(cycles)));
+    stall_text += fmt::format("{}{} {} ({})", i ? ", " : "", cause, n, percent(static_cast<double>(n), core_cycles));
   }
-  fmt::print("stalls    {}\n", stall_text);
+  fmt::print("stalls    {}{}\n", stall_text, cores > 1 ? " (of all cores' cycles)" : "");
   print_roofline(j);
 }
 

@@ -79,6 +79,10 @@ po::typed_value<double>* real_value(double min, double max) {
 
 namespace {
 
+// Boost's default style, less its guessing: an abbreviation (--no-dat for
+// --no-data) is an unknown option, not a silent match of the one it starts.
+constexpr int kStyle = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+
 // Boost 1.74's error_with_option_name::what() replaces each placeholder
 // (%option%, %value%, %original_token%, ...) until none is left, so an argument
 // that itself holds one (an unknown option "-%original_token%") makes it loop
@@ -102,7 +106,7 @@ std::string option_error_message(const po::error& error, const std::vector<std::
     for (auto& a : escaped) std::replace(a.begin(), a.end(), '%', sentinel);
     try {
       po::variables_map vm;
-      po::store(po::command_line_parser(escaped).options(options).positional(positional).run(), vm);
+      po::store(po::command_line_parser(escaped).options(options).positional(positional).style(kStyle).run(), vm);
       po::notify(vm);
     } catch (const po::error& same) {
       std::string message = same.what();
@@ -124,7 +128,7 @@ std::optional<po::variables_map> parse_options(const std::string& name, const st
   usage << "usage: tpuemu " << name << " " << synopsis << "\n\n" << options;
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+    po::store(po::command_line_parser(args).options(options).positional(positional).style(kStyle).run(), vm);
     if (vm.count("help") != 0U) {
       std::cout << usage.str();
       help_shown = true;

@@ -14,6 +14,15 @@ def test_assembly_error_has_file_line_col():
     assert "bad.llo:2:" in str(e.value)
 
 
+@pytest.mark.parametrize("path", ["nope.llo", "missing/dir/k.tpub"])
+def test_a_missing_file_is_named_so(path):
+    # It was read as program text: "unknown mnemonic 'nope.llo'".
+    with pytest.raises(tpuemu.BadInput, match="cannot open file"):
+        tpuemu.assemble(path)
+    with pytest.raises(tpuemu.BadInput, match="cannot open file"):
+        tpuemu.run(path)
+
+
 @pytest.mark.parametrize("text", ["", "  \n", "// only a comment\n"])
 def test_program_without_bundles_is_refused(text):
     # As `tpuemu run` refuses such a file: nothing to run, not a 0-cycle result.

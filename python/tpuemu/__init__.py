@@ -60,8 +60,10 @@ class AssemblyError(BadInput):
 class ProgramFault(Error):
     """The emulated program faulted: bad address, FIFO misuse, a hazard under
     ``strict``, a deadlock, the cycle limit. ``chip``, ``core`` and ``bundle``
-    locate it (None for a deadlock, whose message names every waiting core);
-    ``file``/``line``/``col`` are the faulting bundle's source; ``result`` is
+    locate it (None for a pod's deadlock, whose message names every waiting
+    core, and whose ``file`` is '' and ``line``/``col`` 0; a one-chip
+    deadlock names the core's waiting bundle); ``file``/``line``/``col`` are
+    the faulting bundle's source (``col`` 0 for the cycle limit); ``result`` is
     the Result (cycles and report up to the fault). The CLI's exit code 3."""
 
     def __init__(self, fault: Mapping[str, Any], result: "Result"):
@@ -181,11 +183,22 @@ def load(path: Union[str, "_os.PathLike[str]"]) -> Program:
     return _core.load(_os.fspath(path))
 
 
+def _names_a_file(text: str) -> bool:
+    if "\n" in text:
+        return False
+    if _os.path.isfile(text):
+        return True
+    line = text.strip()
+    return bool(line) and "{" not in line and not line.startswith(("//", "#"))
+
+
 def assemble(text_or_path: Union[str, "_os.PathLike[str]"], name: str = "<string>") -> Program:
     """A program from LLO text, or from a file if ``text_or_path`` names one
-    that exists (then as ``load``). ``name`` names text in diagnostics.
+    that exists (then as ``load``), or is one line that holds no bundle's
+    ``{`` and is no comment (so a path: a missing file is "cannot open
+    file", not an unknown mnemonic). ``name`` names text in diagnostics.
     Raises AssemblyError (``.file``, ``.line``, ``.col``) or BadInput."""
-    if isinstance(text_or_path, _os.PathLike) or ("\n" not in text_or_path and _os.path.isfile(text_or_path)):
+    if isinstance(text_or_path, _os.PathLike) or _names_a_file(text_or_path):
         return load(text_or_path)
     return _core.assemble(text_or_path, name)
 
