@@ -13,15 +13,16 @@
 #include "api/child_process.hpp"
 #include "api/output_files.hpp"
 #include "api/program_loader.hpp"
-#include "chip/systemc_reports.hpp"
 #include "api/report.hpp"
 #include "chip/fault.hpp"
 #include "chip/host_io.hpp"
 #include "chip/memory_profile.hpp"
 #include "chip/pod.hpp"
 #include "chip/simulate.hpp"
-#include "common/huge_pages.hpp"
+#include "chip/stop_request.hpp"
+#include "chip/systemc_reports.hpp"
 #include "common/chip_config.hpp"
+#include "common/huge_pages.hpp"
 #include "dist/ranks.hpp"
 #include "ici/partition.hpp"
 #include "ici/routing.hpp"
@@ -222,9 +223,8 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
   Result result;
   result.cycles = run.cycles;
   result.seconds = run.seconds;
-  if (dry_tracer) return result;
   if (run.fault && run.waveform_overflowed) throw BadInput(fmt::format("--vcd {}: {}", job.observers.vcd, *run.fault));
-  observers->finish(job.observers, chip.clock_hz);
+  if (observers) observers->finish(job.observers, chip.clock_hz);  // none in a dry run (check_trace_fits)
   set_fault(result, run.fault);
   if (!run.fault && request.options.compute_numerics) {
     for (const auto& b : run.bindings) {
@@ -290,11 +290,10 @@ Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_
   Result result;
   result.cycles = chain.run.cycles;
   result.seconds = chain.run.seconds;
-  if (dry_tracer) return result;
   if (chain.run.fault && chain.run.waveform_overflowed) {
     throw BadInput(fmt::format("--vcd {}: {}", job.observers.vcd, *chain.run.fault));
   }
-  observers->finish(job.observers, chip.clock_hz);
+  if (observers) observers->finish(job.observers, chip.clock_hz);  // none in a dry run (check_trace_fits)
   set_fault(result, chain.run.fault);
   if (!chain.run.fault && request.options.compute_numerics) {
     std::set<std::string> written;  // buffers some step's output operand is bound to
@@ -347,8 +346,7 @@ Result run_top_level(const Job& job, const ChipConfig& chip, chip::Tracer* dry_t
   Result result;
   result.cycles = r.run.cycles;
   result.seconds = r.run.seconds;
-  if (dry_tracer) return result;
-  observers->finish(job.observers, chip.clock_hz);
+  if (observers) observers->finish(job.observers, chip.clock_hz);  // none in a dry run (check_trace_fits)
   chip::StepResult step;
   step.kernel = "top-level program " + top.program->name;
   step.end_cycle = r.run.cycles;
@@ -402,14 +400,13 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
   result.host.core_resumes = pod.core_resumes;
   result.host.core_syncs = pod.core_syncs;
   result.host.windows = pod.windows;
-  if (dry_tracer) return result;
   // The limit's message, not the fault's: which chip or link reached it first
   // depends on how the pod was split over ranks.
   if (pod.waveform_overflowed) {
     throw BadInput(
         fmt::format("--vcd {}: {}", job.observers.vcd, chip::Waveform::overflow_message(request.vcd_max_changes)));
   }
-  observers->finish(job.observers, chip.clock_hz);
+  if (observers) observers->finish(job.observers, chip.clock_hz);  // none in a dry run (check_trace_fits)
   set_fault(result, pod.fault);
   if (!pod.fault && request.options.compute_numerics) {
     for (std::size_t c = 0; c < pod.chips.size(); ++c) {
@@ -563,16 +560,26 @@ Result in_child(const std::function<Result()>& work) {
 }
 
 // A trace too big for its limit is refused before the run: a timing-only
-// copy of the run with the same trace options, in a child process.
-void check_trace_fits(const Job& job) {
+// copy of the run with the same trace options, in a child process. A stop
+// signal during it ends the run there: that dry run's result (its fault
+// names the cycle it reached) is the run's, and nothing is traced.
+std::optional<Result> check_trace_fits(const Job& job) {
+  constexpr std::string_view kInterrupted = "interrupted:";
   const ChildOutcome outcome = run_in_child(
-      [&job] {
+      [&job, kInterrupted] {
         chip::Tracer::Options options = job.observers.trace_options;
         options.clock_hz = load_chip(job.chip).clock_hz;
         chip::Tracer tracer(options);
         if (g_simulated) chip::forget_simulation_context();
         try {
-          simulate_here(job, &tracer);
+          Result dry = simulate_here(job, &tracer);
+          if (chip::stop_requested() != 0 && dry.fault) {
+            dry.fault->message += fmt::format(
+                " (in --trace {}'s timing-only dry run, which counts the trace's events before the traced run: "
+                "nothing was traced)",
+                job.observers.trace);
+            return std::string(kInterrupted) + encode(std::move(dry));
+          }
         } catch (const std::exception& e) {
           // The real run meets the same error and reports it (under mpirun a
           // child without a result would end every rank).
@@ -585,6 +592,9 @@ void check_trace_fits(const Job& job) {
     throw BadInput(
         fmt::format("--trace {}: a timing-only dry run found that {}", job.observers.trace, outcome.output->substr(9)));
   }
+  if (outcome.output && outcome.output->starts_with(kInterrupted))
+    return decode(outcome.output->substr(kInterrupted.size()));
+  return std::nullopt;
 }
 
 void check_job(const Job& job) {
@@ -661,7 +671,9 @@ bool process_has_simulated() {
 
 Result run(const Job& job) {
   check_job(job);
-  if (!job.observers.trace.empty()) check_trace_fits(job);
+  if (!job.observers.trace.empty()) {
+    if (std::optional<Result> interrupted = check_trace_fits(job)) return std::move(*interrupted);
+  }
   const bool here = job.isolation == Isolation::kInProcess || (job.isolation == Isolation::kAuto && !g_simulated);
   if (!here) return in_child([&job] { return simulate_here(job, nullptr); });
   if (g_simulated) {

@@ -31,4 +31,11 @@ expect_stop() {
 expect_stop INT 130 run "$program" --max-cycles 999999999999 --report signals_report.json
 # A pod run with a trace: the stop reaches the forked dry run, then the run itself.
 expect_stop TERM 143 run "$program" --topology 4 --trace signals.json --trace-window 0:1000 --max-cycles 999999999999
+# A traced run first counts its events in a timing-only dry run: a stop there ends the run at the
+# dry run's cycle (it reported the traced run's first quantum, "at cycle 1000", and traced that).
+rm -f signals_dry.json
+expect_stop INT 130 run "$program" --trace signals_dry.json --max-cycles 999999999999
+grep -Eq "at cycle [0-9]{5,} \(in --trace signals_dry.json's timing-only dry run, .*nothing was traced\)" err.txt ||
+  { cat err.txt; fail "INT in the trace's dry run: not reported as the dry run's stop"; }
+[[ ! -e signals_dry.json ]] || fail "INT in the trace's dry run: a trace was written"
 echo "signals: ok"
