@@ -5,9 +5,9 @@ set(P ${PROJECT_SOURCE_DIR}/programs)
 set(MM ${P}/matmul_8x128.llo --in 0=${D}/run/x_8x128.npy --in 1=${D}/run/w_128x128.npy)
 
 # Numeric options: one parser, no sign, no wrap, no trailing text, ranges named.
-tpuemu_cli_test(bad.gen_add_chunk_zero 2 "tpuemu gen: the argument \\('0'\\) for option '--chunk' is invalid: expected a whole number >= 1" gen add --n 1024 --chunk 0)
+tpuemu_cli_test(bad.gen_add_chunk_zero 2 "tpuemu gen: the argument \\('0'\\) for option '--chunk' is invalid: expected a number of bytes >= 1 \\(65536, 64K, 1MiB" gen add --n 1024 --chunk 0)
 tpuemu_cli_test(bad.gen_add_chunk_partial_tile 2 "add: --chunk 3 is not a whole number of 4096-byte f32 tiles \\(4096, 8192, ...\\)" gen add --n 1000 --chunk 3)
-tpuemu_cli_test(bad.gen_add_chunk_negative 2 "option '--chunk' is invalid: expected a whole number >= 1" gen add --n 1024 --chunk -1)
+tpuemu_cli_test(bad.gen_add_chunk_negative 2 "option '--chunk' is invalid: expected a number of bytes >= 1" gen add --n 1024 --chunk -1)
 tpuemu_cli_test(bad.gen_add_n_negative 2 "option '--n' is invalid: expected a whole number >= 1" gen add --n -1)
 tpuemu_cli_test(bad.gen_add_beyond_hbm 2 "add: the operands need 13194139533312 bytes of HBM, the chip has 17179869184" gen add --n 1099511627776)
 tpuemu_cli_test(bad.gen_matmul_beyond_64_bits 2 "matmul: the operands need more than 2\\^64 bytes of HBM" gen matmul --m 10000000000 --k 10000000000 --n 10000000000)

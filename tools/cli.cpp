@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
@@ -128,7 +129,19 @@ int run(int argc, char** argv) {
       } catch (const std::exception& e) {
         fmt::print(stderr, "tpuemu {}: internal error (a bug in tpuemu; please report it): {}\n", c.name, e.what());
       }
-      if (const int signal_number = chip::stop_requested(); signal_number != 0) return 128 + signal_number;
+      if (const int signal_number = chip::stop_requested(); signal_number != 0) {
+        // A signal after the emulation ended (the command's own work, or its
+        // checks and files after it) stopped nothing: say so, as a fault
+        // message says where a stopped emulation was.
+        if (code == kExitOk) {
+          fmt::print(stderr, "tpuemu {}: {} came when no emulation was left to stop: the output above is complete\n",
+                     c.name,
+                     signal_number == SIGINT    ? "SIGINT"
+                     : signal_number == SIGTERM ? "SIGTERM"
+                                                : "a signal");
+        }
+        return 128 + signal_number;
+      }
       return code;
     }
   }

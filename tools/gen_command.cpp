@@ -31,8 +31,8 @@ int gen_command(const std::vector<std::string>& args) {
       "on a pod (tpuemu run --topology 1)")(
       "row-blocks", whole_value(1),
       "matmul: compute C in R blocks of M/R rows so that a block's C is stored while the next computes (one column "
-      "block only: N <= the MXU count x 128; 1 = none)")("chunk", whole_value(1)->default_value(1 << 20),
-                                                         "add: bytes per DMA chunk")(
+      "block only: N <= the MXU count x 128; 1 = none)")("chunk", bytes_value(1)->default_value(1 << 20),
+                                                         "add: bytes per DMA chunk (65536, 64K, 1M)")(
       "inputs", po::value<std::string>(),
       "matmul: also write PREFIX.a.npy and PREFIX.b.npy (pseudo-random bf16 values in [-1, 1), seeds 7 and 8, as "
       "float32) and PREFIX.expected.npy (C as the program computes it, bit for bit, as float32 also for a bf16 C, as "

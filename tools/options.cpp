@@ -35,8 +35,29 @@ class WholeValue : public po::typed_value<std::uint64_t> {
     const auto value = parse_unsigned(token);
     if (!value || *value < min_ || *value > max_) {
       refuse(token, max_ == std::numeric_limits<std::uint64_t>::max()
-                        ? fmt::format("a whole number >= {}", min_)
+                        ? fmt::format("a whole number >= {} (below 2^64)", min_)
                         : fmt::format("a whole number from {} to {}", min_, max_));
+    }
+    store = *value;
+  }
+
+ private:
+  std::uint64_t min_;
+  std::uint64_t max_;
+};
+
+// Bytes: a whole number with an optional binary suffix ("64K", "1MiB": parse_bytes).
+class BytesValue : public po::typed_value<std::uint64_t> {
+ public:
+  BytesValue(std::uint64_t min, std::uint64_t max) : po::typed_value<std::uint64_t>(nullptr), min_(min), max_(max) {}
+
+  void xparse(boost::any& store, const std::vector<std::string>& tokens) const override {
+    const std::string& token = single_token(tokens);
+    const auto value = parse_bytes(token);
+    if (!value || *value < min_ || *value > max_) {
+      refuse(token, max_ == std::numeric_limits<std::uint64_t>::max()
+                        ? fmt::format("a number of bytes >= {} (65536, 64K, 1MiB; below 2^64)", min_)
+                        : fmt::format("a number of bytes from {} to {} (65536, 64K, 1MiB)", min_, max_));
     }
     store = *value;
   }
@@ -71,6 +92,10 @@ class RealValue : public po::typed_value<double> {
 
 po::typed_value<std::uint64_t>* whole_value(std::uint64_t min, std::uint64_t max) {
   return new WholeValue(min, max);  // owned by the option description, as po::value<T>() is
+}
+
+po::typed_value<std::uint64_t>* bytes_value(std::uint64_t min, std::uint64_t max) {
+  return new BytesValue(min, max);
 }
 
 po::typed_value<double>* real_value(double min, double max) {

@@ -29,6 +29,10 @@ std::optional<po::variables_map> parse_options(const std::string& name, const st
 // out of range are refused at parse time with the option's name and range.
 po::typed_value<std::uint64_t>* whole_value(std::uint64_t min = 0,
                                             std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
+// The value of a byte-count option: a whole number with an optional binary
+// suffix (common/parse_number.hpp parse_bytes: 65536, 64K, 1MiB) within [min, max].
+po::typed_value<std::uint64_t>* bytes_value(std::uint64_t min = 0,
+                                            std::uint64_t max = std::numeric_limits<std::uint64_t>::max());
 // The value of a real-number option: finite, within [min, max], no trailing text.
 po::typed_value<double>* real_value(double min, double max);
 
