@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 #include <sstream>
+#include <string_view>
 
 #include "common/parse_number.hpp"
 
@@ -26,17 +27,29 @@ const std::string& single_token(const std::vector<std::string>& tokens) {
   return tokens.front();
 }
 
-class WholeValue : public po::typed_value<std::uint64_t> {
+// A whole number within [min, max], read by `parse` (parse_unsigned: "4096",
+// "1e6"; parse_bytes: also "64K", "1MiB"); refused as "`noun` >= min" or
+// "`noun` from min to max", with `examples` where there are some.
+class UnsignedValue : public po::typed_value<std::uint64_t> {
  public:
-  WholeValue(std::uint64_t min, std::uint64_t max) : po::typed_value<std::uint64_t>(nullptr), min_(min), max_(max) {}
+  using Parse = std::optional<std::uint64_t> (*)(std::string_view);
+  UnsignedValue(std::uint64_t min, std::uint64_t max, Parse parse, const char* noun, const char* examples)
+      : po::typed_value<std::uint64_t>(nullptr),
+        min_(min),
+        max_(max),
+        parse_(parse),
+        noun_(noun),
+        examples_(examples) {}
 
   void xparse(boost::any& store, const std::vector<std::string>& tokens) const override {
     const std::string& token = single_token(tokens);
-    const auto value = parse_unsigned(token);
+    const auto value = parse_(token);
     if (!value || *value < min_ || *value > max_) {
+      const std::string examples = *examples_ != 0 ? fmt::format("{}; ", examples_) : std::string();
       refuse(token, max_ == std::numeric_limits<std::uint64_t>::max()
-                        ? fmt::format("a whole number >= {} (below 2^64)", min_)
-                        : fmt::format("a whole number from {} to {}", min_, max_));
+                        ? fmt::format("{} >= {} ({}below 2^64)", noun_, min_, examples)
+                        : fmt::format("{} from {} to {}{}", noun_, min_, max_,
+                                      *examples_ != 0 ? fmt::format(" ({})", examples_) : std::string()));
     }
     store = *value;
   }
@@ -44,27 +57,9 @@ class WholeValue : public po::typed_value<std::uint64_t> {
  private:
   std::uint64_t min_;
   std::uint64_t max_;
-};
-
-// Bytes: a whole number with an optional binary suffix ("64K", "1MiB": parse_bytes).
-class BytesValue : public po::typed_value<std::uint64_t> {
- public:
-  BytesValue(std::uint64_t min, std::uint64_t max) : po::typed_value<std::uint64_t>(nullptr), min_(min), max_(max) {}
-
-  void xparse(boost::any& store, const std::vector<std::string>& tokens) const override {
-    const std::string& token = single_token(tokens);
-    const auto value = parse_bytes(token);
-    if (!value || *value < min_ || *value > max_) {
-      refuse(token, max_ == std::numeric_limits<std::uint64_t>::max()
-                        ? fmt::format("a number of bytes >= {} (65536, 64K, 1MiB; below 2^64)", min_)
-                        : fmt::format("a number of bytes from {} to {} (65536, 64K, 1MiB)", min_, max_));
-    }
-    store = *value;
-  }
-
- private:
-  std::uint64_t min_;
-  std::uint64_t max_;
+  Parse parse_;
+  const char* noun_;
+  const char* examples_;
 };
 
 class RealValue : public po::typed_value<double> {
@@ -91,11 +86,12 @@ class RealValue : public po::typed_value<double> {
 }  // namespace
 
 po::typed_value<std::uint64_t>* whole_value(std::uint64_t min, std::uint64_t max) {
-  return new WholeValue(min, max);  // owned by the option description, as po::value<T>() is
+  // Owned by the option description, as po::value<T>() is.
+  return new UnsignedValue(min, max, parse_unsigned, "a whole number", "");
 }
 
 po::typed_value<std::uint64_t>* bytes_value(std::uint64_t min, std::uint64_t max) {
-  return new BytesValue(min, max);
+  return new UnsignedValue(min, max, parse_bytes, "a number of bytes", "65536, 64K, 1MiB");
 }
 
 po::typed_value<double>* real_value(double min, double max) {
