@@ -227,14 +227,18 @@ class Core {
   // issued; the kernel returns to the bundle after the call.
   void call(const ExecProgram& kernel, std::vector<std::uint32_t> args);
 
-  // Unit FIFOs keyed by the producing op's token.
+  // Unit result FIFOs, oldest first, each at most its preset's depth
+  // (eup.fifo_depth, xlu.fifo_depth): a pop takes the oldest result, and a
+  // pop whose token names another push is a fault (the FIFO pops in issue
+  // order); `token` is the producing op's (0 for transposes, popped untokened).
   struct TokenResult {
     std::uint64_t ready_cycle;
     vpu::Vreg value;
+    std::uint32_t token = 0;
   };
-  std::map<std::uint32_t, TokenResult> eup_results;
-  std::vector<std::map<std::uint32_t, TokenResult>> permute_results;               // per XLU
-  std::vector<std::deque<TokenResult>> transpose_results;                          // per XLU, pop order
+  std::deque<TokenResult> eup_results;
+  std::vector<std::deque<TokenResult>> permute_results;                            // per XLU
+  std::vector<std::deque<TokenResult>> transpose_results;                          // per XLU
   std::map<std::uint32_t, std::pair<std::uint64_t, std::uint32_t>> scalar_pushes;  // vpush -> spop
   std::vector<vpu::Transposer> transposers;                                        // per XLU
   std::vector<std::map<std::uint32_t, vpu::Vreg>> permute_patterns;                // per XLU, by token

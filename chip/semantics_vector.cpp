@@ -3,6 +3,10 @@
 // operands, stages results and keeps the unit FIFOs with their ready times.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <deque>
+#include <string_view>
+
 #include "chip/core.hpp"
 #include "chip/semantics.hpp"
 #include "vpu/eup.hpp"
@@ -68,9 +72,26 @@ std::uint32_t xlu_index(const Core& c, const ExecOp& op) {
   return op.unit;
 }
 
+// Queues a unit's result, faulting when its FIFO holds `depth` already (`what`
+// names the FIFO and `parameter` its depth's preset parameter).
+void push_result(std::deque<Core::TokenResult>& fifo, Core::TokenResult result, std::uint64_t depth,
+                 std::string_view what, std::string_view parameter) {
+  if (fifo.size() >= depth) {
+    throw ProgramFault(
+        fmt::format("the {} is full ({} results, {}): pop results before pushing more", what, fifo.size(), parameter));
+  }
+  fifo.push_back(std::move(result));
+}
+
 void eup_push(Core& c, const ExecOp& op) {
   const std::uint64_t ready = c.now() + c.chip.latency(LatencyClass::kEup).value();
-  c.eup_results[token_of(op)] = Core::TokenResult{ready, vpu::eup_apply(op.id, vreg(c, op, 0))};
+  push_result(c.eup_results, Core::TokenResult{ready, vpu::eup_apply(op.id, vreg(c, op, 0)), token_of(op)},
+              c.chip.eup.fifo_depth, "EUP result FIFO", "eup.fifo_depth");
+}
+
+void permute_push(Core& c, const ExecOp& op, std::uint32_t x, std::uint64_t ready, vpu::Vreg value) {
+  push_result(c.permute_results[x], Core::TokenResult{ready, std::move(value), token_of(op)}, c.chip.xlu.fifo_depth,
+              fmt::format("rotate/permute result FIFO of xlu{}", x), "xlu.fifo_depth");
 }
 
 void transpose(Core& c, const ExecOp& op) {
@@ -83,17 +104,33 @@ void transpose(Core& c, const ExecOp& op) {
   chunk.width = c.scalar_operand(op, 3);
   auto results = c.transposers[x].feed(chunk, vreg(c, op, 2));
   const std::uint64_t ready = c.now() + c.chip.latency(LatencyClass::kXluTranspose).value();
-  for (auto& r : results) c.transpose_results[x].push_back(Core::TokenResult{ready, std::move(r)});
+  for (auto& r : results) {
+    push_result(c.transpose_results[x], Core::TokenResult{ready, std::move(r)}, c.chip.xlu.fifo_depth,
+                fmt::format("transpose FIFO of xlu{}", x), "xlu.fifo_depth");
+  }
 }
 
-// Takes a token's result from `results`, faulting if nothing produced it.
-vpu::Vreg take(std::map<std::uint32_t, Core::TokenResult>& results, std::uint32_t token, std::string_view unit) {
-  const auto it = results.find(token);
-  if (it == results.end()) {
+// The oldest result of `results` when `token` names it; a fault when nothing
+// is queued or the oldest is another push's.
+const Core::TokenResult& oldest_named(const std::deque<Core::TokenResult>& results, std::uint32_t token,
+                                      std::string_view unit) {
+  if (results.empty()) {
     throw ProgramFault(fmt::format("pop of %{}: no {} op with that token is queued or in flight", token, unit));
   }
-  vpu::Vreg v = std::move(it->second.value);
-  results.erase(it);
+  if (results.front().token != token) {
+    const bool queued =
+        std::any_of(results.begin(), results.end(), [token](const Core::TokenResult& r) { return r.token == token; });
+    throw ProgramFault(fmt::format("pop of %{}: the oldest {} result is %{}'s{} (the FIFO pops in issue order)", token,
+                                   unit, results.front().token,
+                                   queued ? "" : fmt::format(", and no %{} is queued", token)));
+  }
+  return results.front();
+}
+
+vpu::Vreg take(std::deque<Core::TokenResult>& results, std::uint32_t token, std::string_view unit) {
+  (void)oldest_named(results, token, unit);
+  vpu::Vreg v = std::move(results.front().value);
+  results.pop_front();
   return v;
 }
 
@@ -280,8 +317,7 @@ void exec_VpopTrf(Core& c, const ExecOp& op) {
 void exec_VrotLaneB32(Core& c, const ExecOp& op) {
   const std::uint32_t x = xlu_index(c, op);
   const std::uint64_t ready = c.now() + c.chip.latency(LatencyClass::kXluRotate).value();
-  c.permute_results[x][token_of(op)] =
-      Core::TokenResult{ready, vpu::rotate_lanes(vreg(c, op, 0), c.scalar_operand(op, 1))};
+  permute_push(c, op, x, ready, vpu::rotate_lanes(vreg(c, op, 0), c.scalar_operand(op, 1)));
 }
 void exec_VsetPatternPermute(Core& c, const ExecOp& op) {
   c.permute_patterns[xlu_index(c, op)][token_of(op)] = vreg(c, op, 0);
@@ -295,7 +331,7 @@ void exec_Vperm(Core& c, const ExecOp& op) {
         fmt::format("vperm names pattern %{}, which no vset.pattern.permute.xlu{} set", pattern_token, x));
   }
   const std::uint64_t ready = c.now() + c.chip.latency(LatencyClass::kXluPermute).value();
-  c.permute_results[x][token_of(op)] = Core::TokenResult{ready, vpu::permute_lanes(vreg(c, op, 1), it->second)};
+  permute_push(c, op, x, ready, vpu::permute_lanes(vreg(c, op, 1), it->second));
 }
 void exec_VpopPermute(Core& c, const ExecOp& op) {
   c.stage_vreg(op) = take(c.permute_results[xlu_index(c, op)], op.op->operands[0].token, "XLU rotate/permute");
@@ -321,12 +357,8 @@ std::uint64_t ready_token_pop(Core& c, const ExecOp& op) {
     if (it == c.scalar_pushes.end()) throw ProgramFault(fmt::format("spop of %{}: no vpush with that token", token));
     return it->second.first;
   }
-  const auto& results = op.id == isa::OpId::kVpopEup ? c.eup_results : c.permute_results[xlu_index(c, op)];
-  const auto it = results.find(token);
-  if (it == results.end()) {
-    throw ProgramFault(fmt::format("pop of %{}: nothing with that token is queued or in flight on this unit", token));
-  }
-  return it->second.ready_cycle;
+  if (op.id == isa::OpId::kVpopEup) return oldest_named(c.eup_results, token, "EUP").ready_cycle;
+  return oldest_named(c.permute_results[xlu_index(c, op)], token, "XLU rotate/permute").ready_cycle;
 }
 
 std::uint64_t ready_transpose_pop(Core& c, const ExecOp& op) {

@@ -40,7 +40,8 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.size; });
   add("mxu.cycles_per_tile", Q::kCycles, "issue interval of one (sublanes x size) LHS tile when saturated", 1, 1024,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.cycles_per_tile; });
-  add("mxu.result_fifo_depth", Q::kCount, "results an MXU result FIFO holds before multiplies stall", 1, 4096,
+  add("mxu.result_fifo_depth", Q::kCount,
+      "results an MXU result FIFO holds (a multiply into a full FIFO is a program fault)", 1, 4096,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.mxu.result_fifo_depth; });
   add("mxu.latch_wave_cycles", Q::kCycles,
       "cycles from a latching multiply's first row until weight pushes may start again (the latch travels through "
@@ -60,9 +61,10 @@ std::vector<ParamSpec> build_params() {
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.scalar.predicates; });
   add("xlu.count", Q::kCount, "cross-lane units per TensorCore", 1, 16,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.count; });
-  add("xlu.fifo_depth", Q::kCount, "results an XLU FIFO holds", 1, 4096,
+  add("xlu.fifo_depth", Q::kCount,
+      "results each XLU FIFO (rotate/permute, transpose) holds (a push into a full one is a program fault)", 1, 4096,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.xlu.fifo_depth; });
-  add("eup.fifo_depth", Q::kCount, "results the EUP FIFO holds", 1, 4096,
+  add("eup.fifo_depth", Q::kCount, "results the EUP FIFO holds (a push into a full one is a program fault)", 1, 4096,
       [](ChipConfig& c) -> ParamSpec::FieldRef { return &c.eup.fifo_depth; });
 
   // One capacity per capped slot class, one latency per latency class. These

@@ -125,6 +125,24 @@ CheckResult check_program(const Program& program, const ChipConfig& chip) {
         }
         writers.push_back(&op);
       }
+      // sphi is a no-op once registers are allocated: its result and inputs
+      // must be one register (`%s580_s16 = sphi %s611_s16, %s21_s16`), or
+      // the result would silently keep what it held.
+      if (op.opcode == OpId::kSphi && op.dest_kind == Op::DestKind::kReg) {
+        for (const Operand& o : op.operands) {
+          if (o.kind == Operand::Kind::kReg && o.reg.cls == op.dest_reg.cls && o.reg.index == op.dest_reg.index) {
+            continue;
+          }
+          result.violations.push_back(
+              at(program, op.source,
+                 fmt::format("sphi: its result %{}{} and every input must be one register (a phi is a no-op once "
+                             "registers are allocated; {} would not reach the result)",
+                             reg_prefix(op.dest_reg.cls), op.dest_reg.index,
+                             o.kind == Operand::Kind::kReg ? fmt::format("%{}{}", reg_prefix(o.reg.cls), o.reg.index)
+                                                           : std::string("an immediate input"))));
+          break;
+        }
+      }
       const OpInfo& info = op_info(op.opcode);
       ++s.ops;
       ++in_bundle[static_cast<std::size_t>(info.slot)];

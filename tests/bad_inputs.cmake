@@ -78,6 +78,8 @@ tpuemu_cli_test(bad.run_directory 2 "tests/data: error: is a directory, not a fi
 # Two writes of one register in a bundle (unless both are predicated), and what run refuses at load (a branch to no bundle), fail check too.
 tpuemu_cli_test(bad.check_two_writes 2 "two_writes: 1 bundles, 2 ops \\(SALU 2\\): 1 error.*two_writes.llo:2:19: error: %s1 is written twice in one bundle \\(also by the op at 2:3\\)" check ${D}/bad/two_writes.llo)
 tpuemu_cli_test(bad.run_two_writes 2 "two_writes.llo:2:19: error: %s1 is written twice in one bundle" run ${D}/bad/two_writes.llo)
+tpuemu_cli_test(bad.check_sphi_registers 2 "sphi_registers.llo:4:3: error: sphi: its result %s3 and every input must be one register \\(a phi is a no-op once registers are allocated; %s1 would not reach the result\\)" check ${D}/bad/sphi_registers.llo)
+tpuemu_cli_test(bad.run_sphi_registers 2 "sphi_registers.llo:4:3: error: sphi: its result %s3" run ${D}/bad/sphi_registers.llo)
 tpuemu_cli_test(check_exclusive_writes 0 "exclusive_writes: 2 bundles, 3 ops \\(SALU 3\\)$" check ${D}/isa/exclusive_writes.llo)
 tpuemu_cli_test(bad.check_branch_nowhere 2 "branch_nowhere: 3 bundles, 3 ops \\(SALU 2, BRANCH 1\\): 1 error.*branch_nowhere.llo:3:3: branch target bundleno = 600 is not the address of a bundle" check ${D}/bad/branch_nowhere.llo)
 tpuemu_cli_test(bad.check_directory 2 "data: error: is a directory, not a file" check ${D})

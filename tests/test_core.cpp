@@ -213,7 +213,7 @@ TEST_CASE("core: program faults name chip, core, bundle, source line and the pro
       {"{ %v0 = vlaneseq }\n{ %2 = vmatmul.f32.gmra.mxu1 %v0 }\n",
        "vmatmul.f32.gmra.mxu1: multiply with no weights latched"},
       {"{ %v0 = vlaneseq }\n{ %2 = vmatmul.f32.gmra.mxu7 %v0 }\n", "mxu7 does not exist: v5e has 4 MXUs per core"},
-      {"{ %v1 = vpop.eup %5 }\n", "pop of %5: nothing with that token is queued or in flight on this unit"},
+      {"{ %v1 = vpop.eup %5 }\n", "pop of %5: no EUP op with that token is queued or in flight"},
       {"{ %1 = shalt.err }\n", "the program halted with an error (a bounds check failed)"},
       {"{ %s0 = smov 9999 }\n{ %1 = vsyncadd %s0, 1 }\n",
        "sync flag 9999 out of range: the core has 4096 (sflag.count)"},
@@ -223,6 +223,37 @@ TEST_CASE("core: program faults name chip, core, bundle, source line and the pro
     Harness h(r.text);
     CHECK_THAT(h.fault(), Catch::Contains(r.message));
   }
+}
+
+TEST_CASE("core: the EUP and XLU result FIFOs hold their preset's depth and pop in issue order", "[core][faults]") {
+  // At the depth: runs; one more push: a fault naming the parameter (the FIFOs had no limit).
+  const std::string two = "{ %v1 = vlaneseq }\n{ %10 = vpow2.f32 %v1 }\n{ %11 = vpow2.f32 %v1 }\n";
+  Harness at_depth(two + "{ %v2 = vpop.eup %10 }\n{ %v3 = vpop.eup %11 }\n", v5e({"eup.fifo_depth=2"}));
+  CHECK(at_depth.fault() == "no fault");
+  Harness over(two + "{ %12 = vpow2.f32 %v1 }\n", v5e({"eup.fifo_depth=2"}));
+  CHECK_THAT(over.fault(), Catch::Contains("bundle 0x3 (test.llo:4:3): vpow2.f32: the EUP result FIFO is full (2 "
+                                           "results, eup.fifo_depth): pop results before pushing more"));
+  const std::string rotates =
+      "{ %v1 = vlaneseq }\n{ %20 = vrot.lane.b32.xlu0 %v1, 1 }\n{ %21 = vrot.lane.b32.xlu0 %v1, 2 }\n";
+  Harness xlu_over(rotates, v5e({"xlu.fifo_depth=1"}));
+  CHECK_THAT(xlu_over.fault(),
+             Catch::Contains("the rotate/permute result FIFO of xlu0 is full (1 results, xlu.fifo_depth)"));
+  // A pop naming a younger push than the oldest: a schedule error, not a reordering (it gave %11's result).
+  Harness out_of_order(two + "{ %v2 = vpop.eup %11 }\n");
+  CHECK_THAT(out_of_order.fault(),
+             Catch::Contains("vpop.eup: pop of %11: the oldest EUP result is %10's (the FIFO pops in issue order)"));
+  Harness stranger(two + "{ %v2 = vpop.eup %12 }\n");
+  CHECK_THAT(stranger.fault(), Catch::Contains("pop of %12: the oldest EUP result is %10's, and no %12 is queued"));
+  Harness xlu_order(rotates + "{ %v2 = vpop.permute.xlu0 %21 }\n");
+  CHECK_THAT(xlu_order.fault(), Catch::Contains("pop of %21: the oldest XLU rotate/permute result is %20's"));
+  // A token pushed twice (a loop body's push before its pop) keeps both results, in order (the second overwrote
+  // the first).
+  Harness twice(
+      "{ %v1 = vlaneseq }\n{ %v4 = vadd.s32 %v1, %v1 }\n{ %30 = vrot.lane.b32.xlu0 %v1, 1 }\n"
+      "{ %30 = vrot.lane.b32.xlu0 %v4, 1 }\n{ %v2 = vpop.permute.xlu0 %30 }\n{ %v3 = vpop.permute.xlu0 %30 }\n");
+  CHECK(twice.fault() == "no fault");
+  CHECK(twice.core.vregs[2].words[1] == 0);  // lane 1 of the first result holds lane 0 of %v1
+  CHECK(twice.core.vregs[3].words[2] == 2);  // lane 2 of the second holds lane 1 of %v4 = 2 x 1
 }
 
 TEST_CASE("core: loading fails on an undeclared allocation or a branch to nowhere", "[core][faults]") {
