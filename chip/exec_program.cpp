@@ -42,8 +42,10 @@ std::uint32_t symbol_value(const isa::Program& program, const isa::SymbolRef& sy
                   describe_source(program, op), sym.allocation, sym.spill ? "_spill" : "", sym.allocation));
 }
 
-// f32 ops take their immediates as floats; an integer literal there means its value.
+// Ops that read f32 values take their immediates as floats; an integer
+// literal there means its value (docs/ISA.md, "Reading the tables").
 bool takes_float_immediates(const isa::OpInfo& info) {
+  if (info.id == isa::OpId::kVpackCBf16) return true;  // packs f32 values to bf16 (`vpack.c.bf16 1, %v1` packs 1.0)
   return info.slot == SlotClass::kValu && info.mnemonic.find(".f32") != std::string_view::npos &&
          info.mnemonic.find("vcvt") == std::string_view::npos;
 }

@@ -256,6 +256,20 @@ TEST_CASE("core: the EUP and XLU result FIFOs hold their preset's depth and pop 
   CHECK(twice.core.vregs[3].words[2] == 2);  // lane 2 of the second holds lane 1 of %v4 = 2 x 1
 }
 
+TEST_CASE("core: an integer literal where an op reads f32 values means its value", "[core]") {
+  // vpack.c.bf16 packs f32 values: `1` is 1.0 there, as in vadd.f32 (it was the bit pattern 0x00000001).
+  Harness integer("{ %v1 = vlaneseq }\n{ %v2 = vpack.c.bf16 1, %v1 }\n{ %v3 = vadd.f32 %v1, 2 }\n");
+  Harness real("{ %v1 = vlaneseq }\n{ %v2 = vpack.c.bf16 1.0, %v1 }\n{ %v3 = vadd.f32 %v1, 2.0 }\n");
+  integer.run();
+  real.run();
+  CHECK(integer.core.vregs[2].words == real.core.vregs[2].words);
+  CHECK(integer.core.vregs[3].words == real.core.vregs[3].words);
+  // Elsewhere a literal is a bit pattern: vadd.s32 adds the integer.
+  Harness bits("{ %v1 = vlaneseq }\n{ %v2 = vadd.s32 %v1, 1 }\n");
+  bits.run();
+  CHECK(bits.core.vregs[2].words[0] == 1);
+}
+
 TEST_CASE("core: loading fails on an undeclared allocation or a branch to nowhere", "[core][faults]") {
   const ChipConfig chip = v5e();
   const isa::Program p = isa::assemble("{ %s1 = smov [#allocation3] }\n", "x.llo");
