@@ -239,7 +239,8 @@ void exec_Vsettm(Core&, const ExecOp&) {}
 // of 0 or 1 is an ordinary bundle, as the corpus's `vdelay 1` at the end of
 // every TLP).
 void exec_Vdelay(Core& c, const ExecOp& op) {
-  const auto count = static_cast<std::int32_t>(c.scalar_operand(op, 0));
+  // The literal as written (the syntax takes an integer only): 4294967295 is that many cycles, -1 a fault.
+  const std::int64_t count = op.op->operands[0].integer;
   if (count < 0) throw ProgramFault(fmt::format("vdelay {}: the count of cycles must be 0 or more", count));
   c.hold_next_bundle(static_cast<std::uint64_t>(count));
 }
