@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <string_view>
 
 #include "chip/core.hpp"
@@ -73,12 +74,13 @@ std::uint32_t xlu_index(const Core& c, const ExecOp& op) {
 }
 
 // Queues a unit's result, faulting when its FIFO holds `depth` already (`what`
-// names the FIFO and `parameter` its depth's preset parameter).
+// names the FIFO, of XLU `xlu` when given, and `parameter` its depth's preset
+// parameter; the name is formatted only for the fault).
 void push_result(std::deque<Core::TokenResult>& fifo, Core::TokenResult result, std::uint64_t depth,
-                 std::string_view what, std::string_view parameter) {
-  if (fifo.size() >= depth) {
-    throw ProgramFault(
-        fmt::format("the {} is full ({} results, {}): pop results before pushing more", what, fifo.size(), parameter));
+                 std::string_view what, std::string_view parameter, std::optional<std::uint32_t> xlu = std::nullopt) {
+  if (fifo.size() >= depth) [[unlikely]] {
+    throw ProgramFault(fmt::format("the {}{} is full ({} results, {}): pop results before pushing more", what,
+                                   xlu ? fmt::format(" of xlu{}", *xlu) : std::string(), fifo.size(), parameter));
   }
   fifo.push_back(std::move(result));
 }
@@ -91,7 +93,7 @@ void eup_push(Core& c, const ExecOp& op) {
 
 void permute_push(Core& c, const ExecOp& op, std::uint32_t x, std::uint64_t ready, vpu::Vreg value) {
   push_result(c.permute_results[x], Core::TokenResult{ready, std::move(value), token_of(op)}, c.chip.xlu.fifo_depth,
-              fmt::format("rotate/permute result FIFO of xlu{}", x), "xlu.fifo_depth");
+              "rotate/permute result FIFO", "xlu.fifo_depth", x);
 }
 
 void transpose(Core& c, const ExecOp& op) {
@@ -105,8 +107,8 @@ void transpose(Core& c, const ExecOp& op) {
   auto results = c.transposers[x].feed(chunk, vreg(c, op, 2));
   const std::uint64_t ready = c.now() + c.chip.latency(LatencyClass::kXluTranspose).value();
   for (auto& r : results) {
-    push_result(c.transpose_results[x], Core::TokenResult{ready, std::move(r)}, c.chip.xlu.fifo_depth,
-                fmt::format("transpose FIFO of xlu{}", x), "xlu.fifo_depth");
+    push_result(c.transpose_results[x], Core::TokenResult{ready, std::move(r)}, c.chip.xlu.fifo_depth, "transpose FIFO",
+                "xlu.fifo_depth", x);
   }
 }
 
