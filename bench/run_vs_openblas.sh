@@ -39,14 +39,22 @@ if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
 fi
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 runs=()
+blas_runs=()  # OpenBLAS best of 5 per round
 for ((i = 0; i < rounds; ++i)); do
   start=$(date +%s.%N)
   "$tpuemu" run "$dir/mm.llo" --chip v5e --in 0="$dir/mm.a.npy" --in 1="$dir/mm.b.npy" \
     --out 2="$dir/mm.out.npy" --expect 2="$dir/mm.expected.npy" | grep -q "bit-exact"
   end=$(date +%s.%N)
   runs+=("$(echo "$end - $start" | bc)")
-  /usr/bin/python3 bench/openblas_sgemm.py 2048 | sed 's/^/openblas: /'
+  line=$(/usr/bin/python3 bench/openblas_sgemm.py 2048)
+  echo "openblas: $line"
+  blas_runs+=("$(sed -n 's/.*best \([0-9.]*\) s of.*/\1/p' <<<"$line")")
 done
 echo "tpuemu run (TPUEMU_HOST_THREADS=${TPUEMU_HOST_THREADS:-default}): ${runs[*]} s"
 printf '%s\n' "${runs[@]}" | sort -n | awk '{v[NR]=$1} END {printf "tpuemu run: best %.3f s, median %.3f s of %d\n", v[1], v[int((NR+1)/2)], NR}'
+best_of() { printf '%s\n' "$@" | sort -n | head -1; }
+median_of() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+echo "openblas: best $(best_of "${blas_runs[@]}") s, median of the rounds' bests $(median_of "${blas_runs[@]}") s"
+awk -v tb="$(best_of "${runs[@]}")" -v tm="$(median_of "${runs[@]}")" -v bb="$(best_of "${blas_runs[@]}")" \
+  -v bm="$(median_of "${blas_runs[@]}")" 'BEGIN {printf "ratio: %.2fx best against best, %.2fx median against median\n", tb / bb, tm / bm}'
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
