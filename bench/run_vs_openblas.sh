@@ -51,9 +51,9 @@ for ((i = 0; i < rounds; ++i)); do
   blas_runs+=("$(sed -n 's/.*best \([0-9.]*\) s of.*/\1/p' <<<"$line")")
 done
 echo "tpuemu run (TPUEMU_HOST_THREADS=${TPUEMU_HOST_THREADS:-default}): ${runs[*]} s"
-printf '%s\n' "${runs[@]}" | sort -n | awk '{v[NR]=$1} END {printf "tpuemu run: best %.3f s, median %.3f s of %d\n", v[1], v[int((NR+1)/2)], NR}'
 best_of() { printf '%s\n' "$@" | sort -n | head -1; }
 median_of() { printf '%s\n' "$@" | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+printf 'tpuemu run: best %.3f s, median %.3f s of %d\n' "$(best_of "${runs[@]}")" "$(median_of "${runs[@]}")" "${#runs[@]}"
 echo "openblas: best $(best_of "${blas_runs[@]}") s, median of the rounds' bests $(median_of "${blas_runs[@]}") s"
 awk -v tb="$(best_of "${runs[@]}")" -v tm="$(median_of "${runs[@]}")" -v bb="$(best_of "${blas_runs[@]}")" \
   -v bm="$(median_of "${blas_runs[@]}")" 'BEGIN {printf "ratio: %.2fx best against best, %.2fx median against median\n", tb / bb, tm / bm}'
