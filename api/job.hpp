@@ -17,6 +17,7 @@
 #include "chip/run.hpp"
 #include "chip/trace.hpp"
 #include "common/npy.hpp"
+#include "common/npy_file.hpp"
 #include "common/presets.hpp"
 #include "ici/topology.hpp"
 #include "isa/program.hpp"
@@ -35,12 +36,15 @@ struct Step {
 };
 
 // The host data of one input buffer: one array for every chip, one array per
-// chip (per_chip[c] for chip c), or a function that gives chip c's array when
+// chip (per_chip[c] for chip c), or a function that gives chip c's data when
 // the run needs it (so a pod reads one chip's file at a time, and a
-// timing-only run reads only the by-value operands that steer the program).
+// timing-only run reads only the by-value operands that steer the program):
+// an NpyFile, which is an array (NpyFile(array)) or a file opened with
+// NpyFile::open (mapped where that pays; a one-program run on one chip then
+// lays it out from the mapping without copying it).
 struct Input {
   std::vector<NpyArray> per_chip;
-  std::function<NpyArray(std::uint32_t chip)> provider;  // used when per_chip is empty
+  std::function<NpyFile(std::uint32_t chip)> provider;  // used when per_chip is empty
   // Pods only, instead of arrays: chip c's bytes already in device layout
   // (chip/host_io.hpp), zero-padded here to chip::device_bytes(binding).
   std::function<std::vector<std::uint8_t>(std::uint32_t chip, const chip::OperandBinding& binding)> device_provider;

@@ -80,7 +80,9 @@ std::string run_name(const Job& job) {
   return names;
 }
 
-const NpyArray& input_array(const Input& input, std::uint32_t chip, std::vector<NpyArray>& holder) {
+// Chip `chip`'s data of `input`: one of its arrays, or what its provider
+// gives, kept in `holder` (the view is valid while both live).
+NpyView input_array(const Input& input, std::uint32_t chip, std::vector<NpyFile>& holder) {
   if (input.per_chip.size() == 1) return input.per_chip.front();
   if (chip < input.per_chip.size()) return input.per_chip[chip];
   if (!input.per_chip.empty()) {
@@ -89,7 +91,7 @@ const NpyArray& input_array(const Input& input, std::uint32_t chip, std::vector<
   }
   if (!input.provider) throw BadInput(fmt::format("{}: no data (neither arrays nor a provider)", input.origin));
   holder.push_back(input.provider(chip));
-  return holder.back();
+  return holder.back().view();
 }
 
 std::string origin_of(const std::string& buffer, const Input& input) {
@@ -210,12 +212,16 @@ Result run_chip_program(const Job& job, const ChipConfig& chip, chip::Tracer* dr
     }
     // A timing-only run reads only the inputs passed by value (they steer the program).
     if (!request.options.compute_numerics && binding->space != "<no memory space>") continue;
-    std::vector<NpyArray> holder;
-    // The run frees its array once it is in device layout: an array the
-    // provider made for this run moves in; the job's own arrays are copied.
-    const NpyArray& array = input_array(input, 0, holder);
-    request.inputs[binding->index] =
-        holder.empty() ? NpyArray{array.dtype, array.shape, copied_bytes(array.data)} : std::move(holder.back());
+    std::vector<NpyFile> holder;
+    // The run frees its array once it is in device layout: what the
+    // provider gave for this run (an array, a mapped file) moves in; the
+    // job's own arrays are copied.
+    const NpyView array = input_array(input, 0, holder);
+    if (holder.empty()) {
+      request.inputs[binding->index] = copy_array(array);
+    } else {
+      request.input_files.emplace(binding->index, std::move(holder.back()));
+    }
     request.input_origins[binding->index] = origin_of(name, input);
   }
   if (!dry_tracer && job.configure_chip_run) job.configure_chip_run(request);
@@ -273,8 +279,8 @@ Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_
     }
     if (by_value != nullptr && job.scalars.count(name) != 0U) by_value = nullptr;  // the job gives its value
     if (by_value == nullptr && !in_memory) continue;
-    std::vector<NpyArray> holder;
-    const NpyArray& array = input_array(input, 0, holder);
+    std::vector<NpyFile> holder;
+    const NpyView array = input_array(input, 0, holder);
     if (by_value != nullptr) {
       const auto bytes = chip::to_device(*by_value, array, origin_of(name, input));
       std::uint32_t v = 0;
@@ -282,7 +288,9 @@ Result run_chip_chain(const Job& job, const ChipConfig& chip, chip::Tracer* dry_
       request.scalars[name] = v;
     }
     if (in_memory) {
-      request.inputs[name] = holder.empty() ? array : std::move(holder.back());  // a provider's array moves
+      // A provider's array moves (a mapped file's data is copied: a chain
+      // holds arrays).
+      request.inputs[name] = holder.empty() ? copy_array(array) : std::move(holder.back()).take_array();
       request.input_origins[name] = origin_of(name, input);
     }
   }
@@ -334,11 +342,11 @@ Result run_top_level(const Job& job, const ChipConfig& chip, chip::Tracer* dry_t
     if (layouts.count(buffer) == 0U) throw BadInput(fmt::format("no kernel reads input '{}'", buffer));
     const auto it = job.inputs.find(buffer);
     if (it == job.inputs.end()) throw BadInput(fmt::format("parameter '{}' has no input", buffer));
-    std::vector<NpyArray> holder;
-    const NpyArray& array = input_array(it->second, 0, holder);
+    std::vector<NpyFile> holder;
+    const NpyView array = input_array(it->second, 0, holder);
     const bool transposed = job.transposed.count(buffer) != 0U && job.transposed.at(buffer);
     t.parameters.emplace_back(transposed ? chip::transposed_binding(layouts.at(buffer)) : layouts.at(buffer),
-                              transposed ? chip::transpose_2d(array) : array);
+                              transposed ? chip::transpose_2d(array) : copy_array(array));
   }
   if (layouts.count(top.output) == 0U) throw BadInput(fmt::format("no kernel writes the buffer '{}'", top.output));
   t.output = layouts.at(top.output);
@@ -380,7 +388,7 @@ Result run_on_pod(const Job& job, const ChipConfig& chip, const ici::Topology& t
       bytes.resize(std::max<std::uint64_t>(bytes.size(), chip::device_bytes(binding)), 0);
       return bytes;
     }
-    std::vector<NpyArray> holder;
+    std::vector<NpyFile> holder;
     std::string origin = origin_of(buffer, it->second);
     return chip::to_device(binding, input_array(it->second, chip_id, holder), origin);
   };

@@ -147,7 +147,7 @@ void unpack_bf16_pair(const std::uint32_t* __restrict words, std::uint32_t* __re
   }
 }
 
-std::string shape_text(const std::vector<std::uint64_t>& shape) {
+std::string shape_text(std::span<const std::uint64_t> shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
@@ -171,10 +171,10 @@ std::uint64_t device_bytes(const OperandBinding& binding) {
   return ceil_div(l.rows, 8) * ceil_div(l.cols, 128) * tile_bytes(l.element);
 }
 
-std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArray& host, const std::string& origin,
+std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyView& host, const std::string& origin,
                                     bool host_threads) {
   const Layout l = layout_of(binding);
-  if (host.shape != binding.shape) {
+  if (!std::ranges::equal(host.shape, binding.shape)) {
     throw std::invalid_argument(fmt::format("{}: shape {} does not match operand {} ({}[{}])", origin,
                                             shape_text(host.shape), binding.index, binding.dtype,
                                             fmt::join(binding.shape, ",")));
@@ -505,9 +505,9 @@ NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8
 }
 
 // A host array stored transposed (layout {0,1}): swap the two axes.
-NpyArray transpose_2d(const NpyArray& a) {
-  if (a.shape.size() != 2) return a;
-  NpyArray t = a;
+NpyArray transpose_2d(const NpyView& a) {
+  NpyArray t{a.dtype, {a.shape.begin(), a.shape.end()}, {a.data.begin(), a.data.end()}};
+  if (a.shape.size() != 2) return t;
   const std::uint64_t rows = a.shape[0];
   const std::uint64_t cols = a.shape[1];
   const std::size_t e = element_size(a.dtype);

@@ -34,7 +34,9 @@ std::uint64_t device_bytes(const OperandBinding& binding);
 // Large arrays convert on the host threads (common/host_pool.hpp) unless
 // `host_threads` is false (timing-only runs leave the pool alone); the bytes
 // are the same either way.
-std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyArray& host, const std::string& origin,
+// `host` may be any view (an NpyArray converts to one; a mapped file:
+// common/npy_file.hpp).
+std::vector<std::uint8_t> to_device(const OperandBinding& binding, const NpyView& host, const std::string& origin,
                                     bool host_threads = true);
 
 // The npy dtype from_device gives `binding` (its shape is binding.shape);
@@ -65,7 +67,7 @@ std::uint32_t scalar_register(const OperandBinding& binding, const NpyArray& hos
 
 // A 2-D array stored transposed (layout {0,1}): the host array with its axes
 // swapped, and the binding describing that stored shape.
-NpyArray transpose_2d(const NpyArray& a);
+NpyArray transpose_2d(const NpyView& a);
 OperandBinding transposed_binding(OperandBinding b);
 
 }  // namespace tpuemu::chip

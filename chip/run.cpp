@@ -53,7 +53,7 @@ void collect_units(ChipModule& chip, RunResult& result) {
 // (request.inputs is not read), so callers holding them need not copy them.
 // `loaded(name)`, if set, is called once the input buffer `name` is in its
 // device layout: the run reads its host array no more.
-ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, const NpyArray*>& inputs,
+ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, NpyView>& inputs,
                          const std::function<void(const std::string&)>& loaded = {});
 // run_program, calling `loaded(index)` once input `index` is in its device layout.
 RunResult run_program_on(const RunRequest& request, const std::function<void(std::uint32_t)>& loaded);
@@ -61,14 +61,14 @@ RunResult run_program_on(const RunRequest& request, const std::function<void(std
 }  // namespace
 
 ChainResult run_chain(const ChainRequest& request) {
-  std::map<std::string, const NpyArray*> inputs;
-  for (const auto& [name, array] : request.inputs) inputs[name] = &array;
+  std::map<std::string, NpyView> inputs;
+  for (const auto& [name, array] : request.inputs) inputs[name] = NpyView(array);
   return run_chain_on(request, inputs);
 }
 
 namespace {
 
-ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, const NpyArray*>& inputs,
+ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string, NpyView>& inputs,
                          const std::function<void(const std::string&)>& loaded) {
   if (request.steps.empty()) throw std::invalid_argument("nothing to run");
   std::vector<ExecProgram> execs;
@@ -153,8 +153,8 @@ ChainResult run_chain_on(const ChainRequest& request, const std::map<std::string
     if (const auto in = inputs.find(name); in != inputs.end()) {
       const std::string origin = request.input_origins.count(name) != 0U ? request.input_origins.at(name) : name;
       const bool threads = request.options.compute_numerics;
-      device_data[name] = transposed ? to_device(layout, transpose_2d(*in->second), origin, threads)
-                                     : to_device(layout, *in->second, origin, threads);  // no copy of the array
+      device_data[name] = transposed ? to_device(layout, transpose_2d(in->second), origin, threads)
+                                     : to_device(layout, in->second, origin, threads);  // no copy of the array
       if (loaded) loaded(name);
     }
   }
@@ -347,8 +347,13 @@ RunResult run_program(const RunRequest& request) {
 }
 
 RunResult run_program_freeing_inputs(RunRequest& request) {
-  return run_program_on(
-      request, [&request](std::uint32_t index) { std::vector<std::uint8_t>().swap(request.inputs.at(index).data); });
+  return run_program_on(request, [&request](std::uint32_t index) {
+    if (const auto file = request.input_files.find(index); file != request.input_files.end()) {
+      file->second = NpyFile(NpyArray{});  // unmapped or freed
+    } else {
+      std::vector<std::uint8_t>().swap(request.inputs.at(index).data);
+    }
+  });
 }
 
 namespace {
@@ -366,11 +371,18 @@ RunResult run_program_on(const RunRequest& request, const std::function<void(std
   chain.elaborated = request.elaborated;
   ChainStep step;
   step.program = request.program;
-  std::map<std::string, const NpyArray*> inputs;  // request's arrays, not copied
+  std::map<std::string, NpyView> inputs;  // request's arrays and files, not copied
   std::map<std::string, std::uint32_t> input_index;
   check_fits(*request.program, request.chip);  // the program's own faults before those of its inputs
   const ExecProgram exec = decode_program(*request.program, request.chip);
-  for (const auto& [index, array] : request.inputs) {
+  for (const auto& [index, file] : request.input_files) {
+    if (request.inputs.count(index) != 0U)
+      throw std::invalid_argument(fmt::format("operand {}: given both as an array and as a file", index));
+  }
+  std::vector<std::uint32_t> given;
+  for (const auto& [index, array] : request.inputs) given.push_back(index);
+  for (const auto& [index, file] : request.input_files) given.push_back(index);
+  for (const std::uint32_t index : given) {
     bool bound = false;
     for (const auto& b : exec.bindings) bound = bound || b.index == index;
     if (!bound) throw std::invalid_argument(fmt::format("--in {}: the program has no operand {}", index, index));
@@ -378,8 +390,9 @@ RunResult run_program_on(const RunRequest& request, const std::function<void(std
   for (const auto& b : exec.bindings) {
     const std::string name = fmt::format("operand {}", b.index);
     step.operand_buffers[b.index] = name;
-    const auto it = request.inputs.find(b.index);
-    if (it == request.inputs.end()) {
+    const auto array = request.inputs.find(b.index);
+    const auto file = request.input_files.find(b.index);
+    if (array == request.inputs.end() && file == request.input_files.end()) {
       // Timing-only runs need no array data; a by-value operand steers the
       // program (loop counts), so it needs its value either way.
       if (!b.is_output && (request.options.compute_numerics || b.space == "<no memory space>")) {
@@ -391,13 +404,14 @@ RunResult run_program_on(const RunRequest& request, const std::function<void(std
       continue;
     }
     if (b.space == "<no memory space>") {
-      const auto bytes = to_device(
-          b, it->second, request.input_origins.count(b.index) != 0U ? request.input_origins.at(b.index) : name);
+      const NpyView host = array != request.inputs.end() ? NpyView(array->second) : file->second.view();
+      const auto bytes =
+          to_device(b, host, request.input_origins.count(b.index) != 0U ? request.input_origins.at(b.index) : name);
       std::uint32_t v = 0;
       std::memcpy(&v, bytes.data(), std::min<std::size_t>(4, bytes.size()));
       chain.scalars[name] = v;
     } else {
-      inputs[name] = &it->second;
+      inputs[name] = array != request.inputs.end() ? NpyView(array->second) : file->second.view();
       input_index[name] = b.index;
       if (request.input_origins.count(b.index) != 0U) chain.input_origins[name] = request.input_origins.at(b.index);
     }

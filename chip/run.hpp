@@ -14,6 +14,7 @@
 #include "chip/core.hpp"
 #include "common/chip_config.hpp"
 #include "common/npy.hpp"
+#include "common/npy_file.hpp"
 #include "isa/program.hpp"
 
 namespace tpuemu::chip {
@@ -27,7 +28,10 @@ struct RunRequest {
   const isa::Program* program = nullptr;
   ChipConfig chip;
   RunOptions options;
-  std::map<std::uint32_t, NpyArray> inputs;            // by operand index
+  std::map<std::uint32_t, NpyArray> inputs;  // by operand index
+  // Inputs as files (read or mapped: common/npy_file.hpp) instead of arrays,
+  // by operand index; an index may be in `inputs` or here, not in both.
+  std::map<std::uint32_t, NpyFile> input_files;
   std::map<std::uint32_t, std::string> input_origins;  // file names for messages
   std::uint64_t quantum_cycles = 1000;
   Tracer* tracer = nullptr;  // trace events (chip/trace.hpp); null = off
@@ -64,8 +68,9 @@ struct RunResult {
 // (inputs do not match the operand bindings) before simulating; a program
 // fault during the run is returned in RunResult::fault.
 RunResult run_program(const RunRequest& request);
-// run_program, freeing each array of request.inputs once it is in its device
-// layout (the arrays are empty afterwards): the host then holds the inputs
+// run_program, freeing each array of request.inputs (and each of
+// request.input_files) once it is in its device layout (the arrays are empty
+// afterwards, the files closed and unmapped): the host then holds the inputs
 // once, not twice, and reuses their memory for the outputs.
 RunResult run_program_freeing_inputs(RunRequest& request);
 

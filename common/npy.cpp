@@ -11,6 +11,7 @@
 #include <bit>
 #include <cctype>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -310,7 +311,7 @@ std::uint64_t read_little_endian(std::span<const std::uint8_t> bytes) {
 }
 
 // The array's byte size if it satisfies the NpyArray contract; throws otherwise.
-std::uint64_t checked_data_size(const NpyArray& array, std::string_view origin) {
+std::uint64_t checked_data_size(const NpyView& array, std::string_view origin) {
   const std::optional<std::uint64_t> bytes = checked_byte_size(array.shape, element_size(array.dtype));
   if (!bytes)
     throw NpyError(fmt::format("{}: shape {} of {} is too large, its size in bytes overflows 64 bits", origin,
@@ -322,7 +323,7 @@ std::uint64_t checked_data_size(const NpyArray& array, std::string_view origin) 
 }
 
 template <class T>
-std::span<const T> typed_view(const NpyArray& array, NpyDtype expected) {
+std::span<const T> typed_view(const NpyView& array, NpyDtype expected) {
   if (array.dtype != expected)
     throw NpyError(fmt::format("npy array: holds {}, not {}", to_string(array.dtype), to_string(expected)));
   const std::uint64_t bytes = checked_data_size(array, "npy array");
@@ -485,6 +486,9 @@ std::uint64_t element_count(std::span<const std::uint64_t> shape) {
 std::span<const float> NpyArray::as_f32() const {
   return typed_view<float>(*this, NpyDtype::kFloat32);
 }
+std::span<const float> NpyView::as_f32() const {
+  return typed_view<float>(*this, NpyDtype::kFloat32);
+}
 std::span<const double> NpyArray::as_f64() const {
   return typed_view<double>(*this, NpyDtype::kFloat64);
 }
@@ -502,6 +506,13 @@ std::span<const std::int32_t> NpyArray::as_i32() const {
 }
 std::span<const std::int64_t> NpyArray::as_i64() const {
   return typed_view<std::int64_t>(*this, NpyDtype::kInt64);
+}
+
+NpyArray copy_array(const NpyView& view) {
+  NpyArray array{view.dtype, {view.shape.begin(), view.shape.end()}, {}};
+  resize_zeroed(array.data, view.data.size());
+  if (!view.data.empty()) std::memcpy(array.data.data(), view.data.data(), view.data.size());
+  return array;
 }
 
 NpyArray make_npy(NpyDtype dtype, std::vector<std::uint64_t> shape, const void* elements) {

@@ -58,6 +58,28 @@ struct NpyArray {
   friend bool operator==(const NpyArray&, const NpyArray&) = default;
 };
 
+// A read-only view of C-order array data held elsewhere (an NpyArray, or a
+// mapped .npy file: common/npy_file.hpp), under the NpyArray contract. Valid
+// while what it views lives and is not reallocated.
+struct NpyView {
+  NpyDtype dtype = NpyDtype::kFloat32;
+  std::span<const std::uint64_t> shape;
+  std::span<const std::uint8_t> data;
+
+  NpyView() = default;
+  NpyView(NpyDtype d, std::span<const std::uint64_t> s, std::span<const std::uint8_t> bytes)
+      : dtype(d), shape(s), data(bytes) {}
+  NpyView(const NpyArray& array) : dtype(array.dtype), shape(array.shape), data(array.data) {}  // NOLINT: a view of it
+
+  [[nodiscard]] std::uint64_t element_count() const { return tpuemu::element_count(shape); }
+  // As NpyArray's views.
+  [[nodiscard]] std::span<const float> as_f32() const;
+};
+
+// A copy of what `view` shows (its data in huge pages when it is big:
+// common/huge_pages.hpp).
+NpyArray copy_array(const NpyView& view);
+
 // Copies element_count(shape) elements of `dtype` from `elements` (which may
 // be null only when that count is 0).
 NpyArray make_npy(NpyDtype dtype, std::vector<std::uint64_t> shape, const void* elements);

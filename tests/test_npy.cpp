@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/npy.hpp"
+#include "common/npy_file.hpp"
 #include "common/numerics.hpp"
 
 using namespace tpuemu;
@@ -461,4 +463,63 @@ TEST_CASE("npy: real corpus inputs read back and match the numerics", "[npy]") {
       CHECK(mismatches == 0);
     }
   }
+}
+
+TEST_CASE("npy: NpyFile maps large files and reads small ones, with read_npy's array and errors", "[npy]") {
+  const std::filesystem::path path = temp_file("tpuemu_test_npy_file");
+  const auto write_bytes = [&](const Bytes& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  };
+  // One element under the mapping threshold, and exactly at it.
+  const std::uint64_t at_threshold = NpyFile::kMapFromBytes / 4;
+  for (const std::uint64_t count : {at_threshold - 1, at_threshold, at_threshold + 4096}) {
+    CAPTURE(count);
+    const Bytes data = sample_data(NpyDtype::kFloat32, count);
+    const NpyArray array = make_npy(NpyDtype::kFloat32, {count}, data.data());
+    write_npy(path.string(), array);
+    const NpyFile file = NpyFile::open(path.string());
+    CHECK(file.mapped() == (array.data.size() >= NpyFile::kMapFromBytes));
+    const NpyView view = file.view();
+    CHECK(view.dtype == NpyDtype::kFloat32);
+    CHECK(std::ranges::equal(view.shape, array.shape));
+    CHECK(std::ranges::equal(view.data, array.data));
+    CHECK(view.as_f32().size() == array.data.size() / 4);
+  }
+  // A mapped file, taken as an array, is a copy; the file may then change.
+  {
+    NpyFile file = NpyFile::open(path.string());
+    REQUIRE(file.mapped());
+    const NpyArray taken = std::move(file).take_array();
+    CHECK(taken == read_npy(path.string()));
+    CHECK_FALSE(file.mapped());  // NOLINT(bugprone-use-after-move): released by take_array
+  }
+  // Big-endian data is read and converted, not mapped.
+  Bytes big(NpyFile::kMapFromBytes);
+  for (std::size_t i = 0; i < big.size(); i += 2) {
+    big[i] = 0x12;
+    big[i + 1] = static_cast<std::uint8_t>(i >> 1);
+  }
+  write_bytes(npy_file(dict(">u2", "(" + std::to_string(big.size() / 2) + ",)"), big));
+  {
+    const NpyFile file = NpyFile::open(path.string());
+    CHECK_FALSE(file.mapped());
+    CHECK(std::ranges::equal(file.view().data, read_npy(path.string()).data));
+    CHECK(file.view().data[0] == 0x00);
+    CHECK(file.view().data[1] == 0x12);
+  }
+  // Errors are read_npy's.
+  Bytes truncated = npy_file(dict("<f4", "(" + std::to_string(at_threshold) + ",)"), Bytes(at_threshold * 4));
+  truncated.resize(truncated.size() - 4);
+  write_bytes(truncated);
+  std::string read_error;
+  try {
+    (void)read_npy(path.string());
+  } catch (const NpyError& e) {
+    read_error = e.what();
+  }
+  REQUIRE_FALSE(read_error.empty());
+  CHECK_THROWS_WITH(NpyFile::open(path.string()), read_error);
+  std::filesystem::remove(path);
+  CHECK_THROWS_WITH(NpyFile::open("/nonexistent/dir/x.npy"), StartsWith("/nonexistent/dir/x.npy: cannot open file"));
 }

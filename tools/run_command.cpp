@@ -18,6 +18,7 @@
 #include "chip/host_io.hpp"
 #include "common/host_pool.hpp"
 #include "common/npy.hpp"
+#include "common/npy_file.hpp"
 #include "common/parse_number.hpp"
 #include "dist/ranks.hpp"
 #include "tools/cli.hpp"
@@ -74,9 +75,9 @@ void check_outputs(const po::variables_map& vm, std::uint32_t chips) {
   if (vm.count("report") != 0U) check_writable("--report", vm["report"].as<std::string>());
 }
 
-// The .npy files of --in, read on the host threads
-// (common/host_pool.hpp) while the options are checked in order: take()
-// returns a file's array, or throws its read error, at the point where the
+// The .npy files of --in, opened (mapped or read: common/npy_file.hpp) on
+// the host threads (common/host_pool.hpp) while the options are checked in
+// order: take() returns a file, or throws its error, at the point where the
 // checks read it, so messages and their order are those of reading in turn.
 class NpyPrefetch {
  public:
@@ -97,26 +98,26 @@ class NpyPrefetch {
     for (auto& [path, read] : reads_) wait_host_task(*read, std::chrono::microseconds::max());
   }
 
-  NpyArray take(const std::string& path) {
+  NpyFile take(const std::string& path) {
     const auto it = reads_.find(path);
-    if (it == reads_.end() || it->second->taken) return read_npy(path);
+    if (it == reads_.end() || it->second->taken) return NpyFile::open(path);
     Read& read = *it->second;
     wait_host_task(read, std::chrono::microseconds::max());
     read.taken = true;
     if (read.error) std::rethrow_exception(read.error);
-    return std::move(read.array);
+    return std::move(*read.file);
   }
 
  private:
   struct Read : HostTask {
     std::string path;
-    NpyArray array;
+    std::optional<NpyFile> file;
     std::exception_ptr error;
     bool taken = false;
     static void go(HostTask& task) {
       auto& read = static_cast<Read&>(task);
       try {
-        read.array = read_npy(read.path);
+        read.file = NpyFile::open(read.path);
       } catch (...) {
         read.error = std::current_exception();
       }
@@ -287,7 +288,7 @@ int run_command(const std::vector<std::string>& args) {
       }
       input.origin = path;
       input.provider = [path, &files, on_pod](std::uint32_t chip_id) {
-        return on_pod ? read_npy(per_chip_path(path, chip_id)) : files->take(path);
+        return on_pod ? NpyFile::open(per_chip_path(path, chip_id)) : files->take(path);
       };
       if (on_pod) input.origin = per_chip_path(path, 0);
     }

@@ -1,0 +1,57 @@
+// A .npy file's array, for reading only: the file mapped into memory where
+// that pays (data of kMapFromBytes and more, little-endian, aligned for its
+// elements: the view is then the page cache's own pages, populated when the
+// file is opened, with no copy and no fresh memory), else read into an
+// NpyArray. Either way view() is the array read_npy would return.
+//
+// Why: on a virtual machine fresh memory can cost 1-4 ms per MiB (the
+// host backs each new page), while a file just written or read is in the
+// page cache already; a 16 MiB input read into a buffer of its own costs
+// 3-26 ms there, mapped under 1 ms (bench/README.md, session 30).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/npy.hpp"
+
+namespace tpuemu {
+
+class NpyFile {
+ public:
+  // Smaller data is read: a mapping's set-up costs more than copying it.
+  static constexpr std::uint64_t kMapFromBytes = std::uint64_t{1} << 20;
+
+  // Opens `path` with read_npy's checks and messages (throws NpyError).
+  // Contract: nobody truncates the file while the NpyFile lives (a mapped
+  // page cut off the file would fault when read); a file rewritten in place
+  // meanwhile may show through a mapping, so a caller that rewrites the
+  // file itself lets the NpyFile go first.
+  static NpyFile open(const std::string& path);
+  explicit NpyFile(NpyArray array);
+
+  NpyFile(NpyFile&& other) noexcept;
+  NpyFile& operator=(NpyFile&& other) noexcept;
+  NpyFile(const NpyFile&) = delete;
+  NpyFile& operator=(const NpyFile&) = delete;
+  ~NpyFile();
+
+  [[nodiscard]] NpyView view() const;
+  [[nodiscard]] bool mapped() const { return mapping_ != nullptr; }
+  // The array on the heap (a copy of a mapping's data; a read array moves out).
+  [[nodiscard]] NpyArray take_array() &&;
+
+ private:
+  NpyFile() = default;
+  void release() noexcept;
+
+  NpyArray array_;  // when read (then also dtype and shape of a mapping)
+  void* mapping_ = nullptr;
+  std::size_t mapping_bytes_ = 0;
+  const std::uint8_t* data_ = nullptr;  // the mapping's data
+  std::size_t data_bytes_ = 0;
+};
+
+}  // namespace tpuemu
