@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #if defined(__linux__)
@@ -44,7 +45,7 @@ inline void resize_zeroed(std::vector<std::uint8_t>& bytes, std::size_t size) {
 }
 
 // A copy of `bytes`, in huge pages when it is big.
-inline std::vector<std::uint8_t> copied_bytes(const std::vector<std::uint8_t>& bytes) {
+inline std::vector<std::uint8_t> copied_bytes(std::span<const std::uint8_t> bytes) {
   std::vector<std::uint8_t> copy;
   if (bytes.size() >= kHugeBufferBytes) {
     copy.reserve(bytes.size());

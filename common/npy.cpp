@@ -11,7 +11,6 @@
 #include <bit>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <optional>
@@ -509,10 +508,7 @@ std::span<const std::int64_t> NpyArray::as_i64() const {
 }
 
 NpyArray copy_array(const NpyView& view) {
-  NpyArray array{view.dtype, {view.shape.begin(), view.shape.end()}, {}};
-  resize_zeroed(array.data, view.data.size());
-  if (!view.data.empty()) std::memcpy(array.data.data(), view.data.data(), view.data.size());
-  return array;
+  return {view.dtype, {view.shape.begin(), view.shape.end()}, copied_bytes(view.data)};
 }
 
 NpyArray make_npy(NpyDtype dtype, std::vector<std::uint64_t> shape, const void* elements) {

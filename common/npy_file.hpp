@@ -4,10 +4,11 @@
 // file is opened, with no copy and no fresh memory), else read into an
 // NpyArray. Either way view() is the array read_npy would return.
 //
-// Why: on a virtual machine fresh memory can cost 1-4 ms per MiB (the
-// host backs each new page), while a file just written or read is in the
-// page cache already; a 16 MiB input read into a buffer of its own costs
-// 3-26 ms there, mapped under 1 ms (bench/README.md, session 30).
+// Why: on a virtual machine fresh memory can cost up to ~2 ms per MiB (the
+// host backs each new page: 3.4-69 ms per 32 MiB on the benchmark VM), while
+// a file just written or read is in the page cache already; a 16 MiB input
+// read into a buffer of its own took 2.8-25.9 ms there, mapped 0.6-0.9 ms
+// (bench/README.md, sessions 29 and 30).
 #pragma once
 
 #include <cstddef>
