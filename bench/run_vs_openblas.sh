@@ -47,7 +47,7 @@ tpuemu_run() {
 # balloon) memory freed a few seconds before is handed back to the host, and
 # the first run after an idle spell pays the host's page faults in the guest's
 # page clearing (bench/README.md session 31: 0.20-0.25 s of system time after
-# 5-20 s idle, 0.01-0.02 s back to back).
+# 5-20 s idle, 0.01-0.07 s back to back).
 start=$(date +%s.%N)
 tpuemu_run
 echo "tpuemu run, warm-up (not counted): $(echo "$(date +%s.%N) - $start" | bc) s"
