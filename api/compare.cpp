@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <vector>
 
 #include "api/result.hpp"
@@ -10,66 +11,96 @@
 namespace tpuemu::api {
 namespace {
 
-// The verdict of compare_bits for `got` against an expected array of
-// `dtype` and `shape` whose data `view(offset, length)` gives piece by piece
-// (a pointer valid until the next call).
-template <class View>
-std::string compare_with(const NpyArray& got, NpyDtype dtype, const std::vector<std::uint64_t>& shape,
-                         std::uint64_t expected_bytes, View view) {
-  if (got.shape != shape) {
-    return fmt::format("shape [{}] differs from the expected [{}]", fmt::join(got.shape, ","), fmt::join(shape, ","));
+// A multiple of every element size; 2 MiB, so that the tpuemu executable
+// takes a piece buffer from its large blocks (tools/large_allocations.cpp:
+// one huge page, or a block a freed array left) instead of 512 small pages.
+constexpr std::uint64_t kPieceBytes = std::uint64_t{2} << 20;
+
+std::string compare_whole(const NpyArray& got, BitComparison comparison) {
+  for (std::uint64_t at = 0; at < got.data.size(); at += kPieceBytes) {
+    comparison.add(std::span<const std::uint8_t>(got.data).subspan(at, std::min(kPieceBytes, got.data.size() - at)));
   }
-  if (got.dtype != dtype || got.data.size() != expected_bytes) {
-    return fmt::format(
-        "dtype {} differs from the expected file's {} (raw bits of bf16/f8 outputs compare with a "
-        "file named *.bits.npy)",
-        to_string(got.dtype), to_string(dtype));
-  }
-  const std::uint64_t count = got.element_count();
-  const std::size_t width = element_size(dtype);
-  // A multiple of every element size; 2 MiB, so that the tpuemu executable
-  // takes the piece buffer from its large blocks (tools/large_allocations.cpp:
-  // one huge page, or a block a freed array left) instead of 512 small pages.
-  constexpr std::uint64_t kPieceBytes = std::uint64_t{2} << 20;
-  std::uint64_t differing = 0;
-  std::uint64_t first = 0;
-  float first_expected = 0;
-  for (std::uint64_t at = 0; at < expected_bytes; at += kPieceBytes) {
-    const std::uint64_t length = std::min(kPieceBytes, expected_bytes - at);
-    const std::uint8_t* expected = view(at, length);
-    const std::uint8_t* mine = got.data.data() + at;
-    if (std::memcmp(mine, expected, length) == 0) continue;
-    for (std::uint64_t i = 0; i < length; i += width) {
-      if (std::memcmp(mine + i, expected + i, width) == 0) continue;
-      if (differing++ == 0) {
-        first = (at + i) / width;
-        if (dtype == NpyDtype::kFloat32) std::memcpy(&first_expected, expected + i, sizeof first_expected);
-      }
-    }
-  }
-  if (differing == 0) return fmt::format("bit-exact ({} elements)", count);
-  std::string detail;
-  if (dtype == NpyDtype::kFloat32) {
-    detail = fmt::format(": got {} where {} was expected", got.as_f32()[first], first_expected);
-  }
-  return fmt::format("{} of {} elements differ, the first at flat index {}{}", differing, count, first, detail);
+  return comparison.verdict();
 }
 
 }  // namespace
 
+BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, NpyDtype expected_dtype,
+                             const std::vector<std::uint64_t>& expected_shape, std::uint64_t expected_bytes)
+    : dtype_(dtype), count_(element_count(shape)), bytes_(expected_bytes) {
+  if (shape != expected_shape) {
+    mismatch_ =
+        fmt::format("shape [{}] differs from the expected [{}]", fmt::join(shape, ","), fmt::join(expected_shape, ","));
+  } else if (dtype != expected_dtype || count_ * element_size(dtype) != expected_bytes) {
+    mismatch_ = fmt::format(
+        "dtype {} differs from the expected file's {} (raw bits of bf16/f8 outputs compare with a "
+        "file named *.bits.npy)",
+        to_string(dtype), to_string(expected_dtype));
+  }
+  if (!mismatch_.empty()) bytes_ = count_ * element_size(dtype);
+}
+
+BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyArray& expected)
+    : BitComparison(dtype, std::move(shape), expected.dtype, expected.shape, expected.data.size()) {
+  array_ = &expected;
+}
+
+BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyFileHeader& expected)
+    : BitComparison(dtype, std::move(shape), expected.dtype, expected.shape, expected.data_bytes) {
+  file_ = &expected;
+}
+
+void BitComparison::add(std::span<const std::uint8_t> got) {
+  const std::size_t width = element_size(dtype_);
+  if (got.size() % width != 0 || got.size() > bytes_ - at_) {
+    throw std::logic_error(
+        fmt::format("BitComparison::add: {} bytes at {} of {} ({}-byte elements)", got.size(), at_, bytes_, width));
+  }
+  if (!mismatch_.empty()) {
+    at_ += got.size();
+    return;
+  }
+  const std::uint8_t* expected = nullptr;
+  if (array_ != nullptr) {
+    expected = array_->data.data() + at_;
+  } else {
+    piece_.resize(got.size());
+    read_npy_data(*file_, at_, piece_);
+    expected = piece_.data();
+  }
+  const std::uint8_t* const mine = got.data();
+  if (std::memcmp(mine, expected, got.size()) != 0) {
+    for (std::size_t i = 0; i < got.size(); i += width) {
+      if (std::memcmp(mine + i, expected + i, width) == 0) continue;
+      if (differing_++ == 0) {
+        first_ = (at_ + i) / width;
+        if (dtype_ == NpyDtype::kFloat32) {
+          std::memcpy(&first_got_, mine + i, sizeof first_got_);
+          std::memcpy(&first_expected_, expected + i, sizeof first_expected_);
+        }
+      }
+    }
+  }
+  at_ += got.size();
+}
+
+std::string BitComparison::verdict() const {
+  if (at_ != bytes_) {
+    throw std::logic_error(fmt::format("BitComparison::verdict: {} of {} bytes compared", at_, bytes_));
+  }
+  if (!mismatch_.empty()) return mismatch_;
+  if (differing_ == 0) return fmt::format("bit-exact ({} elements)", count_);
+  std::string detail;
+  if (dtype_ == NpyDtype::kFloat32) detail = fmt::format(": got {} where {} was expected", first_got_, first_expected_);
+  return fmt::format("{} of {} elements differ, the first at flat index {}{}", differing_, count_, first_, detail);
+}
+
 std::string compare_bits(const NpyArray& got, const NpyArray& expected) {
-  return compare_with(got, expected.dtype, expected.shape, expected.data.size(),
-                      [&](std::uint64_t at, std::uint64_t) { return expected.data.data() + at; });
+  return compare_whole(got, BitComparison(got.dtype, got.shape, expected));
 }
 
 std::string compare_bits(const NpyArray& got, const NpyFileHeader& expected) {
-  std::vector<std::uint8_t> piece;
-  return compare_with(got, expected.dtype, expected.shape, expected.data_bytes,
-                      [&](std::uint64_t at, std::uint64_t length) {
-                        piece.resize(length);
-                        read_npy_data(expected, at, piece);
-                        return piece.data();
-                      });
+  return compare_whole(got, BitComparison(got.dtype, got.shape, expected));
 }
 
 }  // namespace tpuemu::api

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,15 @@ struct Result {
   // bf16/f8 buffers, or their raw uint16/uint8 codes with `raw_bits`.
   // Throws BadInput naming the buffers there are if there is no such output.
   [[nodiscard]] NpyArray output(const std::string& name, std::uint32_t chip = 0, bool raw_bits = false) const;
+  // The same array a piece at a time, with no buffer of its size: calls
+  // take(piece) with consecutive runs of its bytes (C order, each at most
+  // `piece_bytes` or one tile row of 8 rows, whichever is more) that together are
+  // output()'s data. Throws as output() does, and what take throws.
+  // The dtype and shape of output() are output_dtype() and the binding's.
+  void output_pieces(const std::string& name, std::uint32_t chip, bool raw_bits, std::uint64_t piece_bytes,
+                     const std::function<void(std::span<const std::uint8_t>)>& take) const;
+  [[nodiscard]] NpyDtype output_dtype(const std::string& name, bool raw_bits) const;
+  [[nodiscard]] const std::vector<std::uint64_t>& output_shape(const std::string& name) const;
   // Throws ProgramFault if the run faulted.
   void throw_if_fault() const;
 };
@@ -60,6 +71,38 @@ std::string compare_bits(const NpyArray& got, const NpyArray& expected);
 // The same against a file's data, read a piece at a time (no buffer of the
 // array's size); throws NpyError if the file cannot be read.
 std::string compare_bits(const NpyArray& got, const NpyFileHeader& expected);
+
+// compare_bits with the got array fed a piece at a time (no buffer of its
+// size either): its dtype and shape when made, then its data in C order in
+// pieces of any size that are multiples of the element size (add); once all
+// of it came, verdict() is what compare_bits of the whole array says. The
+// expected array (or file header) must outlive it; the file's data is read
+// in the pieces add receives. add throws NpyError if the file cannot be read;
+// verdict() before all the data came is a contract violation (std::logic_error).
+class BitComparison {
+ public:
+  BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyArray& expected);
+  BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyFileHeader& expected);
+  void add(std::span<const std::uint8_t> got);
+  [[nodiscard]] std::string verdict() const;
+
+ private:
+  BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, NpyDtype expected_dtype,
+                const std::vector<std::uint64_t>& expected_shape, std::uint64_t expected_bytes);
+
+  NpyDtype dtype_;
+  std::uint64_t count_ = 0;
+  std::uint64_t bytes_ = 0;  // expected and got, when they agree
+  std::string mismatch_;     // shape or dtype differ: the verdict, whatever the data
+  const NpyArray* array_ = nullptr;
+  const NpyFileHeader* file_ = nullptr;
+  std::vector<std::uint8_t> piece_;  // the file's bytes for the current piece
+  std::uint64_t at_ = 0;             // bytes compared so far
+  std::uint64_t differing_ = 0;
+  std::uint64_t first_ = 0;  // flat index of the first differing element
+  float first_got_ = 0;
+  float first_expected_ = 0;
+};
 [[nodiscard]] inline bool is_bit_exact(const std::string& verdict) {
   return verdict.starts_with("bit-exact");
 }

@@ -654,7 +654,12 @@ FaultSite parse_fault(const std::string& message) {
   return site;
 }
 
-NpyArray Result::output(const std::string& name, std::uint32_t chip, bool raw_bits) const {
+namespace {
+
+// Output buffer `name` of `outputs`, with chip `chip` in it; throws BadInput
+// naming the buffers there are, or the chips.
+const OutputBuffer& output_of(const std::map<std::string, OutputBuffer>& outputs, const std::string& name,
+                              std::optional<std::uint32_t> chip) {
   const auto it = outputs.find(name);
   if (it == outputs.end()) {
     std::string names;
@@ -662,11 +667,40 @@ NpyArray Result::output(const std::string& name, std::uint32_t chip, bool raw_bi
     throw BadInput(
         fmt::format("'{}' is not an output buffer of the run (outputs: {})", name, names.empty() ? "none" : names));
   }
-  if (chip >= it->second.device.size()) {
+  if (chip && *chip >= it->second.device.size()) {
     throw BadInput(
-        fmt::format("output '{}': chip {} is not in the run ({} chips)", name, chip, it->second.device.size()));
+        fmt::format("output '{}': chip {} is not in the run ({} chips)", name, *chip, it->second.device.size()));
   }
-  return chip::from_device(it->second.binding, it->second.device[chip], raw_bits);
+  return it->second;
+}
+
+}  // namespace
+
+NpyArray Result::output(const std::string& name, std::uint32_t chip, bool raw_bits) const {
+  const OutputBuffer& o = output_of(outputs, name, chip);
+  return chip::from_device(o.binding, o.device[chip], raw_bits);
+}
+
+void Result::output_pieces(const std::string& name, std::uint32_t chip, bool raw_bits, std::uint64_t piece_bytes,
+                           const std::function<void(std::span<const std::uint8_t>)>& take) const {
+  const OutputBuffer& o = output_of(outputs, name, chip);
+  const std::uint64_t rows = chip::view_rows(o.binding);
+  const std::uint64_t step = chip::host_rows_per_piece(o.binding, raw_bits, piece_bytes);
+  std::vector<std::uint8_t> piece;
+  for (std::uint64_t r = 0; r < rows; r += step) {
+    const std::uint64_t end = std::min(rows, r + step);
+    piece.resize(chip::host_bytes_of_rows(o.binding, raw_bits, r, end));
+    chip::from_device_rows(o.binding, o.device[chip], raw_bits, r, end, piece);
+    take(piece);
+  }
+}
+
+NpyDtype Result::output_dtype(const std::string& name, bool raw_bits) const {
+  return chip::host_dtype(output_of(outputs, name, std::nullopt).binding, raw_bits);
+}
+
+const std::vector<std::uint64_t>& Result::output_shape(const std::string& name) const {
+  return output_of(outputs, name, std::nullopt).binding.shape;
 }
 
 void Result::throw_if_fault() const {

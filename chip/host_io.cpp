@@ -405,103 +405,141 @@ NpyDtype host_dtype(const OperandBinding& binding, bool raw_bits) {
   return NpyDtype::kFloat32;
 }
 
+namespace {
+
+// Bytes per host element of what from_device gives.
+std::uint64_t host_element_bytes(Element e, bool raw_bits) {
+  return e == Element::k32Bit ? 4 : !raw_bits ? 4 : e == Element::kBf16 ? 2 : 1;
+}
+
+// The host index of the first element of row r of the tiled 2-D view (for
+// r at or past the last row: the element count).
+std::uint64_t first_host_index(const Layout& l, std::uint64_t r) {
+  return std::min(l.count, r * l.cols);
+}
+
+// Converts rows r0..r1-1 of the tiled 2-D view (r0 a multiple of 8) from the
+// device bytes `in`; host element i goes to out + (i - base) * width, where
+// base = first_host_index(l, base_row). Touches only those rows' host bytes.
+void convert_from_device(const Layout& l, const std::uint8_t* in, bool raw_bits, std::uint64_t r0, std::uint64_t r1,
+                         std::uint64_t base_row, std::uint8_t* out_base) {
+  const std::uint64_t width = host_element_bytes(l.element, raw_bits);
+  std::uint8_t* const out = out_base;
+  const std::uint64_t base = first_host_index(l, base_row);
+  const auto at_index = [&](std::uint64_t i) { return out + (i - base) * width; };
+  switch (l.element) {
+    case Element::k32Bit:
+      for_each_run(
+          l, [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(at_index(i), in + at, n * 4); }, r0,
+          r1);
+      return;
+    case Element::kBf16:
+      if (!raw_bits) {
+        for_each_row_pair(
+            l,
+            [&](std::uint64_t at, std::uint64_t even, std::uint64_t n, std::uint64_t odd, std::uint64_t m) {
+              if (n == 128 && m == 128) {
+                std::array<std::uint32_t, 128> words;
+                std::array<std::uint32_t, 128> e;
+                std::array<std::uint32_t, 128> o;
+                std::memcpy(words.data(), in + at, sizeof words);
+                unpack_bf16_pair(words.data(), e.data(), o.data());
+                std::memcpy(at_index(even), e.data(), sizeof e);
+                std::memcpy(at_index(odd), o.data(), sizeof o);
+                return;
+              }
+              for (std::uint64_t j = 0; j < n + m; ++j) {
+                const bool high = j >= n;
+                std::uint16_t bits = 0;
+                std::memcpy(&bits, in + at + (high ? j - n : j) * 4 + (high ? 2 : 0), 2);
+                const float v = bf16_bits_to_f32(bits);
+                std::memcpy(at_index(high ? odd + j - n : even + j), &v, 4);
+              }
+            },
+            r0, r1);
+        return;
+      }
+      for_each_run(
+          l,
+          [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+            for (std::uint64_t j = 0; j < n; ++j) std::memcpy(at_index(i + j), in + at + j * 4, 2);
+          },
+          r0, r1);
+      return;
+    case Element::kF8:
+      for_each_run(
+          l,
+          [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
+            for (std::uint64_t j = 0; j < n; ++j) {
+              const std::uint8_t code = in[at + j * 4];
+              if (raw_bits) {
+                *at_index(i + j) = code;
+              } else {
+                const float v = f8e4m3fn_to_f32(code);
+                std::memcpy(at_index(i + j), &v, 4);
+              }
+            }
+          },
+          r0, r1);
+      return;
+  }
+}
+
+}  // namespace
+
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits,
                      bool host_threads) {
   const Layout l = layout_of(binding);
-  const std::uint64_t n_elements = l.count;
   NpyArray result;
   result.shape = binding.shape;
-  const std::uint8_t* const in = device.data();
-  switch (l.element) {
-    case Element::k32Bit: {
-      result.dtype = host_dtype(binding, raw_bits);
-      resize_zeroed(result.data, n_elements * 4);
-      std::uint8_t* const out = result.data.data();
-      over_tile_rows(
-          l,
-          [&](std::uint64_t r0, std::uint64_t r1) {
-            for_each_run(
-                l,
-                [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) { std::memcpy(out + i * 4, in + at, n * 4); },
-                r0, r1);
-          },
-          host_threads);
-      break;
-    }
-    case Element::kBf16: {
-      result.dtype = host_dtype(binding, raw_bits);
-      resize_zeroed(result.data, n_elements * (raw_bits ? 2 : 4));
-      std::uint8_t* const out = result.data.data();
-      if (!raw_bits) {
-        over_tile_rows(
-            l,
-            [&](std::uint64_t r0, std::uint64_t r1) {
-              for_each_row_pair(
-                  l,
-                  [&](std::uint64_t at, std::uint64_t even, std::uint64_t n, std::uint64_t odd, std::uint64_t m) {
-                    if (n == 128 && m == 128) {
-                      std::array<std::uint32_t, 128> words;
-                      std::array<std::uint32_t, 128> e;
-                      std::array<std::uint32_t, 128> o;
-                      std::memcpy(words.data(), in + at, sizeof words);
-                      unpack_bf16_pair(words.data(), e.data(), o.data());
-                      std::memcpy(out + even * 4, e.data(), sizeof e);
-                      std::memcpy(out + odd * 4, o.data(), sizeof o);
-                      return;
-                    }
-                    for (std::uint64_t j = 0; j < n + m; ++j) {
-                      const bool high = j >= n;
-                      std::uint16_t bits = 0;
-                      std::memcpy(&bits, in + at + (high ? j - n : j) * 4 + (high ? 2 : 0), 2);
-                      const float v = bf16_bits_to_f32(bits);
-                      std::memcpy(out + (high ? odd + j - n : even + j) * 4, &v, 4);
-                    }
-                  },
-                  r0, r1);
-            },
-            host_threads);
-        break;
-      }
-      over_tile_rows(
-          l,
-          [&](std::uint64_t r0, std::uint64_t r1) {
-            for_each_run(
-                l,
-                [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-                  for (std::uint64_t j = 0; j < n; ++j) std::memcpy(out + (i + j) * 2, in + at + j * 4, 2);
-                },
-                r0, r1);
-          },
-          host_threads);
-      break;
-    }
-    case Element::kF8: {
-      result.dtype = host_dtype(binding, raw_bits);
-      resize_zeroed(result.data, n_elements * (raw_bits ? 1 : 4));
-      std::uint8_t* const out = result.data.data();
-      over_tile_rows(
-          l,
-          [&](std::uint64_t r0, std::uint64_t r1) {
-            for_each_run(
-                l,
-                [&](std::uint64_t at, std::uint64_t i, std::uint64_t n) {
-                  for (std::uint64_t j = 0; j < n; ++j) {
-                    const std::uint8_t code = in[at + j * 4];
-                    if (raw_bits) {
-                      out[i + j] = code;
-                    } else {
-                      const float v = f8e4m3fn_to_f32(code);
-                      std::memcpy(out + (i + j) * 4, &v, 4);
-                    }
-                  }
-                },
-                r0, r1);
-          },
-          host_threads);
-      break;
-    }
-  }
+  result.dtype = host_dtype(binding, raw_bits);
+  resize_zeroed(result.data, l.count * host_element_bytes(l.element, raw_bits));
+  over_tile_rows(
+      l,
+      [&](std::uint64_t r0, std::uint64_t r1) {
+        convert_from_device(l, device.data(), raw_bits, r0, r1, 0, result.data.data());
+      },
+      host_threads);
   return result;
+}
+
+std::uint64_t host_rows_per_piece(const OperandBinding& binding, bool raw_bits, std::uint64_t piece_bytes) {
+  const Layout l = layout_of(binding);
+  const std::uint64_t tile_row_bytes = l.cols * 8 * host_element_bytes(l.element, raw_bits);
+  return 8 * std::max<std::uint64_t>(1, piece_bytes / tile_row_bytes);
+}
+
+std::uint64_t view_rows(const OperandBinding& binding) {
+  return layout_of(binding).rows;
+}
+
+std::uint64_t host_bytes_of_rows(const OperandBinding& binding, bool raw_bits, std::uint64_t first_row,
+                                 std::uint64_t end_row) {
+  const Layout l = layout_of(binding);
+  return (first_host_index(l, end_row) - first_host_index(l, std::min(first_row, end_row))) *
+         host_element_bytes(l.element, raw_bits);
+}
+
+void from_device_rows(const OperandBinding& binding, std::span<const std::uint8_t> device, bool raw_bits,
+                      std::uint64_t first_row, std::uint64_t end_row, std::span<std::uint8_t> out) {
+  const Layout l = layout_of(binding);
+  end_row = std::min(end_row, l.rows);
+  if (first_row % 8 != 0 || first_row > end_row || device.size() != device_bytes(binding) ||
+      out.size() != host_bytes_of_rows(binding, raw_bits, first_row, end_row)) {
+    throw std::invalid_argument(fmt::format("from_device_rows: rows {}..{} of operand {} do not fit {} output bytes",
+                                            first_row, end_row, binding.index, out.size()));
+  }
+  // Split into tile-row ranges over the host threads when the piece is big
+  // (each range writes only its own bytes: the same bytes either way).
+  constexpr std::uint64_t kParallelFromBytes = std::uint64_t{1} << 20;
+  const std::uint64_t tile_rows = ceil_div(end_row - first_row, 8);
+  const std::uint64_t parts =
+      out.size() < kParallelFromBytes ? 1 : std::min<std::uint64_t>(tile_rows, tpuemu::host_threads());
+  parallel_for(parts, [&](std::size_t p) {
+    const std::uint64_t r0 = first_row + tile_rows * p / parts * 8;
+    const std::uint64_t r1 = std::min(end_row, first_row + tile_rows * (p + 1) / parts * 8);
+    convert_from_device(l, device.data(), raw_bits, r0, r1, first_row, out.data());
+  });
 }
 
 // A host array stored transposed (layout {0,1}): swap the two axes.

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,25 @@ NpyDtype host_dtype(const OperandBinding& binding, bool raw_bits);
 // `raw_bits` (then uint16 / uint8 codes). Host threads as for to_device.
 NpyArray from_device(const OperandBinding& binding, const std::vector<std::uint8_t>& device, bool raw_bits,
                      bool host_threads = true);
+
+// The same conversion a piece at a time, for outputs written or compared
+// without a whole host array. The host array's bytes are row-major, so rows
+// first_row..end_row-1 of the tiled 2-D view (a 1-D array's view rows hold
+// 128 elements each; end_row is clamped to view_rows) are one contiguous run
+// of them: from_device_rows writes exactly that run into `out`, which must be
+// its size, the same bytes as the same part of from_device's array. Contract:
+// first_row is a multiple of 8 (a tile row) and `device` is the operand's
+// whole device image; otherwise std::invalid_argument. Large pieces convert
+// on the host threads.
+std::uint64_t view_rows(const OperandBinding& binding);
+// A multiple of 8 view rows whose host bytes are at most `piece_bytes` (at
+// least 8 rows: one tile row).
+std::uint64_t host_rows_per_piece(const OperandBinding& binding, bool raw_bits, std::uint64_t piece_bytes);
+// The size of that run of host bytes for rows first_row..end_row-1.
+std::uint64_t host_bytes_of_rows(const OperandBinding& binding, bool raw_bits, std::uint64_t first_row,
+                                 std::uint64_t end_row);
+void from_device_rows(const OperandBinding& binding, std::span<const std::uint8_t> device, bool raw_bits,
+                      std::uint64_t first_row, std::uint64_t end_row, std::span<std::uint8_t> out);
 
 // The register value of a by-value operand (`inlined_call_operand.<no memory
 // space>`, e.g. f32[]) taken from a host array of one element (shape (),

@@ -331,15 +331,14 @@ std::span<const T> typed_view(const NpyView& array, NpyDtype expected) {
   return {reinterpret_cast<const T*>(array.data.data()), static_cast<std::size_t>(bytes / sizeof(T))};
 }
 
-// The preamble and header numpy would write for `array` (its data follows).
-std::vector<std::uint8_t> serialize_header(const NpyArray& array, std::string_view origin) {
-  checked_data_size(array, origin);
-
+// The preamble and header numpy would write for an array of `dtype` and
+// `shape` (its data follows).
+std::vector<std::uint8_t> header_for(NpyDtype dtype, std::span<const std::uint64_t> shape, std::string_view origin) {
   // 1. The dict exactly as numpy.lib.format._write_array_header prints it.
-  std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(array.dtype),
-                                 shape_repr(array.shape));
-  if (!array.shape.empty()) {
-    const std::size_t first_dim_digits = fmt::formatted_size("{}", array.shape[0]);
+  std::string dict =
+      fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(dtype), shape_repr(shape));
+  if (!shape.empty()) {
+    const std::size_t first_dim_digits = fmt::formatted_size("{}", shape[0]);
     if (first_dim_digits < kGrowthAxisMaxDigits) dict.append(kGrowthAxisMaxDigits - first_dim_digits, ' ');
   }
 
@@ -349,8 +348,7 @@ std::vector<std::uint8_t> serialize_header(const NpyArray& array, std::string_vi
   const std::size_t padding = kArrayAlign - (kPreambleBytes + with_newline) % kArrayAlign;
   const std::size_t header_bytes = with_newline + padding;
   if (header_bytes > UINT16_MAX)
-    throw NpyError(
-        fmt::format("{}: shape with {} dimensions does not fit a format 1.0 header", origin, array.shape.size()));
+    throw NpyError(fmt::format("{}: shape with {} dimensions does not fit a format 1.0 header", origin, shape.size()));
 
   std::vector<std::uint8_t> out;
   out.reserve(kPreambleBytes + header_bytes);
@@ -361,6 +359,11 @@ std::vector<std::uint8_t> serialize_header(const NpyArray& array, std::string_vi
   out.insert(out.end(), padding, ' ');
   out.push_back('\n');
   return out;
+}
+
+std::vector<std::uint8_t> serialize_header(const NpyArray& array, std::string_view origin) {
+  checked_data_size(array, origin);
+  return header_for(array.dtype, array.shape, origin);
 }
 
 void read_exactly(std::ifstream& in, std::uint8_t* to, std::size_t bytes, const std::string& path) {
@@ -603,29 +606,68 @@ std::vector<std::uint8_t> serialize_npy(const NpyArray& array) {
   return out;
 }
 
-void write_npy(const std::string& path, const NpyArray& array) {
+NpyWriter::NpyWriter(const std::string& path, NpyDtype dtype, std::vector<std::uint64_t> shape) : path_(path) {
+  const std::optional<std::uint64_t> bytes = checked_byte_size(shape, element_size(dtype));
+  if (!bytes)
+    throw NpyError(fmt::format("{}: shape {} of {} is too large, its size in bytes overflows 64 bits", path,
+                               shape_repr(shape), to_string(dtype)));
+  data_bytes_ = *bytes;
+  const std::vector<std::uint8_t> header = header_for(dtype, shape, path);
+  header_bytes_ = header.size();
   // An existing file is overwritten in place and then cut to length, not
   // truncated first: the host then reuses its cached pages instead of
   // freeing and allocating them again (3 ms instead of 6-60 ms for 16 MiB).
-  const std::vector<std::uint8_t> header = serialize_header(array, path);
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) throw NpyError(fmt::format("{}: cannot open file for writing", path));
-  const auto write_all = [fd](const std::uint8_t* data, std::size_t bytes) {
-    while (bytes > 0) {
-      const ssize_t n = ::write(fd, data, bytes);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return false;
-      data += n;
-      bytes -= static_cast<std::size_t>(n);
-    }
-    return true;
-  };
-  bool ok = write_all(header.data(), header.size()) && write_all(array.data.data(), array.data.size());
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  if (fd_ < 0) throw NpyError(fmt::format("{}: cannot open file for writing", path));
+  write_all(header);
+}
+
+NpyWriter::~NpyWriter() {
+  if (fd_ >= 0) (void)::close(fd_);
+}
+
+void NpyWriter::write_all(std::span<const std::uint8_t> bytes) {
+  const std::uint8_t* data = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd_, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw NpyError(fmt::format("{}: write error", path_));
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+void NpyWriter::append(std::span<const std::uint8_t> data) {
+  if (fd_ < 0) throw NpyError(fmt::format("{}: written after finish()", path_));
+  if (data.size() > data_bytes_ - written_) {
+    throw NpyError(fmt::format("{}: {} more data bytes than the shape's {}", path_,
+                               written_ + data.size() - data_bytes_, data_bytes_));
+  }
+  write_all(data);
+  written_ += data.size();
+}
+
+void NpyWriter::finish() {
+  if (fd_ < 0) throw NpyError(fmt::format("{}: finish() twice", path_));
+  if (written_ != data_bytes_) {
+    throw NpyError(fmt::format("{}: {} data bytes written, the shape needs {}", path_, written_, data_bytes_));
+  }
+  const int fd = fd_;
+  fd_ = -1;
   struct stat st {};
-  const auto total = static_cast<off_t>(header.size() + array.data.size());
-  if (ok && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > total) ok = ::ftruncate(fd, total) == 0;
+  const auto total = static_cast<off_t>(header_bytes_ + data_bytes_);
+  bool ok = true;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > total) ok = ::ftruncate(fd, total) == 0;
   ok = ::close(fd) == 0 && ok;
-  if (!ok) throw NpyError(fmt::format("{}: write error", path));
+  if (!ok) throw NpyError(fmt::format("{}: write error", path_));
+}
+
+void write_npy(const std::string& path, const NpyArray& array) {
+  checked_data_size(array, path);
+  NpyWriter writer(path, array.dtype, array.shape);
+  writer.append(array.data);
+  writer.finish();
 }
 
 }  // namespace tpuemu

@@ -128,4 +128,30 @@ void read_npy_data(const NpyFileHeader& file, std::uint64_t offset, std::span<st
 std::vector<std::uint8_t> serialize_npy(const NpyArray& array);
 void write_npy(const std::string& path, const NpyArray& array);
 
+// An .npy file written piece by piece, for an array that never exists whole
+// on the host: the header when opened, then the data in C order (append),
+// then finish(), which checks that exactly the shape's bytes came and cuts a
+// longer existing file to length. The same bytes as write_npy of the whole
+// array (write_npy is built on it). Throws NpyError: the file cannot be
+// opened, a write fails, more data than the shape holds, or finish() with
+// less. Destroyed unfinished, the file keeps what was written (incomplete).
+class NpyWriter {
+ public:
+  NpyWriter(const std::string& path, NpyDtype dtype, std::vector<std::uint64_t> shape);
+  NpyWriter(const NpyWriter&) = delete;
+  NpyWriter& operator=(const NpyWriter&) = delete;
+  ~NpyWriter();
+  void append(std::span<const std::uint8_t> data);
+  void finish();
+
+ private:
+  void write_all(std::span<const std::uint8_t> bytes);
+
+  std::string path_;
+  int fd_ = -1;
+  std::uint64_t header_bytes_ = 0;
+  std::uint64_t data_bytes_ = 0;
+  std::uint64_t written_ = 0;
+};
+
 }  // namespace tpuemu

@@ -97,6 +97,45 @@ TEST_CASE("compare_bits against a file reads it in pieces and says the same", "[
   std::filesystem::remove(path);
 }
 
+TEST_CASE("BitComparison fed in pieces says what compare_bits says", "[api]") {
+  std::vector<float> values(std::size_t{3} << 18);  // 3 MiB: more than one of the file reader's pieces
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 777) * 0.5F;
+  const NpyArray expected = floats(values, {768, 1024});
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("tpuemu_test_pieces_" + std::to_string(::getpid()) + ".npy")).string();
+  write_npy(path, expected);
+  const NpyFileHeader file = read_npy_header(path);
+  std::vector<float> changed = values;
+  changed[3] = -1.0F;
+  changed[values.size() / 2] = 9.0F;
+  const NpyArray got = floats(changed, {768, 1024});
+  for (const std::size_t piece : {std::size_t{4}, std::size_t{4096}, std::size_t{1} << 20, got.data.size()}) {
+    INFO("pieces of " << piece << " bytes");
+    api::BitComparison by_array(got.dtype, got.shape, expected);
+    api::BitComparison by_file(got.dtype, got.shape, file);
+    for (std::size_t at = 0; at < got.data.size(); at += piece) {
+      const auto part = std::span<const std::uint8_t>(got.data).subspan(at, std::min(piece, got.data.size() - at));
+      by_array.add(part);
+      by_file.add(part);
+    }
+    CHECK(by_array.verdict() == api::compare_bits(got, expected));
+    CHECK(by_file.verdict() == by_array.verdict());
+  }
+  CHECK(api::compare_bits(got, expected) ==
+        "2 of 786432 elements differ, the first at flat index 3: got -1 where 1.5 was expected");
+  // A shape that differs is the verdict whatever the data; a verdict before
+  // all the data came, or a piece past the end, is a caller's error.
+  api::BitComparison other_shape(got.dtype, {1024, 768}, expected);
+  other_shape.add(got.data);
+  CHECK(other_shape.verdict() == "shape [1024,768] differs from the expected [768,1024]");
+  api::BitComparison partial(got.dtype, got.shape, expected);
+  partial.add(std::span<const std::uint8_t>(got.data).subspan(0, 8));
+  CHECK_THROWS_AS(partial.verdict(), std::logic_error);
+  CHECK_THROWS_AS(partial.add(got.data), std::logic_error);
+  CHECK_THROWS_AS(partial.add(std::span<const std::uint8_t>(got.data).subspan(0, 3)), std::logic_error);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("predicted_cycle_limit: ten times the prediction, never below the default", "[api]") {
   const std::uint64_t fallback = chip::RunOptions{}.max_cycles;
   CHECK(api::predicted_cycle_limit(0.0, 1.5e9) == fallback);

@@ -18,6 +18,7 @@
 
 using namespace tpuemu;
 using Catch::Contains;
+using Catch::EndsWith;
 using Catch::StartsWith;
 
 namespace {
@@ -151,6 +152,38 @@ TEST_CASE("npy: write_npy over a longer or shorter file leaves exactly the new f
   write_npy(path.string(), big_array);
   CHECK(std::filesystem::file_size(path) == serialize_npy(big_array).size());
   CHECK(read_npy(path.string()) == big_array);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("npy: NpyWriter writes write_npy's file a piece at a time and checks the byte count", "[npy]") {
+  const std::filesystem::path path = temp_file("tpuemu_test_npy_writer");
+  std::vector<float> values(3000);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) * 0.25F;
+  const NpyArray array = make_npy(NpyDtype::kFloat32, {30, 100}, values.data());
+  {
+    write_npy(path.string(), make_npy(NpyDtype::kFloat32, {4096}, std::vector<float>(4096).data()));  // longer
+    NpyWriter writer(path.string(), array.dtype, array.shape);
+    const std::span<const std::uint8_t> data(array.data);
+    writer.append(data.subspan(0, 4));
+    writer.append(data.subspan(4, 4096));
+    writer.append(data.subspan(4100));
+    writer.finish();
+  }
+  CHECK(std::filesystem::file_size(path) == serialize_npy(array).size());
+  CHECK(read_npy(path.string()) == array);
+  {
+    NpyWriter writer(path.string(), array.dtype, array.shape);
+    writer.append(std::span<const std::uint8_t>(array.data).subspan(0, 400));
+    CHECK_THROWS_WITH(writer.finish(), EndsWith("400 data bytes written, the shape needs 12000"));
+  }
+  {
+    NpyWriter writer(path.string(), array.dtype, array.shape);
+    writer.append(array.data);
+    CHECK_THROWS_WITH(writer.append(std::span<const std::uint8_t>(array.data).subspan(0, 4)),
+                      EndsWith("4 more data bytes than the shape's 12000"));
+  }
+  CHECK_THROWS_WITH(NpyWriter("/nonexistent/dir/x.npy", NpyDtype::kUint8, {3}),
+                    StartsWith("/nonexistent/dir/x.npy: cannot open"));
   std::filesystem::remove(path);
 }
 

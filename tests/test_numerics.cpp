@@ -416,6 +416,23 @@ TEST_CASE("host layouts: to_device puts every element where the layout says, fro
       // Back: raw codes give the host array again, values the decoded ones.
       const bool raw = k.host != NpyDtype::kFloat32 || k.dtype == "f32";
       const NpyArray back = chip::from_device(b, device, raw);
+      // A piece at a time (8, 16, 24 view rows): the same bytes, in order.
+      for (const std::uint64_t step : {8U, 16U, 24U}) {
+        std::vector<std::uint8_t> joined;
+        for (std::uint64_t r = 0; r < chip::view_rows(b); r += step) {
+          std::vector<std::uint8_t> piece(chip::host_bytes_of_rows(b, raw, r, r + step));
+          chip::from_device_rows(b, device, raw, r, r + step, piece);
+          joined.insert(joined.end(), piece.begin(), piece.end());
+        }
+        INFO("pieces of " << step << " rows");
+        CHECK(joined == back.data);
+      }
+      if (chip::view_rows(b) > 8) {
+        std::vector<std::uint8_t> piece(chip::host_bytes_of_rows(b, raw, 4, 12));
+        CHECK_THROWS_AS(chip::from_device_rows(b, device, raw, 4, 12, piece), std::invalid_argument);
+      }
+      std::vector<std::uint8_t> too_small(chip::host_bytes_of_rows(b, raw, 0, 8) - 1);
+      CHECK_THROWS_AS(chip::from_device_rows(b, device, raw, 0, 8, too_small), std::invalid_argument);
       if (raw) {
         CHECK(back == host);
       } else {
@@ -452,6 +469,15 @@ TEST_CASE("host layouts: large arrays convert on host threads with the same byte
         INFO(dtype << ", " << shape.size() << "-D, " << threads << " threads");
         CHECK(chip::to_device(b, host, "x.npy") == device);
         CHECK(chip::from_device(b, device, false) == back);
+        // Pieces of ~2 MiB convert on the host threads too.
+        const std::uint64_t step = chip::host_rows_per_piece(b, false, std::uint64_t{2} << 20);
+        std::vector<std::uint8_t> joined;
+        for (std::uint64_t r = 0; r < chip::view_rows(b); r += step) {
+          std::vector<std::uint8_t> piece(chip::host_bytes_of_rows(b, false, r, r + step));
+          chip::from_device_rows(b, device, false, r, r + step, piece);
+          joined.insert(joined.end(), piece.begin(), piece.end());
+        }
+        CHECK(joined == back.data);
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -10,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
+#include <tuple>
 
 #include "api/output_files.hpp"
 #include "api/report.hpp"
@@ -359,26 +362,71 @@ int run_command(const std::vector<std::string>& args) {
   }
   std::fflush(stdout);
 
-  // 3. Outputs and report (each operand read back once per form).
-  std::map<std::tuple<std::uint32_t, std::uint32_t, bool>, NpyArray> host_outputs;
-  const auto host_output = [&](std::uint32_t index, std::uint32_t chip_id, bool raw_bits) -> const NpyArray& {
-    const auto key = std::make_tuple(index, chip_id, raw_bits);
-    auto it = host_outputs.find(key);
-    if (it == host_outputs.end())
-      it = host_outputs.emplace(key, result.output(std::to_string(index), chip_id, raw_bits)).first;
-    return it->second;
+  // 3. Outputs and checks. Each form of an output (operand, chip, values or
+  // raw bits) is converted once, a piece at a time, into every --out file and
+  // --expect comparison that takes it: no host array of the output's size.
+  using Form = std::tuple<std::uint32_t, std::uint32_t, bool>;   // operand, chip, raw bits
+  std::vector<Form> forms;                                       // in the order first needed
+  std::map<Form, std::vector<std::string>> written_files;        // --out paths by form
+  std::map<std::pair<Form, std::string>, std::string> verdicts;  // by form and expected file
+  const auto need = [&forms](const Form& form) {
+    if (std::find(forms.begin(), forms.end(), form) == forms.end()) forms.push_back(form);
   };
   if (!result.fault && dist::world().rank() == 0) {  // under mpirun, rank 0 writes
+    // A path named by several --out options holds what the last one names.
+    std::map<std::string, Form> last_write;
+    std::vector<std::string> paths;
     for (const auto& [index, pattern] : outputs) {
       for (std::uint32_t c = 0; c < chips; ++c) {
         const std::string path = per_chip_path(pattern, c);
-        try {
-          write_npy(path, host_output(index, c, path.ends_with(".bits.npy")));
-        } catch (const NpyError& e) {
-          fmt::print(stderr, "tpuemu run: {}\n", e.what());
-          return kExitBadInput;
-        }
+        if (last_write.count(path) == 0U) paths.push_back(path);
+        last_write[path] = Form{index, c, path.ends_with(".bits.npy")};
       }
+    }
+    for (const std::string& path : paths) {
+      written_files[last_write.at(path)].push_back(path);
+      need(last_write.at(path));
+    }
+  }
+  if (!result.fault) {
+    for (const auto& [index, pattern] : expects) {
+      for (std::uint32_t c = 0; c < (on_pod ? chips : 1U); ++c) {
+        const std::string path = on_pod ? per_chip_path(pattern, c) : pattern;
+        // A *.bits.npy file holds raw bits (bf16/f8 as uint16/uint8), as --out writes them.
+        const Form form{index, c, path.ends_with(".bits.npy")};
+        verdicts[{form, path}];
+        need(form);
+      }
+    }
+  }
+  constexpr std::uint64_t kPieceBytes = std::uint64_t{2} << 20;
+  for (const Form& form : forms) {
+    const auto& [index, chip_id, raw_bits] = form;
+    const std::string name = std::to_string(index);
+    try {
+      const NpyDtype dtype = result.output_dtype(name, raw_bits);
+      const std::vector<std::uint64_t>& shape = result.output_shape(name);
+      std::vector<std::unique_ptr<NpyWriter>> writers;
+      for (const std::string& path : written_files[form])
+        writers.push_back(std::make_unique<NpyWriter>(path, dtype, shape));
+      std::vector<std::pair<std::string, api::BitComparison>> comparisons;
+      for (auto it = verdicts.lower_bound({form, std::string()}); it != verdicts.end() && it->first.first == form;
+           ++it) {
+        const std::string& path = it->first.second;
+        const auto whole = expected_arrays.find(path);
+        comparisons.emplace_back(path, whole != expected_arrays.end()
+                                           ? api::BitComparison(dtype, shape, whole->second)
+                                           : api::BitComparison(dtype, shape, expected_files.at(path)));
+      }
+      result.output_pieces(name, chip_id, raw_bits, kPieceBytes, [&](std::span<const std::uint8_t> piece) {
+        for (const auto& writer : writers) writer->append(piece);
+        for (auto& comparison : comparisons) comparison.second.add(piece);
+      });
+      for (const auto& writer : writers) writer->finish();
+      for (const auto& [path, comparison] : comparisons) verdicts[{form, path}] = comparison.verdict();
+    } catch (const NpyError& e) {
+      fmt::print(stderr, "tpuemu run: {}\n", e.what());
+      return kExitBadInput;
     }
   }
   bool expectations_met = true;
@@ -391,19 +439,7 @@ int run_command(const std::vector<std::string>& args) {
       std::size_t differing = 0;
       for (std::uint32_t c = 0; c < checked; ++c) {
         const std::string path = on_pod ? per_chip_path(pattern, c) : pattern;
-        // A *.bits.npy file holds raw bits (bf16/f8 as uint16/uint8), as --out writes them.
-        const bool raw_bits = path.ends_with(".bits.npy");
-        std::string verdict;
-        try {
-          const NpyArray& got = host_output(index, c, raw_bits);
-          const auto whole = expected_arrays.find(path);
-          verdict = whole != expected_arrays.end() ? api::compare_bits(got, whole->second)
-                                                   : api::compare_bits(got, expected_files.at(path));
-        } catch (const NpyError& e) {
-          fmt::print(stderr, "tpuemu run: {}\n", e.what());
-          return kExitBadInput;
-        }
-        host_outputs.erase(std::make_tuple(index, c, raw_bits));  // a pod's outputs need not all stay in memory
+        const std::string& verdict = verdicts.at({Form{index, c, path.ends_with(".bits.npy")}, path});
         if (api::is_bit_exact(verdict) && checked > 1) continue;
         if (!api::is_bit_exact(verdict)) ++differing;
         if (checked == 1) {
