@@ -25,10 +25,10 @@ std::string compare_whole(const NpyArray& got, BitComparison comparison) {
 
 }  // namespace
 
-BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, NpyDtype expected_dtype,
-                             const std::vector<std::uint64_t>& expected_shape, std::uint64_t expected_bytes)
+BitComparison::BitComparison(NpyDtype dtype, const std::vector<std::uint64_t>& shape, NpyDtype expected_dtype,
+                             std::span<const std::uint64_t> expected_shape, std::uint64_t expected_bytes)
     : dtype_(dtype), count_(element_count(shape)), bytes_(expected_bytes) {
-  if (shape != expected_shape) {
+  if (!std::ranges::equal(shape, expected_shape)) {
     mismatch_ =
         fmt::format("shape [{}] differs from the expected [{}]", fmt::join(shape, ","), fmt::join(expected_shape, ","));
   } else if (dtype != expected_dtype || count_ * element_size(dtype) != expected_bytes) {
@@ -40,13 +40,13 @@ BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, N
   if (!mismatch_.empty()) bytes_ = count_ * element_size(dtype);
 }
 
-BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyArray& expected)
-    : BitComparison(dtype, std::move(shape), expected.dtype, expected.shape, expected.data.size()) {
-  array_ = &expected;
+BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyView& expected)
+    : BitComparison(dtype, shape, expected.dtype, expected.shape, expected.data.size()) {
+  viewed_ = expected.data;
 }
 
 BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyFileHeader& expected)
-    : BitComparison(dtype, std::move(shape), expected.dtype, expected.shape, expected.data_bytes) {
+    : BitComparison(dtype, shape, expected.dtype, expected.shape, expected.data_bytes) {
   file_ = &expected;
 }
 
@@ -61,8 +61,8 @@ void BitComparison::add(std::span<const std::uint8_t> got) {
     return;
   }
   const std::uint8_t* expected = nullptr;
-  if (array_ != nullptr) {
-    expected = array_->data.data() + at_;
+  if (file_ == nullptr) {
+    expected = viewed_.data() + at_;
   } else {
     piece_.resize(got.size());
     read_npy_data(*file_, at_, piece_);
@@ -96,7 +96,7 @@ std::string BitComparison::verdict() const {
 }
 
 std::string compare_bits(const NpyArray& got, const NpyArray& expected) {
-  return compare_whole(got, BitComparison(got.dtype, got.shape, expected));
+  return compare_whole(got, BitComparison(got.dtype, got.shape, NpyView(expected)));
 }
 
 std::string compare_bits(const NpyArray& got, const NpyFileHeader& expected) {

@@ -81,20 +81,21 @@ std::string compare_bits(const NpyArray& got, const NpyFileHeader& expected);
 // verdict() before all the data came is a contract violation (std::logic_error).
 class BitComparison {
  public:
-  BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyArray& expected);
+  // `expected`: an array, or a mapped file (common/npy_file.hpp).
+  BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyView& expected);
   BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyFileHeader& expected);
   void add(std::span<const std::uint8_t> got);
   [[nodiscard]] std::string verdict() const;
 
  private:
-  BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, NpyDtype expected_dtype,
-                const std::vector<std::uint64_t>& expected_shape, std::uint64_t expected_bytes);
+  BitComparison(NpyDtype dtype, const std::vector<std::uint64_t>& shape, NpyDtype expected_dtype,
+                std::span<const std::uint64_t> expected_shape, std::uint64_t expected_bytes);
 
   NpyDtype dtype_;
   std::uint64_t count_ = 0;
-  std::uint64_t bytes_ = 0;  // expected and got, when they agree
-  std::string mismatch_;     // shape or dtype differ: the verdict, whatever the data
-  const NpyArray* array_ = nullptr;
+  std::uint64_t bytes_ = 0;               // expected and got, when they agree
+  std::string mismatch_;                  // shape or dtype differ: the verdict, whatever the data
+  std::span<const std::uint8_t> viewed_;  // the expected data, when not read from a file
   const NpyFileHeader* file_ = nullptr;
   std::vector<std::uint8_t> piece_;  // the file's bytes for the current piece
   std::uint64_t at_ = 0;             // bytes compared so far
