@@ -23,6 +23,7 @@
 #include "chip/systemc_reports.hpp"
 #include "common/chip_config.hpp"
 #include "common/huge_pages.hpp"
+#include "common/npy_file.hpp"
 #include "dist/ranks.hpp"
 #include "ici/partition.hpp"
 #include "ici/routing.hpp"
@@ -437,6 +438,7 @@ Result simulate_here(const Job& job, chip::Tracer* dry_tracer) {
   chip::route_systemc_reports();
   g_simulated = true;
   const auto started = std::chrono::steady_clock::now();
+  (void)take_files_cut_while_mapped();  // an earlier run's, reported by it
   try {
     const ChipConfig chip = load_chip(job.chip);
     Result result;
@@ -449,6 +451,14 @@ Result simulate_here(const Job& job, chip::Tracer* dry_tracer) {
       result = run_chip_program(job, chip, dry_tracer);
     } else {
       result = run_chip_chain(job, chip, dry_tracer);
+    }
+    // An input file mapped and cut short by another process while it was
+    // read gave zeros where its data was (common/npy_file.hpp): refused.
+    if (const std::vector<std::string> cut = take_files_cut_while_mapped(); !cut.empty()) {
+      throw BadInput(fmt::format(
+          "{}: the file was cut short while it was read (truncated by another process?); the run's inputs are not "
+          "its data",
+          cut.front()));
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);

@@ -26,10 +26,15 @@ class NpyFile {
   static constexpr std::uint64_t kMapFromBytes = std::uint64_t{1} << 20;
 
   // Opens `path` with read_npy's checks and messages (throws NpyError).
-  // Contract: nobody truncates the file while the NpyFile lives (a mapped
-  // page cut off the file would fault when read); a file rewritten in place
-  // meanwhile may show through a mapping, so a caller that rewrites the
-  // file itself lets the NpyFile go first.
+  // A file rewritten in place meanwhile may show through a mapping, so a
+  // caller that rewrites the file itself lets the NpyFile go first.
+  // A file cut short by another process while it is mapped: the pages cut
+  // off read as zeros (a SIGBUS handler, installed with the first mapping,
+  // puts a zero page where each one was, instead of the fault killing the
+  // process), intact() becomes false, and once the NpyFile is released its
+  // path is listed for take_files_cut_while_mapped(). So whoever reads a
+  // view checks intact() (or check_intact()) after reading, or the run
+  // checks that list, before it trusts what it read.
   static NpyFile open(const std::string& path);
   explicit NpyFile(NpyArray array);
 
@@ -41,6 +46,10 @@ class NpyFile {
 
   [[nodiscard]] NpyView view() const;
   [[nodiscard]] bool mapped() const { return mapping_ != nullptr; }
+  // False once a page of the mapping was found cut off the file (see open).
+  [[nodiscard]] bool intact() const;
+  // Throws NpyError "<path>: the file was cut short while it was read ..." unless intact().
+  void check_intact() const;
   // The array on the heap (a copy of a mapping's data; a read array moves out).
   [[nodiscard]] NpyArray take_array() &&;
 
@@ -49,10 +58,16 @@ class NpyFile {
   void release() noexcept;
 
   NpyArray array_;  // when read (then also dtype and shape of a mapping)
+  std::string path_;
+  int guard_ = -1;  // the mapping's slot in the SIGBUS handler's table
   void* mapping_ = nullptr;
   std::size_t mapping_bytes_ = 0;
   const std::uint8_t* data_ = nullptr;  // the mapping's data
   std::size_t data_bytes_ = 0;
 };
+
+// The paths of mapped NpyFiles released since the last call whose mapping
+// was found cut short (see NpyFile::open), in the order released.
+std::vector<std::string> take_files_cut_while_mapped();
 
 }  // namespace tpuemu

@@ -1,9 +1,11 @@
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -555,4 +557,62 @@ TEST_CASE("npy: NpyFile maps large files and reads small ones, with read_npy's a
   CHECK_THROWS_WITH(NpyFile::open(path.string()), read_error);
   std::filesystem::remove(path);
   CHECK_THROWS_WITH(NpyFile::open("/nonexistent/dir/x.npy"), StartsWith("/nonexistent/dir/x.npy: cannot open file"));
+}
+
+TEST_CASE("npy: a mapped file cut short by another writer reads zeros and says so, not SIGBUS", "[npy]") {
+  const std::filesystem::path path = temp_file("tpuemu_test_npy_cut");
+  const std::uint64_t count = NpyFile::kMapFromBytes / 4 * 3;  // 3 MiB of floats: mapped
+  std::vector<float> values(count, 1.5F);
+  write_npy(path.string(), make_npy(NpyDtype::kFloat32, {count}, values.data()));
+  {
+    NpyFile file = NpyFile::open(path.string());
+    REQUIRE(file.mapped());
+    CHECK(file.intact());
+    CHECK_NOTHROW(file.check_intact());
+    // Cut to its first MiB (as another process rewriting it would), then
+    // read all of it: the pages past the new end read as zeros.
+    const std::uint64_t kept = std::filesystem::file_size(path) - 2 * NpyFile::kMapFromBytes;
+    std::filesystem::resize_file(path, kept);
+    const std::span<const float> seen = file.view().as_f32();
+    double sum = 0;
+    for (const float v : seen) sum += v;
+    CHECK(sum < 1.5 * static_cast<double>(count) / 2);  // most of it gone
+    CHECK(seen.back() == 0.0F);
+    CHECK_FALSE(file.intact());
+    CHECK_THROWS_WITH(file.check_intact(), path.string() +
+                                               ": the file was cut short while it was read "
+                                               "(truncated by another process?); what was read is not "
+                                               "its data");
+    CHECK(take_files_cut_while_mapped().empty());  // listed once released
+    file = NpyFile(NpyArray{});
+  }
+  CHECK(take_files_cut_while_mapped() == std::vector<std::string>{path.string()});
+  CHECK(take_files_cut_while_mapped().empty());
+  // An intact file is never listed, and a new mapping of the same slot starts intact.
+  write_npy(path.string(), make_npy(NpyDtype::kFloat32, {count}, values.data()));
+  {
+    const NpyFile file = NpyFile::open(path.string());
+    REQUIRE(file.mapped());
+    CHECK(file.intact());
+    CHECK(file.view().as_f32().back() == 1.5F);
+  }
+  CHECK(take_files_cut_while_mapped().empty());
+  // A SIGBUS that is not a mapped file's goes where it went before: the
+  // default action ends the process by SIGBUS; under AddressSanitizer its
+  // own handler reports it and exits non-zero.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::raise(SIGBUS);
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+#if defined(__SANITIZE_ADDRESS__)
+  CHECK((WIFEXITED(status) ? WEXITSTATUS(status) != 0 : WIFSIGNALED(status)));
+#else
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGBUS);
+#endif
+  std::filesystem::remove(path);
 }

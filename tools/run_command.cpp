@@ -430,6 +430,7 @@ int run_command(const std::vector<std::string>& args) {
         for (const auto& writer : writers) writer->append(piece);
         for (auto& comparison : comparisons) comparison.second.add(piece);
       });
+      for (const NpyFile& file : mapped) file.check_intact();
       for (const auto& writer : writers) writer->finish();
       for (const auto& [path, comparison] : comparisons) verdicts[{form, path}] = comparison.verdict();
     } catch (const NpyError& e) {
