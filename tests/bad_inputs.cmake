@@ -72,6 +72,17 @@ tpuemu_cli_test(bad.run_no_data_reads_no_inputs 0 "cycles +1937" run ${P}/matmul
 # SIGINT/SIGTERM stop a run like a fault (exit 130/143); the waveform's limit is a bad input (2), not a program fault.
 add_test(NAME cli.bad.signals_stop_runs COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/signals.sh $<TARGET_FILE:tpuemu> ${D}/run/endless_loop.llo)
 set_tests_properties(cli.bad.signals_stop_runs PROPERTIES LABELS cli)
+# A signal after the emulation has ended stops nothing (the outputs are written whole) and says so;
+# an LD_PRELOAD shim sends it at the run's first fflush(stdout), right after the report. Unsanitized
+# builds only: a preloaded library ahead of the sanitizer runtime makes ASan refuse to start.
+if(NOT TPUEMU_SANITIZE)
+  add_library(raise_sigint_at_flush MODULE ${CMAKE_CURRENT_SOURCE_DIR}/cli/raise_sigint_at_flush.cpp)
+  target_link_libraries(raise_sigint_at_flush PRIVATE ${CMAKE_DL_LIBS})
+  add_test(NAME cli.bad.signal_after_run
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli/signal_after_run.sh $<TARGET_FILE:tpuemu>
+            $<TARGET_FILE:raise_sigint_at_flush> ${MM})
+  set_tests_properties(cli.bad.signal_after_run PROPERTIES LABELS cli)
+endif()
 
 # Inputs are regular files of bounded size, checked before they are read; a program must hold bundles.
 tpuemu_cli_test(bad.run_directory 2 "tests/data: error: is a directory, not a file" run ${D})
