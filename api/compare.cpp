@@ -40,12 +40,12 @@ BitComparison::BitComparison(NpyDtype dtype, const std::vector<std::uint64_t>& s
   if (!mismatch_.empty()) bytes_ = count_ * element_size(dtype);
 }
 
-BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyView& expected)
+BitComparison::BitComparison(NpyDtype dtype, const std::vector<std::uint64_t>& shape, const NpyView& expected)
     : BitComparison(dtype, shape, expected.dtype, expected.shape, expected.data.size()) {
   viewed_ = expected.data;
 }
 
-BitComparison::BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyFileHeader& expected)
+BitComparison::BitComparison(NpyDtype dtype, const std::vector<std::uint64_t>& shape, const NpyFileHeader& expected)
     : BitComparison(dtype, shape, expected.dtype, expected.shape, expected.data_bytes) {
   file_ = &expected;
 }

@@ -82,8 +82,8 @@ std::string compare_bits(const NpyArray& got, const NpyFileHeader& expected);
 class BitComparison {
  public:
   // `expected`: an array, or a mapped file (common/npy_file.hpp).
-  BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyView& expected);
-  BitComparison(NpyDtype dtype, std::vector<std::uint64_t> shape, const NpyFileHeader& expected);
+  BitComparison(NpyDtype dtype, const std::vector<std::uint64_t>& shape, const NpyView& expected);
+  BitComparison(NpyDtype dtype, const std::vector<std::uint64_t>& shape, const NpyFileHeader& expected);
   void add(std::span<const std::uint8_t> got);
   [[nodiscard]] std::string verdict() const;
 
