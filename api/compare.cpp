@@ -11,14 +11,10 @@
 namespace tpuemu::api {
 namespace {
 
-// A multiple of every element size; 2 MiB, so that the tpuemu executable
-// takes a piece buffer from its large blocks (tools/large_allocations.cpp:
-// one huge page, or a block a freed array left) instead of 512 small pages.
-constexpr std::uint64_t kPieceBytes = std::uint64_t{2} << 20;
-
 std::string compare_whole(const NpyArray& got, BitComparison comparison) {
-  for (std::uint64_t at = 0; at < got.data.size(); at += kPieceBytes) {
-    comparison.add(std::span<const std::uint8_t>(got.data).subspan(at, std::min(kPieceBytes, got.data.size() - at)));
+  for (std::uint64_t at = 0; at < got.data.size(); at += kOutputPieceBytes) {
+    comparison.add(
+        std::span<const std::uint8_t>(got.data).subspan(at, std::min(kOutputPieceBytes, got.data.size() - at)));
   }
   return comparison.verdict();
 }

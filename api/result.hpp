@@ -38,6 +38,12 @@ struct HostCost {
   std::uint64_t windows = 0;
 };
 
+// The piece size output_pieces and the comparisons use: a multiple of every
+// element size; 2 MiB, so that the tpuemu executable takes a piece buffer
+// from its large blocks (tools/large_allocations.cpp: one huge page, or a
+// block a freed array left) instead of 512 small pages.
+inline constexpr std::uint64_t kOutputPieceBytes = std::uint64_t{2} << 20;
+
 struct Result {
   std::uint64_t cycles = 0;
   double seconds = 0;

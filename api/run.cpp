@@ -455,10 +455,7 @@ Result simulate_here(const Job& job, chip::Tracer* dry_tracer) {
     // An input file mapped and cut short by another process while it was
     // read gave zeros where its data was (common/npy_file.hpp): refused.
     if (const std::vector<std::string> cut = take_files_cut_while_mapped(); !cut.empty()) {
-      throw BadInput(fmt::format(
-          "{}: the file was cut short while it was read (truncated by another process?); the run's inputs are not "
-          "its data",
-          cut.front()));
+      throw BadInput(cut_short_message(cut.front()));
     }
     rusage usage{};
     getrusage(RUSAGE_SELF, &usage);

@@ -310,15 +310,21 @@ std::uint64_t read_little_endian(std::span<const std::uint8_t> bytes) {
 }
 
 // The array's byte size if it satisfies the NpyArray contract; throws otherwise.
-std::uint64_t checked_data_size(const NpyView& array, std::string_view origin) {
-  const std::optional<std::uint64_t> bytes = checked_byte_size(array.shape, element_size(array.dtype));
+// The byte size of an array of `dtype` and `shape`; throws if it overflows.
+std::uint64_t shape_bytes(NpyDtype dtype, std::span<const std::uint64_t> shape, std::string_view origin) {
+  const std::optional<std::uint64_t> bytes = checked_byte_size(shape, element_size(dtype));
   if (!bytes)
     throw NpyError(fmt::format("{}: shape {} of {} is too large, its size in bytes overflows 64 bits", origin,
-                               shape_repr(array.shape), to_string(array.dtype)));
-  if (*bytes != array.data.size())
-    throw NpyError(fmt::format("{}: data holds {} bytes, but shape {} of {} needs {}", origin, array.data.size(),
-                               shape_repr(array.shape), to_string(array.dtype), *bytes));
+                               shape_repr(shape), to_string(dtype)));
   return *bytes;
+}
+
+std::uint64_t checked_data_size(const NpyView& array, std::string_view origin) {
+  const std::uint64_t bytes = shape_bytes(array.dtype, array.shape, origin);
+  if (bytes != array.data.size())
+    throw NpyError(fmt::format("{}: data holds {} bytes, but shape {} of {} needs {}", origin, array.data.size(),
+                               shape_repr(array.shape), to_string(array.dtype), bytes));
+  return bytes;
 }
 
 template <class T>
@@ -606,12 +612,8 @@ std::vector<std::uint8_t> serialize_npy(const NpyArray& array) {
   return out;
 }
 
-NpyWriter::NpyWriter(const std::string& path, NpyDtype dtype, std::vector<std::uint64_t> shape) : path_(path) {
-  const std::optional<std::uint64_t> bytes = checked_byte_size(shape, element_size(dtype));
-  if (!bytes)
-    throw NpyError(fmt::format("{}: shape {} of {} is too large, its size in bytes overflows 64 bits", path,
-                               shape_repr(shape), to_string(dtype)));
-  data_bytes_ = *bytes;
+NpyWriter::NpyWriter(const std::string& path, NpyDtype dtype, std::vector<std::uint64_t> shape)
+    : path_(path), data_bytes_(shape_bytes(dtype, shape, path)) {
   const std::vector<std::uint8_t> header = header_for(dtype, shape, path);
   header_bytes_ = header.size();
   // An existing file is overwritten in place and then cut to length, not

@@ -188,12 +188,14 @@ bool NpyFile::intact() const {
   return guard_ < 0 || !g_slots[static_cast<std::size_t>(guard_)].cut.load(std::memory_order_acquire);
 }
 
+std::string cut_short_message(const std::string& path) {
+  return fmt::format(
+      "{}: the file was cut short while it was read (truncated by another process?); what was read is not its data",
+      path);
+}
+
 void NpyFile::check_intact() const {
-  if (!intact()) {
-    throw NpyError(fmt::format(
-        "{}: the file was cut short while it was read (truncated by another process?); what was read is not its data",
-        path_));
-  }
+  if (!intact()) throw NpyError(cut_short_message(path_));
 }
 
 std::vector<std::string> take_files_cut_while_mapped() {

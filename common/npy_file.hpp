@@ -69,5 +69,8 @@ class NpyFile {
 // The paths of mapped NpyFiles released since the last call whose mapping
 // was found cut short (see NpyFile::open), in the order released.
 std::vector<std::string> take_files_cut_while_mapped();
+// "<path>: the file was cut short while it was read ...": what check_intact
+// throws, for a caller that reports a file take_files_cut_while_mapped listed.
+std::string cut_short_message(const std::string& path);
 
 }  // namespace tpuemu

@@ -399,7 +399,6 @@ int run_command(const std::vector<std::string>& args) {
       }
     }
   }
-  constexpr std::uint64_t kPieceBytes = std::uint64_t{2} << 20;
   for (const Form& form : forms) {
     const auto& [index, chip_id, raw_bits] = form;
     const std::string name = std::to_string(index);
@@ -426,7 +425,7 @@ int run_command(const std::vector<std::string>& args) {
           comparisons.emplace_back(path, api::BitComparison(dtype, shape, mapped.back().view()));
         }
       }
-      result.output_pieces(name, chip_id, raw_bits, kPieceBytes, [&](std::span<const std::uint8_t> piece) {
+      result.output_pieces(name, chip_id, raw_bits, api::kOutputPieceBytes, [&](std::span<const std::uint8_t> piece) {
         for (const auto& writer : writers) writer->append(piece);
         for (auto& comparison : comparisons) comparison.second.add(piece);
       });
